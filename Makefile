@@ -1,0 +1,34 @@
+# kevo — top-level driver over CMake. `make` builds, `make test` runs the tests,
+# `make demo` runs the demo. Every target first makes sure the Debian packages
+# kevo needs are installed (scripts/setup.sh does nothing when they are).
+BUILD ?= build
+BUILD_TYPE ?= Release
+JOBS ?= $(shell nproc)
+CTEST_ARGS ?=
+
+.PHONY: all setup configure build test test-all demo clean format
+
+all: build
+
+setup:
+	@scripts/setup.sh
+
+$(BUILD)/CMakeCache.txt: | setup
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+
+configure: setup $(BUILD)/CMakeCache.txt
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+demo: build
+	scripts/demo.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD)
+
+format:
+	git ls-files '*.h' '*.cpp' | xargs clang-format -i

@@ -1,0 +1,142 @@
+// kevo targets, kevo operators, kevo knobs: what this kevo knows.
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "core/knobs.h"
+#include "core/operator.h"
+#include "core/paths.h"
+#include "targets/target.h"
+
+namespace kevo::cli {
+
+namespace {
+bool simple_help(Args& a, const Argv& argv) {
+  a.parse(argv);
+  if (a.help()) fmt::print("{}", a.help_text());
+  return a.help();
+}
+}  // namespace
+
+int cmd_targets(const Argv& argv) {
+  Args a("targets", "targets [--json]", "Lists the hardware targets and whether this kevo has them.",
+         {json_option()}, 0, 0);
+  if (simple_help(a, argv)) return 0;
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& t : list_targets()) {
+    nlohmann::json j = {{"name", t.name}, {"available", t.available}, {"description", t.description}};
+    if (t.available) {
+      auto target = make_target(t.name);
+      j["host"] = target->host_key();
+      j["kernels"] = target->kernels_dir().string();
+    } else {
+      j["why_not"] = t.why_not;
+    }
+    out.push_back(j);
+  }
+  if (a.flag("--json")) {
+    fmt::print("{}\n", out.dump(2));
+    return 0;
+  }
+  for (const auto& j : out) {
+    fmt::print("{:<10}{}\n", j["name"].get<std::string>(),
+               j["available"].get<bool>() ? "available" : "not available");
+    fmt::print("{:<10}{}\n", "", j["description"].get<std::string>());
+    if (j.contains("host")) {
+      fmt::print("{:<10}host: {}\n", "", j["host"].get<std::string>());
+      fmt::print("{:<10}seed kernels: {}\n", "", j["kernels"].get<std::string>());
+    } else {
+      fmt::print("{:<10}{}\n", "", j["why_not"].get<std::string>());
+    }
+  }
+  return 0;
+}
+
+int cmd_operators(const Argv& argv) {
+  Args a("operators", "operators [--json]",
+         "Lists the operators with their formula, tensors in ABI order (inputs, then outputs),\n"
+         "scalar parameters (the kernel's scalars array, in order) and seed kernel families.",
+         {json_option()}, 0, 0);
+  if (simple_help(a, argv)) return 0;
+  nlohmann::json out = nlohmann::json::array();
+  const auto kernels = kevo_home() / "targets" / "cpu" / "kernels";
+  for (const auto& name : operators().names()) {
+    const Operator& op = operators().get(name);
+    nlohmann::json j = {{"name", name}, {"formula", std::string(op.formula())}};
+    for (const auto& t : op.tensors())
+      j[t.is_output ? "outputs" : "inputs"].push_back({{"name", t.name}, {"shape", t.doc}});
+    j["scalars"] = nlohmann::json::array();
+    for (const auto& s : op.scalars()) {
+      nlohmann::json sj = {{"name", s.name}, {"doc", s.doc}};
+      if (s.default_value) sj["default"] = *s.default_value;
+      j["scalars"].push_back(sj);
+    }
+    j["cpu_families"] = nlohmann::json::array();
+    std::error_code ec;
+    for (const auto& f : std::filesystem::directory_iterator(kernels / name, ec))
+      if (f.path().extension() == ".c" || f.path().extension() == ".cpp")
+        j["cpu_families"].push_back(f.path().stem().string());
+    std::sort(j["cpu_families"].begin(), j["cpu_families"].end());
+    out.push_back(j);
+  }
+  if (a.flag("--json")) {
+    fmt::print("{}\n", out.dump(2));
+    return 0;
+  }
+  for (const auto& j : out) {
+    fmt::print("{}: {}\n", j["name"].get<std::string>(), j["formula"].get<std::string>());
+    std::vector<std::string> in, outs, sc, fam;
+    for (const auto& t : j["inputs"])
+      in.push_back(t["name"].get<std::string>() + " " + t["shape"].get<std::string>());
+    for (const auto& t : j["outputs"])
+      outs.push_back(t["name"].get<std::string>() + " " + t["shape"].get<std::string>());
+    for (const auto& s : j["scalars"])
+      sc.push_back(s.contains("default")
+                       ? fmt::format("{} (default {:g})", s["name"].get<std::string>(),
+                                     s["default"].get<double>())
+                       : s["name"].get<std::string>());
+    for (const auto& f : j["cpu_families"]) fam.push_back(f.get<std::string>());
+    fmt::print("  inputs   {}\n  outputs  {}\n", fmt::join(in, ", "), fmt::join(outs, ", "));
+    fmt::print("  scalars  {}\n", sc.empty() ? "none" : fmt::format("{}", fmt::join(sc, ", ")));
+    fmt::print("  cpu families  {}\n", fam.empty() ? "none" : fmt::format("{}", fmt::join(fam, ", ")));
+  }
+  return 0;
+}
+
+int cmd_knobs(const Argv& argv) {
+  Args a("knobs", "knobs KERNEL [--json]",
+         "Reads the @kevo knob and @kevo require declarations of KERNEL and prints the knob\n"
+         "space: each knob's values and default, the constraints, and how many points of the\n"
+         "space satisfy them on this machine.",
+         {json_option()}, 1, 1);
+  if (simple_help(a, argv)) return 0;
+  const std::string path = a.positional()[0];
+  KnobSpace space = KnobSpace::parse_source(read_text_file(path), path);
+  size_t valid = 0;
+  const size_t kLimit = 10'000'000;
+  space.for_each_valid([&](const KnobValues&) { return ++valid < kLimit; });
+  if (a.flag("--json")) {
+    nlohmann::json j;
+    j["kernel"] = path;
+    j["knobs"] = nlohmann::json::array();
+    for (const auto& k : space.knobs())
+      j["knobs"].push_back({{"name", k.name}, {"default", k.default_value}, {"values", k.values}});
+    j["require"] = nlohmann::json::array();
+    for (const auto& c : space.constraints()) j["require"].push_back(c.expr.text());
+    j["points"] = space.size_unconstrained();
+    j["valid_points"] = valid;
+    fmt::print("{}\n", j.dump(2));
+    return 0;
+  }
+  fmt::print("{}\n", path);
+  for (const auto& k : space.knobs())
+    fmt::print("  knob {:<14} default {:<6} {{{}}}\n", k.name, k.default_value, fmt::join(k.values, ", "));
+  for (const auto& c : space.constraints()) fmt::print("  require {}\n", c.expr.text());
+  fmt::print("  {} of {} points valid{}\n", valid, space.size_unconstrained(),
+             valid >= kLimit ? " (counted up to the limit)" : "");
+  return 0;
+}
+
+}  // namespace kevo::cli

@@ -1,0 +1,19 @@
+// The subcommands of kevo; each parses its own arguments and returns the
+// process exit status. User errors are thrown as UserError and printed by main.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace kevo::cli {
+
+using Argv = std::vector<std::string>;
+
+int cmd_eval(const Argv& args);
+int cmd_calibrate(const Argv& args);
+int cmd_query(const Argv& args);
+int cmd_targets(const Argv& args);
+int cmd_operators(const Argv& args);
+int cmd_knobs(const Argv& args);
+
+}  // namespace kevo::cli

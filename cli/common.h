@@ -1,0 +1,22 @@
+// Helpers the subcommands share: the store path, output formatting.
+#pragma once
+
+#include <cstdio>
+#include <string>
+
+#include "cli/args.h"
+#include "core/store.h"
+
+namespace kevo::cli {
+
+// --db, else $KEVO_DB, else ./kevo.db.
+std::string store_path(const Args& args);
+bool stdout_is_tty();
+bool stderr_is_tty();
+// A progress line on stderr ("kevo: ...").
+void progress(std::string_view line);
+// Prints a result table with aligned columns (NULL shown as empty).
+void print_table(std::FILE* out, const QueryResult& r);
+std::string sql_value_text(const SqlValue& v);
+
+}  // namespace kevo::cli

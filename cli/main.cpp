@@ -1,0 +1,69 @@
+// kevo: the command-line entry point. A table of subcommands, nothing else.
+#include <csignal>
+#include <cstring>
+#include <exception>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(const kevo::cli::Argv&);
+};
+
+const Command kCommands[] = {
+    {"eval", "compile, check, time and diagnose one kernel: kevo eval --task TASK KERNEL",
+     kevo::cli::cmd_eval},
+    {"calibrate", "measure this machine's roof (bandwidth, peak FMA rate) and store it",
+     kevo::cli::cmd_calibrate},
+    {"query", "run SQL against the store: kevo query \"SELECT ...\"", kevo::cli::cmd_query},
+    {"targets", "list the hardware targets this kevo was built with", kevo::cli::cmd_targets},
+    {"operators", "list the operators, their tensors (in ABI order) and parameters",
+     kevo::cli::cmd_operators},
+    {"knobs", "show a kernel's knob space and how many points are valid", kevo::cli::cmd_knobs},
+};
+
+void print_overview() {
+  fmt::print("kevo {} — searches for fast compute kernels and measures them honestly\n\n",
+             KEVO_VERSION);
+  fmt::print("usage: kevo COMMAND [ARGS...]     kevo COMMAND --help for its options\n\n");
+  fmt::print("commands:\n");
+  for (const auto& c : kCommands) fmt::print("  {:<10} {}\n", c.name, c.summary);
+  fmt::print("\nenvironment: KEVO_DB (store path), KEVO_CACHE_DIR (compile and reference caches),\n"
+             "             KEVO_HOME (kernel families and ABI header), KEVO_LOG (debug|info|warn)\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::signal(SIGPIPE, SIG_IGN);
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
+      !std::strcmp(argv[1], "help")) {
+    print_overview();
+    return argc < 2 ? 2 : 0;
+  }
+  if (!std::strcmp(argv[1], "--version")) {
+    fmt::print("kevo {}\n", KEVO_VERSION);
+    return 0;
+  }
+  kevo::cli::Argv args(argv + 2, argv + argc);
+  for (const auto& c : kCommands) {
+    if (std::strcmp(argv[1], c.name) != 0) continue;
+    try {
+      return c.run(args);
+    } catch (const kevo::UserError& e) {
+      fmt::print(stderr, "kevo: {}\n", e.what());
+      return 2;
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "kevo: internal error: {}\n", e.what());
+      return 3;
+    }
+  }
+  fmt::print(stderr, "kevo: unknown command '{}' (run kevo --help for the list)\n", argv[1]);
+  return 2;
+}

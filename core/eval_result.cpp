@@ -1,0 +1,113 @@
+#include "core/eval_result.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace kevo {
+
+std::string_view status_name(Status s) {
+  switch (s) {
+    case Status::ok: return "ok";
+    case Status::compile_error: return "compile_error";
+    case Status::mismatch: return "mismatch";
+    case Status::crash: return "crash";
+    case Status::timeout: return "timeout";
+    case Status::suspect: return "suspect";
+    case Status::rejected: return "rejected";
+  }
+  KEVO_ASSERT(false);
+}
+
+std::optional<Status> parse_status(std::string_view name) {
+  for (Status s : {Status::ok, Status::compile_error, Status::mismatch, Status::crash,
+                   Status::timeout, Status::suspect, Status::rejected})
+    if (status_name(s) == name) return s;
+  return std::nullopt;
+}
+
+namespace {
+// Linear interpolation between closest ranks (the "type 7" quantile).
+double quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.size() == 1) return sorted[0];
+  double pos = q * static_cast<double>(sorted.size() - 1);
+  size_t lo = static_cast<size_t>(std::floor(pos));
+  size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+}
+}  // namespace
+
+TimingStats TimingStats::from_samples(std::vector<double> samples, int64_t calls_per_sample,
+                                      int64_t warmup_calls) {
+  KEVO_ASSERT(!samples.empty());
+  TimingStats t;
+  t.samples_s = samples;
+  t.calls_per_sample = calls_per_sample;
+  t.warmup_calls = warmup_calls;
+  std::sort(samples.begin(), samples.end());
+  t.median_s = quantile(samples, 0.5);
+  t.p20_s = quantile(samples, 0.2);
+  t.p80_s = quantile(samples, 0.8);
+  t.min_s = samples.front();
+  t.max_s = samples.back();
+  double sum = 0;
+  for (double s : samples) sum += s;
+  t.mean_s = sum / static_cast<double>(samples.size());
+  return t;
+}
+
+nlohmann::json check_to_json(const CheckReport& c) {
+  nlohmann::json j = {{"label", c.label},
+                      {"passed", c.passed},
+                      {"checked", c.checked},
+                      {"mismatches", c.mismatches},
+                      {"max_abs_err", std::isfinite(c.max_abs_err) ? nlohmann::json(c.max_abs_err)
+                                                                   : nlohmann::json("inf")},
+                      {"max_ulp", std::isfinite(c.max_ulp) ? nlohmann::json(c.max_ulp)
+                                                           : nlohmann::json("inf")}};
+  if (!c.note.empty()) j["note"] = c.note;
+  if (c.first) {
+    auto num = [](double v) {
+      return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(std::to_string(v));
+    };
+    j["first_mismatch"] = {{"tensor", c.first->tensor},
+                           {"index", c.first->index},
+                           {"coords", c.first->coords},
+                           {"got", num(c.first->got)},
+                           {"want", num(c.first->want)}};
+  }
+  return j;
+}
+
+nlohmann::json EvalResult::to_json() const {
+  nlohmann::json j;
+  j["status"] = std::string(status_name(status));
+  j["detail"] = detail;
+  j["compile_s"] = compile_s;
+  j["compile_cached"] = compile_cached;
+  j["run_s"] = run_s;
+  j["checks"] = nlohmann::json::array();
+  for (const auto& c : checks) j["checks"].push_back(check_to_json(c));
+  if (timing) {
+    j["timing"] = {{"median_s", timing->median_s},   {"p20_s", timing->p20_s},
+                   {"p80_s", timing->p80_s},         {"mean_s", timing->mean_s},
+                   {"min_s", timing->min_s},         {"max_s", timing->max_s},
+                   {"samples", timing->samples_s.size()},
+                   {"calls_per_sample", timing->calls_per_sample},
+                   {"warmup_calls", timing->warmup_calls}};
+  }
+  if (diagnosis) {
+    j["diagnosis"] = {{"bound", diagnosis->bound},
+                      {"roof_fraction", diagnosis->roof_fraction},
+                      {"floor_s", diagnosis->floor_s},
+                      {"achieved_gbps", diagnosis->achieved_gbps},
+                      {"achieved_gflops", diagnosis->achieved_gflops},
+                      {"roof_gbps", diagnosis->roof_gbps},
+                      {"roof_gflops", diagnosis->roof_gflops},
+                      {"why", diagnosis->why}};
+  }
+  return j;
+}
+
+}  // namespace kevo

@@ -1,0 +1,281 @@
+#include "core/knobs.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <regex>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace kevo {
+
+namespace {
+
+std::string trim(std::string_view s) {
+  size_t b = s.find_first_not_of(" \t\r");
+  if (b == std::string_view::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+bool parse_int(std::string_view s, int64_t& out) {
+  std::string t = trim(s);
+  if (t.empty()) return false;
+  const char* b = t.data();
+  const char* e = t.data() + t.size();
+  if (*b == '+') ++b;
+  auto r = std::from_chars(b, e, out);
+  return r.ec == std::errc() && r.ptr == e;
+}
+
+bool is_identifier(std::string_view s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+}  // namespace
+
+int online_cpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
+const std::vector<std::string>& KnobSpace::builtin_names() {
+  static const std::vector<std::string> names = {"NCPU"};
+  return names;
+}
+
+int64_t KnobSpace::builtin_value(std::string_view name) {
+  if (name == "NCPU") return online_cpus();
+  KEVO_ASSERT(false);
+}
+
+KnobSpace KnobSpace::parse_source(std::string_view source, std::string_view origin) {
+  // A directive is a comment line ("//", "#", "*" or "/*" first) whose text
+  // starts with @kevo.
+  static const std::regex directive(R"(^\s*(?://+|#+|/?\*+)\s*@kevo\s+(\S+)\s*(.*?)\s*(?:\*/)?\s*$)");
+  static const std::regex knob_re(R"(^([A-Za-z_][A-Za-z0-9_]*)\s+(\S+)\s*\{([^}]*)\}\s*$)");
+  KnobSpace space;
+  std::vector<std::pair<std::string, int>> requires_;
+  int line_no = 0;
+  size_t pos = 0;
+  auto fail = [&](const std::string& what) -> UserError {
+    return UserError(fmt::format("{}:{}: {}", origin, line_no, what));
+  };
+  while (pos <= source.size()) {
+    size_t eol = source.find('\n', pos);
+    if (eol == std::string_view::npos) eol = source.size();
+    std::string line(source.substr(pos, eol - pos));
+    pos = eol + 1;
+    ++line_no;
+    if (line.find("@kevo") == std::string::npos) continue;
+    std::smatch m;
+    if (!std::regex_match(line, m, directive)) continue;
+    std::string kind = m[1];
+    std::string rest = m[2];
+    if (kind == "knob") {
+      std::smatch k;
+      if (!std::regex_match(rest, k, knob_re))
+        throw fail(fmt::format("malformed knob declaration '{}' (expected: @kevo knob NAME "
+                               "DEFAULT {{v1, v2, ...}})",
+                               rest));
+      KnobDecl decl;
+      decl.name = k[1];
+      decl.line = line_no;
+      if (space.find(decl.name)) throw fail(fmt::format("knob '{}' declared twice", decl.name));
+      const auto& builtins = builtin_names();
+      if (std::find(builtins.begin(), builtins.end(), decl.name) != builtins.end())
+        throw fail(fmt::format("'{}' is a builtin name and cannot be a knob", decl.name));
+      if (!parse_int(k[2].str(), decl.default_value))
+        throw fail(fmt::format("knob {}: default '{}' is not an integer", decl.name, k[2].str()));
+      std::string list = k[3];
+      size_t p = 0;
+      while (p <= list.size()) {
+        size_t comma = list.find(',', p);
+        if (comma == std::string::npos) comma = list.size();
+        std::string item = trim(std::string_view(list).substr(p, comma - p));
+        p = comma + 1;
+        if (item.empty())
+          throw fail(trim(list).empty()
+                         ? fmt::format("knob {}: no values in {{}}", decl.name)
+                         : fmt::format("knob {}: empty value in {{{}}}", decl.name, list));
+        int64_t v;
+        if (!parse_int(item, v))
+          throw fail(fmt::format("knob {}: value '{}' is not an integer", decl.name, item));
+        if (std::find(decl.values.begin(), decl.values.end(), v) != decl.values.end())
+          throw fail(fmt::format("knob {}: value {} listed twice", decl.name, v));
+        decl.values.push_back(v);
+      }
+      if (std::find(decl.values.begin(), decl.values.end(), decl.default_value) ==
+          decl.values.end())
+        throw fail(fmt::format("knob {}: default {} is not among its values {{{}}}", decl.name,
+                               decl.default_value, trim(list)));
+      space.knobs_.push_back(std::move(decl));
+    } else if (kind == "require") {
+      if (rest.empty()) throw fail("empty @kevo require");
+      requires_.emplace_back(rest, line_no);
+    } else {
+      throw fail(fmt::format("unknown @kevo directive '{}' (expected knob or require)", kind));
+    }
+  }
+  // Constraints may name knobs declared after them, so parse them last.
+  std::vector<std::string> names;
+  for (const auto& k : space.knobs_) names.push_back(k.name);
+  for (const auto& b : builtin_names()) names.push_back(b);
+  for (const auto& [text, line] : requires_) {
+    try {
+      space.constraints_.push_back({Expr::parse(text, names), line});
+    } catch (const ExprError& e) {
+      throw UserError(fmt::format("{}:{}: in '@kevo require {}' at column {}: {}", origin, line,
+                                  text, e.column(), e.what()));
+    }
+  }
+  KnobValues d = space.defaults();
+  if (auto bad = space.violation(d))
+    throw UserError(fmt::format("{}: the default knob values ({}) violate 'require {}'", origin,
+                                knobs_to_string(d), *bad));
+  return space;
+}
+
+const KnobDecl* KnobSpace::find(std::string_view name) const {
+  for (const auto& k : knobs_)
+    if (k.name == name) return &k;
+  return nullptr;
+}
+
+KnobValues KnobSpace::defaults() const {
+  KnobValues v;
+  for (const auto& k : knobs_) v[k.name] = k.default_value;
+  return v;
+}
+
+std::optional<std::string> KnobSpace::violation(const KnobValues& v) const {
+  for (const auto& k : knobs_) {
+    auto it = v.find(k.name);
+    if (it == v.end()) return fmt::format("{} has no value", k.name);
+    if (std::find(k.values.begin(), k.values.end(), it->second) == k.values.end())
+      return fmt::format("{} = {} is not one of its values", k.name, it->second);
+  }
+  Expr::Lookup lookup = [&](std::string_view name) -> int64_t {
+    auto it = v.find(std::string(name));
+    return it != v.end() ? it->second : builtin_value(name);
+  };
+  for (const auto& c : constraints_) {
+    auto r = c.expr.evaluate(lookup);
+    if (!r || *r == 0) return c.expr.text();
+  }
+  return std::nullopt;
+}
+
+KnobValues KnobSpace::resolve(
+    const std::vector<std::pair<std::string, int64_t>>& overrides) const {
+  KnobValues v = defaults();
+  for (const auto& [name, value] : overrides) {
+    const KnobDecl* k = find(name);
+    if (!k) {
+      std::string known;
+      for (const auto& d : knobs_) known += (known.empty() ? "" : ", ") + d.name;
+      throw UserError(fmt::format("unknown knob '{}' (this kernel declares: {})", name,
+                                  known.empty() ? "no knobs" : known));
+    }
+    if (std::find(k->values.begin(), k->values.end(), value) == k->values.end())
+      throw UserError(fmt::format("knob {}={} is not one of its values {{{}}}", name, value,
+                                  fmt::join(k->values, ", ")));
+    v[name] = value;
+  }
+  if (auto bad = violation(v))
+    throw UserError(fmt::format("knob values {} violate 'require {}'", knobs_to_string(v), *bad));
+  return v;
+}
+
+void KnobSpace::restrict(std::string_view name, const std::vector<int64_t>& values) {
+  for (auto& k : knobs_) {
+    if (k.name != name) continue;
+    std::vector<int64_t> kept;
+    for (int64_t v : k.values)
+      if (std::find(values.begin(), values.end(), v) != values.end()) kept.push_back(v);
+    if (kept.empty())
+      throw UserError(fmt::format("restricting knob {} to {{{}}} leaves no value (declared: {{{}}})",
+                                  name, fmt::join(values, ", "), fmt::join(k.values, ", ")));
+    k.values = kept;
+    if (std::find(kept.begin(), kept.end(), k.default_value) == kept.end())
+      k.default_value = kept.front();
+    return;
+  }
+  throw UserError(fmt::format("cannot restrict unknown knob '{}'", name));
+}
+
+uint64_t KnobSpace::size_unconstrained() const {
+  uint64_t n = 1;
+  for (const auto& k : knobs_)
+    if (__builtin_mul_overflow(n, static_cast<uint64_t>(k.values.size()), &n)) return UINT64_MAX;
+  return n;
+}
+
+void KnobSpace::for_each_valid(const std::function<bool(const KnobValues&)>& visit) const {
+  std::vector<size_t> idx(knobs_.size(), 0);
+  KnobValues v;
+  for (const auto& k : knobs_) v[k.name] = k.values[0];
+  for (;;) {
+    if (!violation(v) && !visit(v)) return;
+    // Mixed-radix increment, last knob fastest.
+    size_t i = knobs_.size();
+    for (;;) {
+      if (i == 0) return;
+      --i;
+      const auto& k = knobs_[i];
+      if (++idx[i] < k.values.size()) {
+        v[k.name] = k.values[idx[i]];
+        break;
+      }
+      idx[i] = 0;
+      v[k.name] = k.values[0];
+    }
+  }
+}
+
+std::vector<KnobValues> KnobSpace::enumerate_valid(size_t limit) const {
+  std::vector<KnobValues> out;
+  if (limit == 0) return out;
+  for_each_valid([&](const KnobValues& v) {
+    out.push_back(v);
+    return out.size() < limit;
+  });
+  return out;
+}
+
+std::string knobs_to_json(const KnobValues& v) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [k, x] : v) j[k] = x;
+  return j.dump();
+}
+
+KnobValues knobs_from_json(std::string_view text) {
+  KnobValues v;
+  auto j = nlohmann::json::parse(text);
+  for (auto it = j.begin(); it != j.end(); ++it) v[it.key()] = it.value().get<int64_t>();
+  return v;
+}
+
+std::string knobs_to_string(const KnobValues& v) {
+  std::string s;
+  for (const auto& [k, x] : v) s += fmt::format("{}{}={}", s.empty() ? "" : " ", k, x);
+  return s.empty() ? "(no knobs)" : s;
+}
+
+std::pair<std::string, int64_t> parse_knob_assignment(std::string_view text) {
+  size_t eq = text.find('=');
+  int64_t value;
+  if (eq == std::string_view::npos || !is_identifier(trim(text.substr(0, eq))) ||
+      !parse_int(text.substr(eq + 1), value))
+    throw UserError(fmt::format("bad knob '{}' (expected NAME=INTEGER, e.g. BLOCK=256)", text));
+  return {trim(text.substr(0, eq)), value};
+}
+
+}  // namespace kevo

@@ -1,0 +1,87 @@
+// Knob spaces: the `// @kevo knob` and `// @kevo require` declarations of a
+// kernel source, their validation, and enumeration of the valid points.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+#include "core/expr.h"
+
+namespace kevo {
+
+// One point of a knob space, ordered by name (the canonical form).
+using KnobValues = std::map<std::string, int64_t>;
+
+struct KnobDecl {
+  std::string name;
+  int64_t default_value = 0;
+  std::vector<int64_t> values;  // in declaration order, no duplicates
+  int line = 0;                 // 1-based line in the source, 0 if not from a source
+};
+
+struct KnobConstraint {
+  Expr expr;
+  int line = 0;
+};
+
+class KnobSpace {
+ public:
+  // Reads the declarations of `source`. `origin` names the file in errors.
+  // Throws UserError ("FILE:LINE: ...") on a malformed declaration.
+  static KnobSpace parse_source(std::string_view source, std::string_view origin);
+
+  const std::vector<KnobDecl>& knobs() const { return knobs_; }
+  const std::vector<KnobConstraint>& constraints() const { return constraints_; }
+  const KnobDecl* find(std::string_view name) const;
+  bool empty() const { return knobs_.empty(); }
+
+  KnobValues defaults() const;
+  // The text of the first constraint `v` violates (or cannot evaluate), or
+  // nullopt when `v` is a valid point. Also checks every value is declared.
+  std::optional<std::string> violation(const KnobValues& v) const;
+  bool valid(const KnobValues& v) const { return !violation(v).has_value(); }
+
+  // Defaults with `overrides` applied. Throws UserError for an unknown knob, a
+  // value not in its list, or a point that violates a constraint.
+  KnobValues resolve(const std::vector<std::pair<std::string, int64_t>>& overrides) const;
+
+  // Keeps only `values` of knob `name` (a task pinning THREADS, say). Throws
+  // UserError when the knob is unknown or no declared value remains. The
+  // default moves to the first remaining value when it was removed.
+  void restrict(std::string_view name, const std::vector<int64_t>& values);
+
+  // Points before constraints are applied (saturates at UINT64_MAX).
+  uint64_t size_unconstrained() const;
+  // Calls `visit` for every valid point in mixed-radix order (last knob
+  // fastest) until it returns false.
+  void for_each_valid(const std::function<bool(const KnobValues&)>& visit) const;
+  std::vector<KnobValues> enumerate_valid(size_t limit = SIZE_MAX) const;
+
+  // Names usable in `require` besides the knobs.
+  static const std::vector<std::string>& builtin_names();
+  static int64_t builtin_value(std::string_view name);
+
+ private:
+  std::vector<KnobDecl> knobs_;
+  std::vector<KnobConstraint> constraints_;
+};
+
+// Canonical JSON object text ({"A":1,"B":2}) and back.
+std::string knobs_to_json(const KnobValues& v);
+KnobValues knobs_from_json(std::string_view text);
+// "A=1 B=2" for people.
+std::string knobs_to_string(const KnobValues& v);
+// Parses "NAME=VALUE" (a --knob argument); throws UserError.
+std::pair<std::string, int64_t> parse_knob_assignment(std::string_view text);
+
+// The number of CPUs this process may run on (the builtin NCPU).
+int online_cpus();
+
+}  // namespace kevo

@@ -1,0 +1,69 @@
+#include "core/operator.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/operators/builtin.h"
+#include "core/rng.h"
+
+namespace kevo {
+
+size_t Operator::n_inputs() const {
+  size_t n = 0;
+  for (const auto& t : tensors()) n += t.is_output ? 0 : 1;
+  return n;
+}
+
+size_t Operator::n_outputs() const { return tensors().size() - n_inputs(); }
+
+double Operator::bytes(const std::vector<Shape>& shapes, DType dtype) const {
+  double b = 0;
+  for (const auto& s : shapes) b += static_cast<double>(numel(s)) * dtype_size(dtype);
+  return b;
+}
+
+void generate_input(const Operator& op, size_t index, const TensorView& t, uint64_t seed) {
+  const Distribution d = op.distribution(index);
+  const int64_t n = numel(t.shape);
+  const int64_t row_len = t.shape.empty() ? 1 : std::max<int64_t>(1, t.shape.back());
+  parallel_for(n, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      double v = d.lo + (d.hi - d.lo) * uniform01(seed, index, static_cast<uint64_t>(i));
+      if (d.row_period > 0) v += static_cast<double>((i / row_len) % d.row_period) * d.row_step;
+      store_element(t.dtype, t.data, static_cast<size_t>(i), v);
+    }
+  });
+}
+
+void OperatorRegistry::add(std::unique_ptr<Operator> op) {
+  KEVO_ASSERT(!find(op->name()));
+  ops_.push_back(std::move(op));
+}
+
+const Operator* OperatorRegistry::find(std::string_view name) const {
+  for (const auto& op : ops_)
+    if (op->name() == name) return op.get();
+  return nullptr;
+}
+
+const Operator& OperatorRegistry::get(std::string_view name) const {
+  if (const Operator* op = find(name)) return *op;
+  throw UserError(fmt::format("unknown operator '{}' (known: {})", name, fmt::join(names(), ", ")));
+}
+
+std::vector<std::string> OperatorRegistry::names() const {
+  std::vector<std::string> out;
+  for (const auto& op : ops_) out.emplace_back(op->name());
+  return out;
+}
+
+const OperatorRegistry& operators() {
+  static const OperatorRegistry registry = [] {
+    OperatorRegistry r;
+    register_builtin_operators(r);
+    return r;
+  }();
+  return registry;
+}
+
+}  // namespace kevo

@@ -1,0 +1,93 @@
+// Operators: what a kernel must compute. Each has tensors in a fixed order, a
+// CPU reference (fp64 accumulation), an input generator, FLOP and byte counts
+// and a default comparison; the registry finds them by name.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/compare_mode.h"
+#include "core/dtype.h"
+#include "core/tensor.h"
+
+namespace kevo {
+
+struct TensorDecl {
+  std::string name;
+  bool is_output = false;
+  std::string doc;  // shape in words, e.g. "[M, N]"
+};
+
+struct ScalarDecl {
+  std::string name;
+  std::optional<double> default_value;
+  std::string doc;
+};
+
+// Input values: lo + (hi - lo) * u + (row % row_period) * row_step, with u
+// uniform in [0, 1) from a counter-based generator keyed by (seed, tensor,
+// index), so every process generates the same inputs for the same seed.
+struct Distribution {
+  double lo = -1.0;
+  double hi = 1.0;
+  int64_t row_period = 0;  // 0: no per-row offset
+  double row_step = 0.0;
+};
+
+// Shapes given by the task, by tensor name.
+using ShapeMap = std::map<std::string, Shape>;
+
+class Operator {
+ public:
+  virtual ~Operator() = default;
+
+  virtual std::string_view name() const = 0;
+  virtual std::string_view formula() const = 0;
+  // Inputs first, then outputs: the order of kevo_tensor arrays in the ABI.
+  virtual const std::vector<TensorDecl>& tensors() const = 0;
+  virtual const std::vector<ScalarDecl>& scalars() const = 0;
+
+  // All tensor shapes (ABI order) from the shapes a task gave. Throws
+  // ConfigError at `path` when shapes are missing, extra or inconsistent.
+  virtual std::vector<Shape> bind_shapes(const ShapeMap& given, const std::string& path) const = 0;
+  virtual double flops(const std::vector<Shape>& shapes) const = 0;
+  // Bytes an ideal kernel moves: every tensor read or written once.
+  virtual double bytes(const std::vector<Shape>& shapes, DType dtype) const;
+  virtual Distribution distribution(size_t input) const { return {}; }
+
+  // Computes the outputs (written in their dtype) from the inputs.
+  virtual void reference(const std::vector<ConstTensorView>& in, const std::vector<double>& scalars,
+                         const std::vector<TensorView>& out) const = 0;
+  virtual CompareMode default_compare(DType dtype, const std::vector<Shape>& shapes) const = 0;
+  // Small shapes checked before the full one: ragged on purpose (row lengths
+  // that are not a multiple of any vector width) so tail handling is tested.
+  virtual std::vector<ShapeMap> small_check_shapes() const = 0;
+
+  size_t n_inputs() const;
+  size_t n_outputs() const;
+  const TensorDecl& tensor(size_t i) const { return tensors()[i]; }
+};
+
+// Fills input `index` of `op` (a view of the right dtype and shape).
+void generate_input(const Operator& op, size_t index, const TensorView& t, uint64_t seed);
+
+class OperatorRegistry {
+ public:
+  void add(std::unique_ptr<Operator> op);
+  const Operator* find(std::string_view name) const;
+  // Throws UserError naming the known operators.
+  const Operator& get(std::string_view name) const;
+  std::vector<std::string> names() const;
+
+ private:
+  std::vector<std::unique_ptr<Operator>> ops_;
+};
+
+// The operators built into kevo, registered once on first use.
+const OperatorRegistry& operators();
+
+}  // namespace kevo

@@ -1,0 +1,71 @@
+#include "core/roof.h"
+
+#include <algorithm>
+
+namespace kevo {
+
+const BandwidthPoint* Roof::bandwidth_for(double bytes, int threads) const {
+  if (bandwidth.empty()) return nullptr;
+  if (threads <= 0)
+    for (const auto& p : bandwidth) threads = std::max(threads, p.threads);
+  double size = -1, smallest = -1;
+  for (const auto& p : bandwidth) {
+    if (p.threads != threads) continue;
+    if (smallest < 0 || p.bytes < smallest) smallest = p.bytes;
+    if (p.bytes <= bytes && p.bytes > size) size = p.bytes;
+  }
+  if (size < 0) size = smallest;
+  const BandwidthPoint* best = nullptr;
+  for (const auto& p : bandwidth)
+    if (p.threads == threads && p.bytes == size && (!best || p.gbps > best->gbps)) best = &p;
+  return best;
+}
+
+const PeakPoint* Roof::peak_for(int threads) const {
+  const PeakPoint* best = nullptr;
+  for (const auto& p : peak) {
+    if (threads > 0 && p.threads != threads) continue;
+    if (!best || (threads <= 0 ? p.threads > best->threads ||
+                                     (p.threads == best->threads && p.gflops > best->gflops)
+                               : p.gflops > best->gflops))
+      best = &p;
+  }
+  return best;
+}
+
+nlohmann::json Roof::to_json() const {
+  nlohmann::json j;
+  j["target"] = target;
+  j["host_key"] = host_key;
+  j["hostname"] = hostname;
+  j["cpu_model"] = cpu_model;
+  j["ncpu"] = ncpu;
+  j["measured_at"] = measured_at;
+  j["bandwidth"] = nlohmann::json::array();
+  for (const auto& p : bandwidth)
+    j["bandwidth"].push_back(
+        {{"kind", p.kind}, {"threads", p.threads}, {"bytes", p.bytes}, {"gbps", p.gbps}});
+  j["peak"] = nlohmann::json::array();
+  for (const auto& p : peak)
+    j["peak"].push_back({{"kind", p.kind}, {"threads", p.threads}, {"gflops", p.gflops}});
+  return j;
+}
+
+Roof Roof::from_json(const nlohmann::json& j) {
+  Roof r;
+  r.target = j.value("target", "");
+  r.host_key = j.value("host_key", "");
+  r.hostname = j.value("hostname", "");
+  r.cpu_model = j.value("cpu_model", "");
+  r.ncpu = j.value("ncpu", 1);
+  r.measured_at = j.value("measured_at", "");
+  for (const auto& p : j.value("bandwidth", nlohmann::json::array()))
+    r.bandwidth.push_back({p.at("kind").get<std::string>(), p.at("threads").get<int>(),
+                           p.at("bytes").get<double>(), p.at("gbps").get<double>()});
+  for (const auto& p : j.value("peak", nlohmann::json::array()))
+    r.peak.push_back(
+        {p.at("kind").get<std::string>(), p.at("threads").get<int>(), p.at("gflops").get<double>()});
+  return r;
+}
+
+}  // namespace kevo

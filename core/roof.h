@@ -1,0 +1,48 @@
+// A machine's measured roof: bandwidth at several working-set sizes and
+// thread counts, and the peak arithmetic rate, with where and when.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kevo {
+
+struct BandwidthPoint {
+  std::string kind;   // "copy", "copy_nt" (non-temporal stores), "triad"
+  int threads = 1;
+  double bytes = 0;   // working set: all arrays together
+  double gbps = 0;    // bytes read + written per second / 1e9
+};
+
+struct PeakPoint {
+  std::string kind;   // "fp32_fma"
+  int threads = 1;
+  double gflops = 0;
+};
+
+struct Roof {
+  int64_t id = 0;
+  std::string target;
+  std::string host_key;  // what must match for the roof to apply: CPU model and count
+  std::string hostname;
+  std::string cpu_model;
+  int ncpu = 1;
+  std::string measured_at;  // ISO 8601, UTC
+  std::vector<BandwidthPoint> bandwidth;
+  std::vector<PeakPoint> peak;
+
+  // The best bandwidth measured with `threads` (0: the most measured) at the
+  // largest working set not above `bytes` (the smallest measured when
+  // `bytes` is below all): an upper bound for a kernel of that size.
+  const BandwidthPoint* bandwidth_for(double bytes, int threads = 0) const;
+  const PeakPoint* peak_for(int threads = 0) const;
+
+  nlohmann::json to_json() const;
+  static Roof from_json(const nlohmann::json& j);
+};
+
+}  // namespace kevo

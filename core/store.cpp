@@ -1,0 +1,508 @@
+#include "core/store.h"
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <cmath>
+
+#include <chrono>
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/task.h"
+
+namespace kevo {
+
+namespace {
+
+// Each entry moves the schema from version i to i + 1. Never edit a shipped
+// entry: add a new one.
+const char* const kMigrations[] = {
+    // 1: the initial schema.
+    R"sql(
+CREATE TABLE runs (
+  id INTEGER PRIMARY KEY,
+  kind TEXT NOT NULL,                 -- eval | search | calibrate
+  task_name TEXT NOT NULL,
+  operator TEXT NOT NULL,
+  target TEXT NOT NULL,
+  task_hash TEXT NOT NULL,
+  task_json TEXT NOT NULL,
+  config_json TEXT NOT NULL,
+  status TEXT NOT NULL DEFAULT 'running',
+  started_at TEXT NOT NULL,
+  finished_at TEXT,
+  hostname TEXT,
+  kevo_version TEXT
+);
+CREATE TABLE sources (
+  hash TEXT PRIMARY KEY,
+  text TEXT NOT NULL,
+  origin TEXT,
+  language TEXT,
+  created_at TEXT NOT NULL
+);
+CREATE TABLE candidates (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  source_hash TEXT NOT NULL REFERENCES sources(hash),
+  knobs_json TEXT NOT NULL,
+  family TEXT,
+  synthesizer TEXT,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX candidates_by_run ON candidates(run_id);
+CREATE INDEX candidates_by_point ON candidates(source_hash, knobs_json);
+CREATE TABLE lineage (
+  child_id INTEGER NOT NULL REFERENCES candidates(id),
+  parent_id INTEGER NOT NULL REFERENCES candidates(id),
+  PRIMARY KEY (child_id, parent_id)
+) WITHOUT ROWID;
+CREATE TABLE roofs (
+  id INTEGER PRIMARY KEY,
+  target TEXT NOT NULL,
+  host_key TEXT NOT NULL,
+  hostname TEXT,
+  cpu_model TEXT,
+  ncpu INTEGER,
+  measured_at TEXT NOT NULL,
+  json TEXT NOT NULL
+);
+CREATE TABLE roof_metrics (
+  roof_id INTEGER NOT NULL REFERENCES roofs(id),
+  kind TEXT NOT NULL,                 -- copy | copy_nt | triad | fp32_fma
+  threads INTEGER NOT NULL,
+  bytes REAL,                         -- working set (bandwidth kinds)
+  value REAL NOT NULL,
+  unit TEXT NOT NULL                  -- GB/s | GFLOP/s
+);
+CREATE TABLE evaluations (
+  id INTEGER PRIMARY KEY,
+  candidate_id INTEGER NOT NULL REFERENCES candidates(id),
+  status TEXT NOT NULL,
+  detail TEXT,
+  compile_s REAL,
+  compile_cached INTEGER,
+  run_s REAL,
+  median_s REAL,
+  p20_s REAL,
+  p80_s REAL,
+  mean_s REAL,
+  min_s REAL,
+  max_s REAL,
+  n_samples INTEGER,
+  calls_per_sample INTEGER,
+  max_abs_err REAL,
+  max_ulp REAL,
+  mismatches INTEGER,
+  first_mismatch TEXT,
+  checks_json TEXT,
+  bound TEXT,
+  roof_fraction REAL,
+  floor_s REAL,
+  achieved_gbps REAL,
+  achieved_gflops REAL,
+  diagnosis TEXT,
+  roof_id INTEGER REFERENCES roofs(id),
+  compile_log TEXT,
+  stdout TEXT,
+  stderr TEXT,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX evaluations_by_candidate ON evaluations(candidate_id);
+CREATE TABLE samples (
+  evaluation_id INTEGER NOT NULL REFERENCES evaluations(id),
+  seq INTEGER NOT NULL,
+  seconds REAL NOT NULL,              -- per call
+  PRIMARY KEY (evaluation_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE profiles (
+  id INTEGER PRIMARY KEY,
+  evaluation_id INTEGER NOT NULL REFERENCES evaluations(id),
+  metric TEXT NOT NULL,
+  value REAL,
+  unit TEXT,
+  source_line INTEGER                 -- per-line metrics where the target gives them
+);
+CREATE INDEX profiles_by_evaluation ON profiles(evaluation_id);
+CREATE TABLE llm_calls (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER REFERENCES runs(id),
+  candidate_id INTEGER REFERENCES candidates(id),
+  model TEXT NOT NULL,
+  endpoint TEXT,
+  prompt_hash TEXT NOT NULL,
+  prompt TEXT,
+  response TEXT,
+  prompt_tokens INTEGER,
+  completion_tokens INTEGER,
+  cost_usd REAL,
+  latency_s REAL,
+  status TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+)sql",
+};
+
+constexpr int kLatest = sizeof(kMigrations) / sizeof(kMigrations[0]);
+
+SqlValue column_value(sqlite3_stmt* s, int i) {
+  switch (sqlite3_column_type(s, i)) {
+    case SQLITE_INTEGER: return static_cast<int64_t>(sqlite3_column_int64(s, i));
+    case SQLITE_FLOAT: return sqlite3_column_double(s, i);
+    case SQLITE_NULL: return nullptr;
+    default: {
+      const auto* t = reinterpret_cast<const char*>(sqlite3_column_text(s, i));
+      return std::string(t ? t : "", static_cast<size_t>(sqlite3_column_bytes(s, i)));
+    }
+  }
+}
+
+int bind_value(sqlite3_stmt* s, int i, const SqlValue& v) {
+  return std::visit(
+      [&](const auto& x) -> int {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::nullptr_t>) return sqlite3_bind_null(s, i);
+        else if constexpr (std::is_same_v<T, int64_t>) return sqlite3_bind_int64(s, i, x);
+        else if constexpr (std::is_same_v<T, double>) return sqlite3_bind_double(s, i, x);
+        else
+          return sqlite3_bind_text(s, i, x.data(), static_cast<int>(x.size()), SQLITE_TRANSIENT);
+      },
+      v);
+}
+
+class Stmt {
+ public:
+  Stmt(sqlite3* db, std::string_view sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &s_, nullptr) != SQLITE_OK)
+      throw UserError(fmt::format("SQL error: {}", sqlite3_errmsg(db)));
+  }
+  ~Stmt() { sqlite3_finalize(s_); }
+  Stmt& bind(int i, const SqlValue& v) {
+    if (bind_value(s_, i, v) != SQLITE_OK)
+      throw UserError(fmt::format("SQL bind error: {}", sqlite3_errmsg(db_)));
+    return *this;
+  }
+  // Steps once; true while a row is available.
+  bool step() {
+    int rc = sqlite3_step(s_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw UserError(fmt::format("SQL error: {}", sqlite3_errmsg(db_)));
+  }
+  SqlValue column(int i) const { return column_value(s_, i); }
+  sqlite3_stmt* get() { return s_; }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* s_ = nullptr;
+};
+
+SqlValue opt(double v, bool present) { return present ? SqlValue(v) : SqlValue(nullptr); }
+
+class Transaction {
+ public:
+  explicit Transaction(sqlite3* db) : db_(db) { run("BEGIN IMMEDIATE"); }
+  ~Transaction() {
+    if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  void commit() {
+    run("COMMIT");
+    done_ = true;
+  }
+
+ private:
+  void run(const char* sql) {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string msg = err ? err : "?";
+      sqlite3_free(err);
+      throw UserError(fmt::format("store: {} failed: {}", sql, msg));
+    }
+  }
+  sqlite3* db_;
+  bool done_ = false;
+};
+
+std::string hostname() {
+  char buf[256] = {};
+  gethostname(buf, sizeof(buf) - 1);
+  return buf;
+}
+
+}  // namespace
+
+int Store::latest_schema_version() { return kLatest; }
+
+Store::Store(const std::filesystem::path& path, bool read_only) : path_(path) {
+  if (read_only && !std::filesystem::exists(path))
+    throw UserError(fmt::format("no store at '{}' (run kevo eval or kevo run first, or pass --db)",
+                                path.string()));
+  int flags = read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  if (sqlite3_open_v2(path.c_str(), &db_, flags | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
+    std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw UserError(fmt::format("cannot open store '{}': {}", path.string(), msg));
+  }
+  sqlite3_busy_timeout(db_, 30000);
+  try {
+    int version = schema_version();
+    if (version > kLatest)
+      throw UserError(fmt::format("store '{}' has schema version {}, newer than this kevo's {}: "
+                                  "use a newer kevo",
+                                  path.string(), version, kLatest));
+    if (!read_only) {
+      exec("PRAGMA journal_mode=WAL");
+      exec("PRAGMA synchronous=NORMAL");
+      exec("PRAGMA foreign_keys=ON");
+      migrate();
+    }
+  } catch (...) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw;
+  }
+}
+
+Store::~Store() {
+  if (db_) sqlite3_close(db_);
+}
+
+void Store::exec(std::string_view sql) {
+  char* err = nullptr;
+  std::string s(sql);
+  if (sqlite3_exec(db_, s.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : "?";
+    sqlite3_free(err);
+    throw UserError(fmt::format("store '{}': {}", path_.string(), msg));
+  }
+}
+
+int Store::schema_version() {
+  Stmt s(db_, "PRAGMA user_version");
+  s.step();
+  return static_cast<int>(std::get<int64_t>(s.column(0)));
+}
+
+void Store::migrate() {
+  int version = schema_version();
+  if (version == kLatest) return;
+  Transaction tx(db_);
+  version = schema_version();  // another process may have migrated meanwhile
+  for (int v = version; v < kLatest; ++v) {
+    exec(kMigrations[v]);
+    exec(fmt::format("PRAGMA user_version = {}", v + 1));
+  }
+  tx.commit();
+}
+
+int64_t Store::begin_run(std::string_view kind, const Task& task, const nlohmann::json& config) {
+  Stmt s(db_,
+         "INSERT INTO runs(kind, task_name, operator, target, task_hash, task_json, config_json, "
+         "started_at, hostname, kevo_version) VALUES (?,?,?,?,?,?,?,?,?,?)");
+  s.bind(1, std::string(kind))
+      .bind(2, task.name)
+      .bind(3, std::string(task.op->name()))
+      .bind(4, task.target)
+      .bind(5, task.hash)
+      .bind(6, task.resolved.dump())
+      .bind(7, config.dump())
+      .bind(8, now_iso8601())
+      .bind(9, hostname())
+      .bind(10, std::string(KEVO_VERSION));
+  s.step();
+  return sqlite3_last_insert_rowid(db_);
+}
+
+void Store::finish_run(int64_t run, std::string_view status) {
+  Stmt s(db_, "UPDATE runs SET status = ?, finished_at = ? WHERE id = ?");
+  s.bind(1, std::string(status)).bind(2, now_iso8601()).bind(3, run);
+  s.step();
+}
+
+std::string Store::put_source(std::string_view text, std::string_view origin,
+                              std::string_view language) {
+  std::string hash = sha256_hex(text);
+  Stmt s(db_,
+         "INSERT OR IGNORE INTO sources(hash, text, origin, language, created_at) "
+         "VALUES (?,?,?,?,?)");
+  s.bind(1, hash)
+      .bind(2, std::string(text))
+      .bind(3, std::string(origin))
+      .bind(4, std::string(language))
+      .bind(5, now_iso8601());
+  s.step();
+  return hash;
+}
+
+int64_t Store::add_candidate(int64_t run, const std::string& source_hash, const KnobValues& knobs,
+                             std::string_view family, std::string_view synthesizer,
+                             const std::vector<int64_t>& parents) {
+  Transaction tx(db_);
+  Stmt s(db_,
+         "INSERT INTO candidates(run_id, source_hash, knobs_json, family, synthesizer, created_at) "
+         "VALUES (?,?,?,?,?,?)");
+  s.bind(1, run)
+      .bind(2, source_hash)
+      .bind(3, knobs_to_json(knobs))
+      .bind(4, std::string(family))
+      .bind(5, std::string(synthesizer))
+      .bind(6, now_iso8601());
+  s.step();
+  int64_t id = sqlite3_last_insert_rowid(db_);
+  for (int64_t p : parents) {
+    Stmt l(db_, "INSERT OR IGNORE INTO lineage(child_id, parent_id) VALUES (?,?)");
+    l.bind(1, id).bind(2, p);
+    l.step();
+  }
+  tx.commit();
+  return id;
+}
+
+int64_t Store::add_evaluation(int64_t candidate, const EvalResult& r) {
+  Transaction tx(db_);
+  Stmt s(db_,
+         "INSERT INTO evaluations(candidate_id, status, detail, compile_s, compile_cached, run_s, "
+         "median_s, p20_s, p80_s, mean_s, min_s, max_s, n_samples, calls_per_sample, max_abs_err, "
+         "max_ulp, mismatches, first_mismatch, checks_json, bound, roof_fraction, floor_s, "
+         "achieved_gbps, achieved_gflops, diagnosis, roof_id, compile_log, stdout, stderr, "
+         "created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  const bool t = r.timing.has_value();
+  const bool d = r.diagnosis.has_value();
+  double max_abs = 0, max_ulp = 0;
+  int64_t mismatches = 0;
+  std::string first;
+  nlohmann::json checks = nlohmann::json::array();
+  for (const auto& c : r.checks) {
+    max_abs = std::max(max_abs, c.max_abs_err);
+    max_ulp = std::max(max_ulp, c.max_ulp);
+    mismatches += c.mismatches;
+    if (first.empty() && c.first)
+      first = fmt::format("{} {}{} got {} want {} ({})", c.first->tensor, c.first->index,
+                          c.first->coords, c.first->got, c.first->want, c.label);
+    checks.push_back(check_to_json(c));
+  }
+  const bool any_check = !r.checks.empty();
+  auto finite = [](double v) { return std::isfinite(v) ? SqlValue(v) : SqlValue(nullptr); };
+  s.bind(1, candidate)
+      .bind(2, std::string(status_name(r.status)))
+      .bind(3, r.detail)
+      .bind(4, r.compile_s)
+      .bind(5, int64_t{r.compile_cached})
+      .bind(6, r.run_s)
+      .bind(7, opt(t ? r.timing->median_s : 0, t))
+      .bind(8, opt(t ? r.timing->p20_s : 0, t))
+      .bind(9, opt(t ? r.timing->p80_s : 0, t))
+      .bind(10, opt(t ? r.timing->mean_s : 0, t))
+      .bind(11, opt(t ? r.timing->min_s : 0, t))
+      .bind(12, opt(t ? r.timing->max_s : 0, t))
+      .bind(13, t ? SqlValue(static_cast<int64_t>(r.timing->samples_s.size())) : SqlValue(nullptr))
+      .bind(14, t ? SqlValue(r.timing->calls_per_sample) : SqlValue(nullptr))
+      .bind(15, any_check ? finite(max_abs) : SqlValue(nullptr))
+      .bind(16, any_check ? finite(max_ulp) : SqlValue(nullptr))
+      .bind(17, any_check ? SqlValue(mismatches) : SqlValue(nullptr))
+      .bind(18, first.empty() ? SqlValue(nullptr) : SqlValue(first))
+      .bind(19, checks.dump())
+      .bind(20, d ? SqlValue(r.diagnosis->bound) : SqlValue(nullptr))
+      .bind(21, opt(d ? r.diagnosis->roof_fraction : 0, d))
+      .bind(22, opt(d ? r.diagnosis->floor_s : 0, d))
+      .bind(23, opt(d ? r.diagnosis->achieved_gbps : 0, d))
+      .bind(24, opt(d ? r.diagnosis->achieved_gflops : 0, d))
+      .bind(25, d ? SqlValue(r.diagnosis->why) : SqlValue(nullptr))
+      .bind(26, r.roof_id ? SqlValue(r.roof_id) : SqlValue(nullptr))
+      .bind(27, r.compile_log)
+      .bind(28, r.stdout_text)
+      .bind(29, r.stderr_text)
+      .bind(30, now_iso8601());
+  s.step();
+  int64_t id = sqlite3_last_insert_rowid(db_);
+  if (t) {
+    Stmt ins(db_, "INSERT INTO samples(evaluation_id, seq, seconds) VALUES (?,?,?)");
+    for (size_t i = 0; i < r.timing->samples_s.size(); ++i) {
+      sqlite3_reset(ins.get());
+      ins.bind(1, id).bind(2, static_cast<int64_t>(i)).bind(3, r.timing->samples_s[i]);
+      ins.step();
+    }
+  }
+  tx.commit();
+  return id;
+}
+
+int64_t Store::add_roof(const Roof& roof) {
+  Transaction tx(db_);
+  Stmt s(db_,
+         "INSERT INTO roofs(target, host_key, hostname, cpu_model, ncpu, measured_at, json) "
+         "VALUES (?,?,?,?,?,?,?)");
+  s.bind(1, roof.target)
+      .bind(2, roof.host_key)
+      .bind(3, roof.hostname)
+      .bind(4, roof.cpu_model)
+      .bind(5, int64_t{roof.ncpu})
+      .bind(6, roof.measured_at)
+      .bind(7, roof.to_json().dump());
+  s.step();
+  int64_t id = sqlite3_last_insert_rowid(db_);
+  for (const auto& p : roof.bandwidth) {
+    Stmt m(db_, "INSERT INTO roof_metrics(roof_id, kind, threads, bytes, value, unit) "
+                "VALUES (?,?,?,?,?,'GB/s')");
+    m.bind(1, id).bind(2, p.kind).bind(3, int64_t{p.threads}).bind(4, p.bytes).bind(5, p.gbps);
+    m.step();
+  }
+  for (const auto& p : roof.peak) {
+    Stmt m(db_, "INSERT INTO roof_metrics(roof_id, kind, threads, bytes, value, unit) "
+                "VALUES (?,?,?,NULL,?,'GFLOP/s')");
+    m.bind(1, id).bind(2, p.kind).bind(3, int64_t{p.threads}).bind(4, p.gflops);
+    m.step();
+  }
+  tx.commit();
+  return id;
+}
+
+std::optional<Roof> Store::latest_roof(std::string_view target, std::string_view host_key) {
+  Stmt s(db_,
+         "SELECT id, json FROM roofs WHERE target = ? AND host_key = ? ORDER BY id DESC LIMIT 1");
+  s.bind(1, std::string(target)).bind(2, std::string(host_key));
+  if (!s.step()) return std::nullopt;
+  Roof r = Roof::from_json(nlohmann::json::parse(std::get<std::string>(s.column(1))));
+  r.id = std::get<int64_t>(s.column(0));
+  return r;
+}
+
+QueryResult Store::query(std::string_view sql) { return query(sql, {}); }
+
+QueryResult Store::query(std::string_view sql, const std::vector<SqlValue>& params) {
+  QueryResult out;
+  const char* p = sql.data();
+  const char* end = sql.data() + sql.size();
+  while (p < end) {
+    sqlite3_stmt* raw = nullptr;
+    const char* tail = nullptr;
+    if (sqlite3_prepare_v2(db_, p, static_cast<int>(end - p), &raw, &tail) != SQLITE_OK)
+      throw UserError(fmt::format("SQL error: {}", sqlite3_errmsg(db_)));
+    p = tail;
+    if (!raw) continue;  // whitespace or a comment
+    std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> st(raw, sqlite3_finalize);
+    const size_t wanted = static_cast<size_t>(sqlite3_bind_parameter_count(raw));
+    for (size_t i = 0; i < params.size() && i < wanted; ++i) bind_value(raw, static_cast<int>(i + 1), params[i]);
+    QueryResult r;
+    int n = sqlite3_column_count(raw);
+    for (int i = 0; i < n; ++i) r.columns.emplace_back(sqlite3_column_name(raw, i));
+    for (;;) {
+      int rc = sqlite3_step(raw);
+      if (rc == SQLITE_DONE) break;
+      if (rc != SQLITE_ROW) throw UserError(fmt::format("SQL error: {}", sqlite3_errmsg(db_)));
+      std::vector<SqlValue> row;
+      for (int i = 0; i < n; ++i) row.push_back(column_value(raw, i));
+      r.rows.push_back(std::move(row));
+    }
+    out = std::move(r);
+  }
+  return out;
+}
+
+}  // namespace kevo

@@ -1,0 +1,74 @@
+// The SQLite store, kevo's record of truth: runs, sources (by content hash),
+// candidates and their lineage, evaluations with raw timing samples, profiles,
+// roof calibrations and LLM calls. WAL mode; versioned schema with migrations.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/eval_result.h"
+#include "core/knobs.h"
+#include "core/roof.h"
+
+struct sqlite3;
+
+namespace kevo {
+
+struct Task;
+
+using SqlValue = std::variant<std::nullptr_t, int64_t, double, std::string>;
+
+struct QueryResult {
+  std::vector<std::string> columns;
+  std::vector<std::vector<SqlValue>> rows;
+};
+
+class Store {
+ public:
+  // Opens (creating and migrating when writable) the store at `path`.
+  // Throws UserError when it cannot be opened or is newer than this kevo.
+  explicit Store(const std::filesystem::path& path, bool read_only = false);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  static int latest_schema_version();
+  int schema_version();
+  const std::filesystem::path& path() const { return path_; }
+
+  int64_t begin_run(std::string_view kind, const Task& task, const nlohmann::json& config);
+  void finish_run(int64_t run, std::string_view status);
+
+  // Stores a source once by content; returns its hash.
+  std::string put_source(std::string_view text, std::string_view origin,
+                         std::string_view language);
+  int64_t add_candidate(int64_t run, const std::string& source_hash, const KnobValues& knobs,
+                        std::string_view family, std::string_view synthesizer,
+                        const std::vector<int64_t>& parents = {});
+  // The evaluation and its samples, in one transaction.
+  int64_t add_evaluation(int64_t candidate, const EvalResult& result);
+
+  int64_t add_roof(const Roof& roof);
+  std::optional<Roof> latest_roof(std::string_view target, std::string_view host_key);
+
+  // Runs any SQL; returns the rows of the last statement.
+  QueryResult query(std::string_view sql);
+  // Runs `sql` with positional text/number bindings, for kevo's own reads.
+  QueryResult query(std::string_view sql, const std::vector<SqlValue>& params);
+
+ private:
+  void exec(std::string_view sql);
+  void migrate();
+
+  std::filesystem::path path_;
+  sqlite3* db_ = nullptr;
+};
+
+}  // namespace kevo

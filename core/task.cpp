@@ -1,0 +1,237 @@
+#include "core/task.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/json_reader.h"
+#include "core/knobs.h"
+#include "kevo_defaults.h"  // generated from configs/defaults.json
+
+namespace kevo {
+
+const nlohmann::json& default_config() {
+  static const nlohmann::json d = nlohmann::json::parse(kDefaultsJson);
+  return d;
+}
+
+namespace {
+
+Shape parse_shape(const nlohmann::json& v, const std::string& path) {
+  if (!v.is_array() || v.empty())
+    throw ConfigError(path, fmt::format("expected a shape like [4096, 4096], got {}",
+                                        json_brief(v)));
+  Shape s;
+  for (size_t i = 0; i < v.size(); ++i) {
+    int64_t d = json_to_int(v[i], fmt::format("{}[{}]", path, i));
+    if (d < 1) throw ConfigError(fmt::format("{}[{}]", path, i), "expected a size >= 1");
+    s.push_back(d);
+  }
+  return s;
+}
+
+ShapeSet parse_shapes(const Operator& op, const nlohmann::json& v, const std::string& path) {
+  if (!v.is_object())
+    throw ConfigError(path, fmt::format("expected an object of shapes by tensor name, like "
+                                        "{{\"x\": [4096, 4096]}}, got {}",
+                                        json_brief(v)));
+  ShapeSet set;
+  for (auto it = v.begin(); it != v.end(); ++it)
+    set.given[it.key()] = parse_shape(it.value(), fmt::format("{}.{}", path, it.key()));
+  set.shapes = op.bind_shapes(set.given, path);
+  return set;
+}
+
+double positive(double v, const std::string& path) {
+  if (!(v > 0)) throw ConfigError(path, fmt::format("expected a number > 0, got {}", v));
+  return v;
+}
+
+int64_t at_least(int64_t v, int64_t min, const std::string& path) {
+  if (v < min) throw ConfigError(path, fmt::format("expected an integer >= {}, got {}", min, v));
+  return v;
+}
+
+}  // namespace
+
+Task parse_task(const nlohmann::json& config, const std::filesystem::path& origin) {
+  const nlohmann::json& defaults = default_config();
+  JsonObject root(config, "$");
+  Task t;
+  t.origin = origin;
+  t.name = root.get_string("name", origin.empty() ? std::string("task") : origin.stem().string());
+
+  std::string op_name = root.get_string("operator");
+  t.op = operators().find(op_name);
+  if (!t.op)
+    throw ConfigError(root.path_of("operator"),
+                      fmt::format("unknown operator '{}' (known: {})", op_name,
+                                  fmt::join(operators().names(), ", ")));
+
+  std::string dtype = root.get_string("dtype", "f32");
+  auto dt = parse_dtype(dtype);
+  if (!dt)
+    throw ConfigError(root.path_of("dtype"),
+                      fmt::format("unknown dtype '{}' (expected one of: {})", dtype, dtype_names()));
+  t.dtype = *dt;
+
+  const nlohmann::json* shapes = root.get_raw("shapes");
+  if (!shapes)
+    throw ConfigError(root.path_of("shapes"),
+                      fmt::format("missing (expected the shapes of {}'s inputs by name)", op_name));
+  t.main = parse_shapes(*t.op, *shapes, root.path_of("shapes"));
+
+  if (const nlohmann::json* checks = root.get_raw("check_shapes")) {
+    if (!checks->is_array())
+      throw ConfigError(root.path_of("check_shapes"), "expected a list of shape objects");
+    for (size_t i = 0; i < checks->size(); ++i)
+      t.check_shapes.push_back(
+          parse_shapes(*t.op, (*checks)[i], fmt::format("{}[{}]", root.path_of("check_shapes"), i)));
+  } else {
+    for (const auto& given : t.op->small_check_shapes())
+      t.check_shapes.push_back({given, t.op->bind_shapes(given, "(built-in check shape)")});
+  }
+
+  JsonObject params = root.get_object("params");
+  for (const auto& s : t.op->scalars()) {
+    std::optional<double> fallback = s.default_value;
+    if (!params.has(s.name) && !fallback)
+      throw ConfigError(params.path_of(s.name), fmt::format("missing ({})", s.doc));
+    t.scalars.push_back(params.get_number(s.name, fallback));
+  }
+  params.finish();
+
+  t.target = root.get_string("target", "cpu");
+  t.seed = static_cast<uint64_t>(
+      at_least(root.get_int("seed", defaults["seed"].get<int64_t>()), 0, root.path_of("seed")));
+
+  // Compiler settings: the defaults of this target, overridden key by key.
+  {
+    nlohmann::json target_defaults = nlohmann::json::object();
+    if (defaults["compile"].contains(t.target)) target_defaults = defaults["compile"][t.target];
+    JsonObject c = root.get_object("compile");
+    auto dflt_str = [&](const char* k) -> std::optional<std::string> {
+      if (target_defaults.contains(k)) return target_defaults[k].get<std::string>();
+      return std::string();
+    };
+    auto dflt_list = [&](const char* k) -> std::optional<std::vector<std::string>> {
+      if (target_defaults.contains(k)) return target_defaults[k].get<std::vector<std::string>>();
+      return std::vector<std::string>{};
+    };
+    t.compile.cc = c.get_string("cc", dflt_str("cc"));
+    t.compile.cxx = c.get_string("cxx", dflt_str("cxx"));
+    t.compile.flags = c.get_string_list("flags", dflt_list("flags"));
+    t.compile.extra_flags = c.get_string_list("extra_flags", dflt_list("extra_flags"));
+    c.finish();
+  }
+
+  if (root.has("compare")) {
+    std::string mode = root.get_string("compare");
+    try {
+      t.compare = CompareMode::parse(mode);
+    } catch (const UserError& e) {
+      throw ConfigError(root.path_of("compare"), e.what());
+    }
+  } else {
+    t.compare = t.op->default_compare(t.dtype, t.main.shapes);
+  }
+
+  {
+    const auto& d = defaults["timing"];
+    JsonObject tm = root.get_object("timing");
+    t.timing.min_time_s =
+        positive(tm.get_number("min_time_ms", d["min_time_ms"].get<double>()),
+                 tm.path_of("min_time_ms")) / 1000.0;
+    t.timing.min_samples =
+        at_least(tm.get_int("min_samples", d["min_samples"].get<int64_t>()), 1,
+                 tm.path_of("min_samples"));
+    t.timing.max_samples =
+        at_least(tm.get_int("max_samples", d["max_samples"].get<int64_t>()), t.timing.min_samples,
+                 tm.path_of("max_samples"));
+    double warm = tm.get_number("warmup_ms", d["warmup_ms"].get<double>());
+    if (warm < 0) throw ConfigError(tm.path_of("warmup_ms"), "expected a number >= 0");
+    t.timing.warmup_s = warm / 1000.0;
+    t.timing.min_warmup =
+        at_least(tm.get_int("min_warmup", d["min_warmup"].get<int64_t>()), 0,
+                 tm.path_of("min_warmup"));
+    tm.finish();
+  }
+
+  {
+    const auto& d = defaults["limits"];
+    JsonObject lm = root.get_object("limits");
+    t.limits.timeout_s =
+        positive(lm.get_number("timeout_s", d["timeout_s"].get<double>()), lm.path_of("timeout_s"));
+    t.limits.max_total_s = positive(lm.get_number("max_total_s", d["max_total_s"].get<double>()),
+                                    lm.path_of("max_total_s"));
+    t.limits.memory_mb = at_least(lm.get_int("memory_mb", d["memory_mb"].get<int64_t>()), 64,
+                                  lm.path_of("memory_mb"));
+    t.limits.output_kb =
+        at_least(lm.get_int("output_kb", d["output_kb"].get<int64_t>()), 1, lm.path_of("output_kb"));
+    t.limits.compile_timeout_s =
+        positive(lm.get_number("compile_timeout_s", d["compile_timeout_s"].get<double>()),
+                 lm.path_of("compile_timeout_s"));
+    lm.finish();
+  }
+
+  if (const nlohmann::json* knobs = root.get_raw("knobs")) {
+    JsonObject k(*knobs, root.path_of("knobs"));
+    for (auto it = knobs->begin(); it != knobs->end(); ++it) {
+      std::string path = k.path_of(it.key());
+      const auto& v = it.value();
+      std::vector<int64_t> values;
+      if (v.is_array()) {
+        for (size_t i = 0; i < v.size(); ++i)
+          values.push_back(json_to_int(v[i], fmt::format("{}[{}]", path, i)));
+      } else {
+        values.push_back(json_to_int(v, path));
+      }
+      if (values.empty()) throw ConfigError(path, "expected a value or a non-empty list");
+      t.knob_restrictions[it.key()] = values;
+      k.get_raw(it.key());
+    }
+  }
+
+  root.finish();
+
+  // What the task resolved to, and the hash of what changes a measurement.
+  nlohmann::json r;
+  r["name"] = t.name;
+  r["operator"] = op_name;
+  r["dtype"] = std::string(dtype_name(t.dtype));
+  r["shapes"] = t.main.given;
+  r["params"] = nlohmann::json::object();
+  for (size_t i = 0; i < t.scalars.size(); ++i) r["params"][t.op->scalars()[i].name] = t.scalars[i];
+  r["target"] = t.target;
+  r["compile"] = {{"cc", t.compile.cc},
+                  {"cxx", t.compile.cxx},
+                  {"flags", t.compile.flags},
+                  {"extra_flags", t.compile.extra_flags}};
+  r["compare"] = t.compare.str();
+  r["check_shapes"] = nlohmann::json::array();
+  for (const auto& c : t.check_shapes) r["check_shapes"].push_back(c.given);
+  r["seed"] = t.seed;
+  r["knobs"] = t.knob_restrictions;
+  nlohmann::json measured = r;
+  measured.erase("name");
+  measured.erase("seed");
+  r["timing"] = {{"min_time_ms", t.timing.min_time_s * 1000},
+                 {"min_samples", t.timing.min_samples},
+                 {"max_samples", t.timing.max_samples},
+                 {"warmup_ms", t.timing.warmup_s * 1000},
+                 {"min_warmup", t.timing.min_warmup}};
+  r["limits"] = {{"timeout_s", t.limits.timeout_s},
+                 {"max_total_s", t.limits.max_total_s},
+                 {"memory_mb", t.limits.memory_mb},
+                 {"output_kb", t.limits.output_kb},
+                 {"compile_timeout_s", t.limits.compile_timeout_s}};
+  t.resolved = r;
+  t.hash = sha256_hex(measured.dump()).substr(0, 16);
+  return t;
+}
+
+Task load_task(const std::filesystem::path& path) {
+  return parse_task(read_json_file(path.string()), path);
+}
+
+}  // namespace kevo

@@ -1,0 +1,80 @@
+// A task: which operator at which shapes, dtype and parameters, on which
+// target, compared how, timed how, under which limits. Loaded from a JSON
+// config over the defaults in configs/defaults.json.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/compare_mode.h"
+#include "core/dtype.h"
+#include "core/operator.h"
+
+namespace kevo {
+
+struct TimingConfig {
+  double min_time_s = 0.1;  // timed calls fill at least this much time...
+  int64_t min_samples = 10;  // ...and give at least this many samples
+  int64_t max_samples = 20000;
+  double warmup_s = 0.02;  // warm-up calls fill at least this much time...
+  int64_t min_warmup = 2;  // ...and number at least this many
+};
+
+struct Limits {
+  double timeout_s = 20;        // setup plus the first call of each check
+  double max_total_s = 600;     // hard cap on one candidate's run
+  int64_t memory_mb = 4096;     // address space beyond the task's own buffers
+  int64_t output_kb = 64;       // kept of a candidate's stdout and stderr each
+  double compile_timeout_s = 120;
+};
+
+struct CompileConfig {
+  std::string cc = "cc";
+  std::string cxx = "c++";
+  std::vector<std::string> flags;        // replace the defaults when given
+  std::vector<std::string> extra_flags;  // appended to the flags
+};
+
+// One set of shapes to run a kernel on, with all tensors bound.
+struct ShapeSet {
+  ShapeMap given;
+  std::vector<Shape> shapes;  // ABI order
+};
+
+struct Task {
+  std::string name;
+  std::filesystem::path origin;  // the config file, empty when built in code
+  const Operator* op = nullptr;
+  DType dtype = DType::f32;
+  ShapeSet main;                      // the shape that is timed
+  std::vector<ShapeSet> check_shapes;  // checked first (small, ragged)
+  std::vector<double> scalars;         // in the operator's scalar order
+  std::string target = "cpu";
+  CompileConfig compile;
+  CompareMode compare;
+  TimingConfig timing;
+  Limits limits;
+  uint64_t seed = 1;
+  std::map<std::string, std::vector<int64_t>> knob_restrictions;
+
+  nlohmann::json resolved;  // the full config after defaults, as JSON
+  std::string hash;         // of what changes a measurement (not name/limits)
+
+  double flops() const { return op->flops(main.shapes); }
+  double bytes() const { return op->bytes(main.shapes, dtype); }
+};
+
+// Reads and validates a task config file. Throws ConfigError / UserError.
+Task load_task(const std::filesystem::path& path);
+// The same from parsed JSON; `origin` names the file in messages.
+Task parse_task(const nlohmann::json& config, const std::filesystem::path& origin = {});
+
+// The built-in defaults (configs/defaults.json, compiled into kevo).
+const nlohmann::json& default_config();
+
+}  // namespace kevo

@@ -1,0 +1,117 @@
+#include "eval/evaluator.h"
+
+#include <fmt/format.h>
+
+#include "core/clock.h"
+#include "eval/compare.h"
+#include "eval/roofline.h"
+#include "eval/static_check.h"
+
+namespace kevo {
+
+std::string first_error_line(const std::string& log) {
+  size_t pos = 0;
+  std::string first;
+  while (pos < log.size()) {
+    size_t eol = log.find('\n', pos);
+    if (eol == std::string::npos) eol = log.size();
+    std::string line = log.substr(pos, eol - pos);
+    pos = eol + 1;
+    if (line.empty()) continue;
+    if (first.empty()) first = line;
+    if (line.find(" error:") != std::string::npos || line.rfind("error:", 0) == 0) return line;
+  }
+  return first.empty() ? "the compiler failed without a message" : first;
+}
+
+Evaluator::Evaluator(const Task& task, Target& target, const Roof& roof,
+                     ReferenceCache& references, CompileCache& compiles)
+    : task_(task), target_(target), roof_(roof), references_(references), compiles_(compiles) {
+  auto label = [](const ShapeSet& s, uint64_t seed) {
+    return fmt::format("{} seed {}", shape_str(s.shapes[0]), seed);
+  };
+  for (const auto& s : task.check_shapes)
+    plan_.push_back({RunPhase::check, s, task.seed, label(s, task.seed)});
+  plan_.push_back({RunPhase::check, task.main, task.seed, label(task.main, task.seed)});
+  // Timing and the re-check use inputs the first checks never saw.
+  const uint64_t fresh = task.seed + 1;
+  plan_.push_back({RunPhase::time, task.main, fresh, label(task.main, fresh)});
+  plan_.push_back({RunPhase::check, task.main, fresh, label(task.main, fresh) + " after timing"});
+}
+
+EvalResult Evaluator::evaluate(const CandidateSource& source, const KnobValues& knobs) {
+  EvalResult r;
+  r.roof_id = roof_.id;
+  if (auto why = static_check(source.text, "kevo_kernel")) {
+    r.status = Status::rejected;
+    r.detail = *why;
+    return r;
+  }
+
+  if (on_stage) on_stage("compiling");
+  CompiledCandidate c =
+      compiles_.get(target_, task_, source.text, source.origin, source.language, knobs);
+  r.compile_s = c.seconds;
+  r.compile_cached = c.cache_hit;
+  r.compile_log = c.log;
+  if (!c.ok) {
+    r.status = Status::compile_error;
+    r.detail = first_error_line(c.log);
+    return r;
+  }
+
+  if (on_stage) on_stage("running");
+  const double t0 = monotonic_seconds();
+  auto check = [&](size_t phase, const std::vector<ConstTensorView>& outputs) {
+    const RunPhase& p = plan_[phase];
+    auto ref = references_.get(task_, p.shapes, p.seed);
+    CheckReport report = compare_outputs(*task_.op, outputs, ref->views(), task_.compare);
+    report.label = p.label;
+    return report;
+  };
+  RunOutcome run = target_.run(task_, c.artifact, plan_, check);
+  r.run_s = monotonic_seconds() - t0;
+  r.checks = run.checks;
+  r.stdout_text = run.stdout_text;
+  r.stderr_text = run.stderr_text;
+
+  switch (run.kind) {
+    case RunOutcome::check_failed: {
+      r.status = Status::mismatch;
+      const CheckReport& bad = r.checks.back();
+      const bool after_timing = r.checks.size() == plan_.size() - 1;
+      r.detail = fmt::format("{}{} of {} values wrong on {}", after_timing ? "right on the first inputs, but " : "",
+                             bad.mismatches, bad.checked, bad.label);
+      if (bad.first)
+        r.detail += fmt::format("; first at {}{}: got {:.7g}, want {:.7g}", bad.first->tensor,
+                                bad.first->coords, bad.first->got, bad.first->want);
+      if (!bad.note.empty()) r.detail += "; " + bad.note;
+      return r;
+    }
+    case RunOutcome::timed_out:
+      r.status = Status::timeout;
+      r.detail = run.detail;
+      return r;
+    case RunOutcome::crashed:
+    case RunOutcome::kernel_error:
+      r.status = Status::crash;
+      r.detail = run.detail;
+      return r;
+    case RunOutcome::finished:
+      break;
+  }
+  if (run.samples_s.empty()) {
+    r.status = Status::crash;
+    r.detail = "the runner finished without timing samples";
+    return r;
+  }
+  r.timing = TimingStats::from_samples(run.samples_s, run.calls_per_sample, run.warmup_calls);
+  r.diagnosis = diagnose(task_, *r.timing, roof_);
+  r.status = is_suspect(*r.diagnosis, *r.timing) ? Status::suspect : Status::ok;
+  if (r.status == Status::suspect)
+    r.detail = fmt::format("median {} is below the roofline floor {}: not a credible time",
+                           format_seconds(r.timing->median_s), format_seconds(r.diagnosis->floor_s));
+  return r;
+}
+
+}  // namespace kevo

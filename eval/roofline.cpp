@@ -1,0 +1,75 @@
+#include "eval/roofline.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace kevo {
+
+std::string format_seconds(double s) {
+  if (!(s > 0)) return fmt::format("{:g} s", s);
+  if (s >= 1) return fmt::format("{:.3g} s", s);
+  if (s >= 1e-3) return fmt::format("{:.3g} ms", s * 1e3);
+  if (s >= 1e-6) return fmt::format("{:.3g} us", s * 1e6);
+  return fmt::format("{:.3g} ns", s * 1e9);
+}
+
+namespace {
+std::string format_bytes(double b) {
+  if (b >= 1e9) return fmt::format("{:.2f} GB", b / 1e9);
+  if (b >= 1e6) return fmt::format("{:.1f} MB", b / 1e6);
+  if (b >= 1e3) return fmt::format("{:.1f} kB", b / 1e3);
+  return fmt::format("{:.0f} B", b);
+}
+}  // namespace
+
+Diagnosis diagnose(const Task& task, const TimingStats& timing, const Roof& roof) {
+  Diagnosis d;
+  const double bytes = task.bytes();
+  const double flops = task.flops();
+  const BandwidthPoint* bw = roof.bandwidth_for(bytes);
+  const PeakPoint* peak = roof.peak_for();
+  const double t_mem = bw ? bytes / (bw->gbps * 1e9) : 0;
+  const double t_comp = peak ? flops / (peak->gflops * 1e9) : 0;
+  d.bound = t_mem >= t_comp ? "memory" : "compute";
+  d.floor_s = std::max(t_mem, t_comp);
+  d.roof_gbps = bw ? bw->gbps : 0;
+  d.roof_gflops = peak ? peak->gflops : 0;
+  const double t = timing.median_s;
+  d.achieved_gbps = bytes / t / 1e9;
+  d.achieved_gflops = flops / t / 1e9;
+  d.roof_fraction = d.floor_s > 0 ? d.floor_s / t : 0;
+
+  std::string why;
+  if (d.bound == "memory" && bw) {
+    why = fmt::format(
+        "memory-bound: moves {} at {:.1f} GB/s, {:.0f}% of the {:.1f} GB/s roof ({} measured "
+        "at {} on {} thread{}); floor {}",
+        format_bytes(bytes), d.achieved_gbps, 100 * d.roof_fraction, bw->gbps, bw->kind,
+        format_bytes(bw->bytes), bw->threads, bw->threads > 1 ? "s" : "", format_seconds(d.floor_s));
+  } else if (peak) {
+    why = fmt::format(
+        "compute-bound: {:.3g} GFLOP at {:.1f} GFLOP/s, {:.0f}% of the {:.1f} GFLOP/s {} peak on "
+        "{} thread{}; floor {}",
+        flops / 1e9, d.achieved_gflops, 100 * d.roof_fraction, peak->gflops, peak->kind,
+        peak->threads, peak->threads > 1 ? "s" : "", format_seconds(d.floor_s));
+  } else {
+    why = "no roof measured for this machine";
+  }
+  if (is_suspect(d, timing)) {
+    why += fmt::format("; the median {} is below the floor: impossible unless the kernel skips "
+                       "work or reuses results between calls",
+                       format_seconds(t));
+  } else if (timing.p20_s > 0 && timing.p80_s / timing.p20_s > 1.10) {
+    why += fmt::format("; noisy: p80/p20 = {:.2f}", timing.p80_s / timing.p20_s);
+  }
+  d.why = why;
+  return d;
+}
+
+bool is_suspect(const Diagnosis& d, const TimingStats& timing) {
+  return d.floor_s > 0 && timing.median_s < kSuspectMargin * d.floor_s;
+}
+
+}  // namespace kevo

@@ -1,0 +1,20 @@
+// The roof a measurement is judged against: the latest calibration of this
+// machine in the store, or a fresh one when there is none.
+#pragma once
+
+#include <functional>
+#include <string_view>
+
+#include "core/roof.h"
+#include "core/store.h"
+#include "targets/target.h"
+
+namespace kevo {
+
+// Measures the roof now and stores it.
+Roof calibrate_and_store(Store& store, Target& target,
+                         const std::function<void(std::string_view)>& progress);
+// The stored roof for this machine, calibrating first when there is none.
+Roof roof_for(Store& store, Target& target, const std::function<void(std::string_view)>& progress);
+
+}  // namespace kevo

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the Debian packages kevo builds and tests with; does nothing when all
+# are present. Called by `make` (and so by `make test` and `make demo`).
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ make pkg-config
+  libboost-dev            # Boost.Asio, Boost.Graph (header-only parts)
+  nlohmann-json3-dev
+  libfmt-dev
+  libsqlite3-dev
+  libcurl4-openssl-dev
+  libgtest-dev libgmock-dev
+  libbenchmark-dev
+)
+# Extra groups, asked for by name: `setup.sh bench` for the peer baselines.
+for group in "$@"; do
+  case "$group" in
+    bench) packages+=(libdnnl-dev libopenblas-dev) ;;
+    *) echo "setup.sh: unknown package group '$group' (known: bench)" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "setup: installing ${missing[*]}" >&2
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq >&2 || true
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2

@@ -1,0 +1,546 @@
+#include "targets/cpu/cpu_target.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/log.h"
+#include "core/paths.h"
+#include "core/process.h"
+#include "targets/cpu/runner_protocol.h"
+
+namespace kevo {
+
+std::filesystem::path runner_path() {
+  if (const char* r = std::getenv("KEVO_RUNNER"); r && *r) {
+    if (!std::filesystem::exists(r))
+      throw UserError(fmt::format("KEVO_RUNNER='{}' does not exist", r));
+    return r;
+  }
+  auto next_to_me = executable_dir() / "kevo-runner";
+  if (std::filesystem::exists(next_to_me)) return next_to_me;
+#ifdef KEVO_RUNNER_BUILD_PATH
+  if (std::filesystem::exists(KEVO_RUNNER_BUILD_PATH)) return KEVO_RUNNER_BUILD_PATH;
+#endif
+  throw UserError(fmt::format("kevo-runner not found next to kevo ({}): build it or set KEVO_RUNNER",
+                              next_to_me.string()));
+}
+
+namespace {
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      auto colon = line.find(':');
+      if (colon != std::string::npos) {
+        std::string m = line.substr(colon + 1);
+        m.erase(0, m.find_first_not_of(' '));
+        return m;
+      }
+    }
+  }
+  return "unknown CPU";
+}
+
+std::string hostname_str() {
+  char buf[256] = {};
+  gethostname(buf, sizeof(buf) - 1);
+  return buf;
+}
+
+// A line reader over the runner's event pipe.
+class EventReader {
+ public:
+  explicit EventReader(int fd) : fd_(fd) {}
+  int fd() const { return fd_; }
+  bool open() const { return fd_ >= 0; }
+  // Reads what is available; complete lines go to `lines`.
+  void read_available(std::vector<std::string>& lines) {
+    char buf[65536];
+    for (;;) {
+      ssize_t n = read(fd_, buf, sizeof(buf));
+      if (n > 0) {
+        if (partial_.size() < kMaxLine) partial_.append(buf, static_cast<size_t>(n));
+        size_t pos;
+        while ((pos = partial_.find('\n')) != std::string::npos) {
+          lines.push_back(partial_.substr(0, pos));
+          partial_.erase(0, pos + 1);
+        }
+        continue;
+      }
+      if (n == 0) {
+        close(fd_);
+        fd_ = -1;
+      } else if (errno == EINTR) {
+        continue;
+      }
+      return;
+    }
+  }
+  ~EventReader() {
+    if (fd_ >= 0) close(fd_);
+  }
+
+ private:
+  static constexpr size_t kMaxLine = 64u << 20;
+  int fd_;
+  std::string partial_;
+};
+
+void write_line(int fd, const std::string& line) {
+  std::string s = line + "\n";
+  const char* p = s.data();
+  size_t n = s.size();
+  while (n > 0 && fd >= 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return;  // the runner is gone; its exit tells the rest
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+const char* kernel_rc_name(int rc) {
+  switch (rc) {
+    case 1: return "KEVO_ERR_UNSUPPORTED";
+    case 2: return "KEVO_ERR_ARGS";
+    case 3: return "KEVO_ERR_RUNTIME";
+    default: return "an error";
+  }
+}
+
+// A spawned kevo-runner with its event pipe and shared output file.
+struct RunnerSession {
+  int memfd = -1;
+  void* outputs = nullptr;
+  size_t output_bytes = 0;
+  ~RunnerSession() {
+    if (outputs) munmap(outputs, output_bytes);
+    if (memfd >= 0) close(memfd);
+  }
+};
+
+class CpuTarget : public Target {
+ public:
+  CpuTarget() {
+    // Writing to a runner that just died must not kill kevo.
+    signal(SIGPIPE, SIG_IGN);
+  }
+
+  std::string_view name() const override { return "cpu"; }
+  std::string_view description() const override {
+    return "this machine's CPU: C/C++ kernels built with the host compiler, run in a sandboxed "
+           "child";
+  }
+
+  std::string language_of(const std::filesystem::path& source) const override {
+    std::string ext = source.extension().string();
+    if (ext == ".c") return "c";
+    if (ext == ".cc" || ext == ".cpp" || ext == ".cxx") return "c++";
+    throw UserError(fmt::format("the cpu target compiles .c and .cpp files, not '{}' ({})",
+                                ext.empty() ? "(no extension)" : ext, source.string()));
+  }
+
+  std::string artifact_extension() const override { return ".so"; }
+
+  std::string toolchain_id(const Task& task, const std::string& language) override {
+    std::string compiler = language == "c" ? task.compile.cc : task.compile.cxx;
+    std::string id = fmt::format("{}|{}|{}|{}", compiler, compiler_version(compiler),
+                                 fmt::join(task.compile.flags, " "),
+                                 fmt::join(task.compile.extra_flags, " "));
+    // -march=native means "this CPU": part of the key; so is the ABI header.
+    return fmt::format("{}|{}|{}", id, host_key(), abi_hash());
+  }
+
+  CompileOutcome compile(const CompileRequest& req) override {
+    const Task& task = *req.task;
+    std::string compiler = req.language == "c" ? task.compile.cc : task.compile.cxx;
+    SpawnOptions opt;
+    opt.argv.push_back(compiler);
+    for (const auto& f : task.compile.flags) opt.argv.push_back(f);
+    for (const auto& f : task.compile.extra_flags) opt.argv.push_back(f);
+    for (const char* f : {"-fPIC", "-shared", "-fopenmp", "-Wl,--no-undefined"})
+      opt.argv.emplace_back(f);
+    opt.argv.push_back("-I" + (kevo_home() / "targets" / "abi").string());
+    for (const auto& d : req.include_dirs) opt.argv.push_back("-I" + d.string());
+    for (const auto& [k, v] : req.knobs) opt.argv.push_back(fmt::format("-D{}={}", k, v));
+    opt.argv.push_back(req.source.string());
+    opt.argv.push_back("-o");
+    opt.argv.push_back(req.output.string());
+    opt.argv.push_back("-lm");
+    opt.limits.address_space_bytes = int64_t{8} << 30;
+    opt.limits.file_size_bytes = int64_t{512} << 20;
+    ProcessResult r = run_process(opt, task.limits.compile_timeout_s,
+                                  static_cast<size_t>(task.limits.output_kb) * 1024);
+    CompileOutcome out;
+    out.seconds = r.seconds;
+    out.timed_out = r.timed_out;
+    out.ok = r.exit_code && *r.exit_code == 0 && std::filesystem::exists(req.output);
+    out.log = r.err;
+    if (!r.out.empty()) out.log = r.out + (out.log.empty() ? "" : "\n" + out.log);
+    if (r.timed_out)
+      out.log += fmt::format("\n[kevo: compile killed after {:.0f} s]", task.limits.compile_timeout_s);
+    else if (r.signal)
+      out.log += fmt::format("\n[kevo: compiler killed by {}]", signal_description(r.signal));
+    return out;
+  }
+
+  RunOutcome run(const Task& task, const std::filesystem::path& artifact,
+                 const std::vector<RunPhase>& phases, const CheckFn& check) override;
+
+  std::string host_key() override {
+    static const std::string key = fmt::format("{} x{}", cpu_model(), online_cpus());
+    return key;
+  }
+
+  Roof calibrate(const std::function<void(std::string_view)>& progress) override;
+
+ private:
+  std::string compiler_version(const std::string& compiler) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = versions_.find(compiler);
+    if (it != versions_.end()) return it->second;
+    std::string v = "unknown";
+    try {
+      SpawnOptions opt;
+      opt.argv = {compiler, "--version"};
+      ProcessResult r = run_process(opt, 30);
+      if (r.exit_code && *r.exit_code == 0) v = r.out.substr(0, r.out.find('\n'));
+    } catch (const UserError&) {
+      // Not startable: compile() will report it as the candidate's error.
+    }
+    versions_[compiler] = v;
+    return v;
+  }
+
+  std::string abi_hash() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (abi_hash_.empty()) {
+      auto header = kevo_home() / "targets" / "abi" / "kevo_kernel.h";
+      abi_hash_ = std::filesystem::exists(header) ? sha256_hex(read_text_file(header)).substr(0, 16)
+                                                  : std::string("missing");
+    }
+    return abi_hash_;
+  }
+
+  // One runner process from spawn to exit; `on_event` sees each event.
+  RunOutcome drive(const Task* task, const runner::Job& job, double timeout_s, double max_total_s,
+                   int64_t address_space, const std::function<bool(const nlohmann::json&,
+                                                                   RunOutcome&, double&)>& on_event,
+                   RunnerSession& session);
+
+  std::mutex mutex_;
+  std::map<std::string, std::string> versions_;
+  std::string abi_hash_;
+};
+
+RunOutcome CpuTarget::drive(
+    const Task* task, const runner::Job& job, double timeout_s, double max_total_s,
+    int64_t address_space,
+    const std::function<bool(const nlohmann::json&, RunOutcome&, double&)>& on_event,
+    RunnerSession& session) {
+  RunOutcome out;
+  const double start = monotonic_seconds();
+  const size_t output_cap = task ? static_cast<size_t>(task->limits.output_kb) * 1024 : 65536;
+
+  int ev[2];
+  if (pipe2(ev, O_CLOEXEC) != 0)
+    throw UserError(fmt::format("cannot create a pipe: {}", strerror(errno)));
+  SpawnOptions opt;
+  opt.argv = {runner_path().string()};
+  opt.extra_fds = {ev[1]};
+  if (session.memfd >= 0) opt.extra_fds.push_back(session.memfd);
+  opt.limits.address_space_bytes = address_space;
+  opt.limits.cpu_s = max_total_s * std::max(1, online_cpus()) + 10;
+  opt.limits.file_size_bytes = int64_t{16} << 20;
+  std::unique_ptr<ChildProcess> child;
+  try {
+    child = std::make_unique<ChildProcess>(opt);
+  } catch (...) {
+    close(ev[0]);
+    close(ev[1]);
+    throw;
+  }
+  close(ev[1]);
+  fcntl(ev[0], F_SETFL, fcntl(ev[0], F_GETFL) | O_NONBLOCK);
+  EventReader events(ev[0]);
+  write_line(child->stdin_fd(), job.to_json().dump());
+
+  CappedBuffer so(output_cap), se(output_cap);
+  double deadline = start + timeout_s;
+  bool terminal = false;  // an event that settles the outcome arrived
+  out.kind = RunOutcome::crashed;
+  out.detail = "the runner exited without reporting";
+  std::vector<std::string> lines;
+  while (events.open()) {
+    double now = monotonic_seconds();
+    double hard = start + max_total_s;
+    if (now >= std::min(deadline, hard)) {
+      child->kill_group();
+      out.kind = RunOutcome::timed_out;
+      out.detail = now >= hard ? fmt::format("killed after the {:.0f} s limit per candidate", max_total_s)
+                               : fmt::format("no progress within {:.1f} s", now - (deadline - timeout_s));
+      terminal = true;
+      break;
+    }
+    struct pollfd fds[3] = {{events.fd(), POLLIN, 0},
+                            {child->stdout_fd(), POLLIN, 0},
+                            {child->stderr_fd(), POLLIN, 0}};
+    int ms = static_cast<int>(std::min(std::min(deadline, hard) - now, 0.25) * 1000) + 1;
+    poll(fds, 3, ms);
+    child->drain(so, se);
+    lines.clear();
+    events.read_available(lines);
+    for (const auto& line : lines) {
+      nlohmann::json e;
+      try {
+        e = nlohmann::json::parse(line);
+      } catch (const std::exception&) {
+        continue;  // not ours: the kernel wrote to descriptor 3
+      }
+      std::string kind = e.value("event", "");
+      if (kind == "ready") {
+        deadline = monotonic_seconds() + timeout_s;
+      } else if (kind == "signal") {
+        int sig = e.value("signal", 0);
+        out.kind = sig == SIGXCPU ? RunOutcome::timed_out : RunOutcome::crashed;
+        out.detail = signal_description(sig);
+        if (e.contains("where"))
+          out.detail += fmt::format(" at {} in {}", e.value("address", "?"),
+                                    e.value("where", "?"));
+        terminal = true;
+      } else if (kind == "load_error" || kind == "setup_error") {
+        out.kind = RunOutcome::crashed;
+        out.detail = (kind == "load_error" ? "cannot load the candidate: " : "runner: ") +
+                     e.value("what", std::string("?"));
+        terminal = true;
+      } else if (kind == "done") {
+        out.kind = RunOutcome::finished;
+        out.detail.clear();
+        terminal = true;
+      } else {
+        double extend = timeout_s;
+        bool stop = !on_event(e, out, extend);
+        deadline = monotonic_seconds() + extend;
+        if (stop) {
+          terminal = true;
+          write_line(child->stdin_fd(), "stop");
+        } else if (kind == "check") {
+          write_line(child->stdin_fd(), "continue");
+        }
+      }
+    }
+    if (terminal) break;
+  }
+  // Let the runner finish dying, then collect what it printed.
+  const double grace = monotonic_seconds() + 2.0;
+  while (!child->try_wait()) {
+    if (monotonic_seconds() > grace) {
+      child->kill_group();
+      child->wait();
+      break;
+    }
+    child->drain(so, se);
+    usleep(1000);
+  }
+  child->drain(so, se);
+  if (!terminal) {
+    if (int sig = child->term_signal()) {
+      out.kind = sig == SIGXCPU || sig == SIGKILL ? RunOutcome::timed_out : RunOutcome::crashed;
+      out.detail = signal_description(sig);
+      if (sig == SIGKILL) out.detail += " (killed: CPU time or memory limit?)";
+    } else if (auto code = child->exit_code()) {
+      out.detail = fmt::format("the runner exited with status {} before finishing", *code);
+      if (*code == 0) out.detail += " (did the kernel call exit()?)";
+    }
+  }
+  out.stdout_text = so.summary();
+  out.stderr_text = se.summary();
+  out.seconds = monotonic_seconds() - start;
+  return out;
+}
+
+RunOutcome CpuTarget::run(const Task& task, const std::filesystem::path& artifact,
+                          const std::vector<RunPhase>& phases, const CheckFn& check) {
+  const Operator& op = *task.op;
+  runner::Job job;
+  job.mode = "kernel";
+  job.artifact = std::filesystem::absolute(artifact).string();
+  job.op = std::string(op.name());
+  job.dtype = task.dtype;
+  job.scalars = task.scalars;
+  job.timing = task.timing;
+  size_t shared_bytes = 0, tensor_bytes = 0;
+  for (const auto& p : phases) {
+    job.phases.push_back({p.kind == RunPhase::time, p.shapes.shapes, p.seed});
+    size_t total = 0;
+    runner::output_offsets(op.n_inputs(), task.dtype, p.shapes.shapes, &total);
+    if (p.kind == RunPhase::check) shared_bytes = std::max(shared_bytes, total);
+    size_t all = 0;
+    for (const auto& s : p.shapes.shapes) all += static_cast<size_t>(numel(s)) * dtype_size(task.dtype);
+    tensor_bytes = std::max(tensor_bytes, all);
+  }
+  job.output_bytes = shared_bytes;
+
+  RunnerSession session;
+  if (shared_bytes > 0) {
+    session.memfd = memfd_create("kevo-outputs", MFD_CLOEXEC);
+    if (session.memfd < 0 || ftruncate(session.memfd, static_cast<off_t>(shared_bytes)) != 0)
+      throw UserError(fmt::format("cannot create the shared output file: {}", strerror(errno)));
+    session.output_bytes = shared_bytes;
+    session.outputs = mmap(nullptr, shared_bytes, PROT_READ, MAP_SHARED, session.memfd, 0);
+    if (session.outputs == MAP_FAILED) {
+      session.outputs = nullptr;
+      throw UserError(fmt::format("cannot map the shared output file: {}", strerror(errno)));
+    }
+  }
+  // Address space: the tensors with their guard pages and alignment slack,
+  // the shared outputs, the task's allowance, and room for the runtime.
+  const int64_t address_space = static_cast<int64_t>(tensor_bytes + 2 * shared_bytes) +
+                                static_cast<int64_t>(op.tensors().size()) * (8 << 20) +
+                                task.limits.memory_mb * (int64_t{1} << 20) + (int64_t{1} << 30);
+
+  auto on_event = [&](const nlohmann::json& e, RunOutcome& out, double& extend) -> bool {
+    std::string kind = e.value("event", "");
+    size_t ph = e.value("phase", size_t{0});
+    if (ph >= phases.size()) return true;
+    if (kind == "check") {
+      const RunPhase& phase = phases[ph];
+      auto offsets = runner::output_offsets(op.n_inputs(), task.dtype, phase.shapes.shapes, nullptr);
+      std::vector<ConstTensorView> views;
+      for (size_t i = 0; i < op.n_outputs(); ++i)
+        views.emplace_back(task.dtype, phase.shapes.shapes[op.n_inputs() + i],
+                           static_cast<const char*>(session.outputs) + offsets[i]);
+      CheckReport report = check(ph, views);
+      if (report.label.empty()) report.label = phase.label;
+      out.checks.push_back(report);
+      if (!report.passed) {
+        out.kind = RunOutcome::check_failed;
+        out.detail = fmt::format("wrong result on {}", phase.label);
+        return false;
+      }
+    } else if (kind == "timing_start") {
+      // The runner goes quiet while it times: allow what the plan needs.
+      double est = std::max(e.value("estimate_s", 0.0), 1e-9);
+      double k = static_cast<double>(e.value("calls_per_sample", int64_t{1}));
+      double samples = std::min<double>(
+          static_cast<double>(task.timing.max_samples),
+          std::max<double>(static_cast<double>(task.timing.min_samples),
+                           task.timing.min_time_s / (est * k)));
+      extend = task.limits.timeout_s + 1.5 * samples * k * est + 1.0;
+    } else if (kind == "timing") {
+      out.samples_s = e.value("samples", std::vector<double>{});
+      out.calls_per_sample = e.value("calls_per_sample", int64_t{1});
+      out.warmup_calls = e.value("warmup_calls", int64_t{0});
+    } else if (kind == "kernel_error") {
+      int rc = e.value("rc", 0);
+      out.kind = RunOutcome::kernel_error;
+      out.detail = fmt::format("the kernel returned {} ({}) on {}", rc, kernel_rc_name(rc),
+                               phases[ph].label);
+      return false;
+    } else if (kind == "overrun") {
+      out.kind = RunOutcome::crashed;
+      out.detail = fmt::format("wrote past the end of output '{}' ({} bytes after its last element) "
+                               "on {}",
+                               e.value("tensor", "?"), e.value("offset", 0L), phases[ph].label);
+      return false;
+    }
+    return true;
+  };
+  return drive(&task, job, task.limits.timeout_s, task.limits.max_total_s, address_space, on_event,
+               session);
+}
+
+Roof CpuTarget::calibrate(const std::function<void(std::string_view)>& progress) {
+  // Compile the calibration source like a candidate, into the cache.
+  auto source = kevo_home() / "targets" / "cpu" / "calibrate" / "roof.c";
+  if (!std::filesystem::exists(source))
+    throw UserError(fmt::format("calibration source missing: {} (is KEVO_HOME right?)",
+                                source.string()));
+  Task task = parse_task({{"name", "calibrate"},
+                          {"operator", "gemm"},
+                          {"shapes", {{"A", {1, 1}}, {"B", {1, 1}}}}});
+  std::string text = read_text_file(source);
+  std::string key = sha256_hex(text + toolchain_id(task, "c")).substr(0, 24);
+  auto artifact = cache_dir() / "cpu" / "roof" / (key + ".so");
+  if (!std::filesystem::exists(artifact)) {
+    std::filesystem::create_directories(artifact.parent_path());
+    auto tmp = artifact.parent_path() / fmt::format("{}.tmp{}.so", key, getpid());
+    CompileRequest req;
+    req.task = &task;
+    req.source = source;
+    req.language = "c";
+    req.output = tmp;
+    CompileOutcome c = compile(req);
+    if (!c.ok)
+      throw UserError(fmt::format("cannot compile the calibration kernels:\n{}", c.log));
+    std::filesystem::rename(tmp, artifact);
+  }
+
+  runner::Job job;
+  job.mode = "calibrate";
+  job.artifact = artifact.string();
+  job.op = "gemm";
+  const int ncpu = online_cpus();
+  std::vector<int> thread_counts = {1};
+  if (ncpu > 1) thread_counts.push_back(ncpu);
+  const double sizes[] = {1 << 20, 8 << 20, 32 << 20, 128 << 20, 1024.0 * (1 << 20)};
+  for (int t : thread_counts) {
+    job.points.push_back({"fp32_fma", t, 0});
+    for (double s : sizes)
+      for (const char* k : {"copy", "copy_nt", "triad"}) job.points.push_back({k, t, s});
+  }
+  Roof roof;
+  roof.target = "cpu";
+  roof.host_key = host_key();
+  roof.hostname = hostname_str();
+  roof.cpu_model = cpu_model();
+  roof.ncpu = ncpu;
+  roof.measured_at = now_iso8601();
+  RunnerSession session;
+  auto on_event = [&](const nlohmann::json& e, RunOutcome&, double&) -> bool {
+    if (e.value("event", "") != "point") return true;
+    size_t i = e.value("index", size_t{0});
+    double v = e.value("value", -1.0);
+    if (i >= job.points.size() || v <= 0) return true;
+    const auto& p = job.points[i];
+    if (p.kind == "fp32_fma") {
+      roof.peak.push_back({p.kind, p.threads, v});
+      progress(fmt::format("peak fp32 FMA, {} thread{}: {:.1f} GFLOP/s", p.threads,
+                           p.threads > 1 ? "s" : "", v));
+    } else {
+      roof.bandwidth.push_back({p.kind, p.threads, p.bytes, v});
+      progress(fmt::format("{:<7} {:>6.0f} MiB, {} thread{}: {:.1f} GB/s", p.kind,
+                           p.bytes / (1 << 20), p.threads, p.threads > 1 ? "s" : "", v));
+    }
+    return true;
+  };
+  RunOutcome r = drive(nullptr, job, 120, 900, 0, on_event, session);
+  if (r.kind != RunOutcome::finished)
+    throw UserError(fmt::format("roof calibration failed: {}\n{}", r.detail, r.stderr_text));
+  return roof;
+}
+
+}  // namespace
+
+Target* make_cpu_target() { return new CpuTarget(); }
+
+}  // namespace kevo

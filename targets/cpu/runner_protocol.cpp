@@ -1,0 +1,66 @@
+#include "targets/cpu/runner_protocol.h"
+
+namespace kevo::runner {
+
+nlohmann::json Job::to_json() const {
+  nlohmann::json j;
+  j["mode"] = mode;
+  j["artifact"] = artifact;
+  j["entry"] = entry;
+  j["op"] = op;
+  j["dtype"] = std::string(dtype_name(dtype));
+  j["scalars"] = scalars;
+  j["phases"] = nlohmann::json::array();
+  for (const auto& p : phases)
+    j["phases"].push_back({{"timed", p.timed}, {"shapes", p.shapes}, {"seed", p.seed}});
+  j["timing"] = {{"min_time_s", timing.min_time_s},
+                 {"min_samples", timing.min_samples},
+                 {"max_samples", timing.max_samples},
+                 {"warmup_s", timing.warmup_s},
+                 {"min_warmup", timing.min_warmup}};
+  j["output_bytes"] = output_bytes;
+  j["points"] = nlohmann::json::array();
+  for (const auto& p : points)
+    j["points"].push_back({{"kind", p.kind}, {"threads", p.threads}, {"bytes", p.bytes}});
+  j["min_point_s"] = min_point_s;
+  return j;
+}
+
+Job Job::from_json(const nlohmann::json& j) {
+  Job job;
+  job.mode = j.at("mode").get<std::string>();
+  job.artifact = j.at("artifact").get<std::string>();
+  job.entry = j.at("entry").get<std::string>();
+  job.op = j.at("op").get<std::string>();
+  job.dtype = parse_dtype(j.at("dtype").get<std::string>()).value_or(DType::f32);
+  job.scalars = j.at("scalars").get<std::vector<double>>();
+  for (const auto& p : j.at("phases"))
+    job.phases.push_back({p.at("timed").get<bool>(), p.at("shapes").get<std::vector<Shape>>(),
+                          p.at("seed").get<uint64_t>()});
+  const auto& t = j.at("timing");
+  job.timing.min_time_s = t.at("min_time_s").get<double>();
+  job.timing.min_samples = t.at("min_samples").get<int64_t>();
+  job.timing.max_samples = t.at("max_samples").get<int64_t>();
+  job.timing.warmup_s = t.at("warmup_s").get<double>();
+  job.timing.min_warmup = t.at("min_warmup").get<int64_t>();
+  job.output_bytes = j.at("output_bytes").get<size_t>();
+  for (const auto& p : j.at("points"))
+    job.points.push_back(
+        {p.at("kind").get<std::string>(), p.at("threads").get<int>(), p.at("bytes").get<double>()});
+  job.min_point_s = j.at("min_point_s").get<double>();
+  return job;
+}
+
+std::vector<size_t> output_offsets(size_t n_inputs, DType dtype, const std::vector<Shape>& shapes,
+                                   size_t* total) {
+  std::vector<size_t> offsets;
+  size_t off = 0;
+  for (size_t i = n_inputs; i < shapes.size(); ++i) {
+    offsets.push_back(off);
+    off += (static_cast<size_t>(numel(shapes[i])) * dtype_size(dtype) + 63) / 64 * 64;
+  }
+  if (total) *total = off;
+  return offsets;
+}
+
+}  // namespace kevo::runner

@@ -1,0 +1,57 @@
+// The protocol between kevo and kevo-runner, the child process that loads a
+// candidate and calls it. kevo writes one JSON job line to the runner's stdin;
+// the runner answers with JSON event lines on descriptor 3 and, after each
+// check, waits for "continue" or "stop" on stdin. Check outputs are copied to
+// a shared memory file (descriptor 4) where kevo compares them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/dtype.h"
+#include "core/task.h"
+#include "core/tensor.h"
+
+namespace kevo::runner {
+
+inline constexpr int kEventsFd = 3;
+inline constexpr int kOutputFd = 4;
+
+struct Phase {
+  bool timed = false;  // false: a check
+  std::vector<Shape> shapes;  // ABI order
+  uint64_t seed = 0;
+};
+
+struct CalibrationPoint {
+  std::string kind;  // copy | copy_nt | triad | fp32_fma
+  int threads = 1;
+  double bytes = 0;  // working set (bandwidth kinds)
+};
+
+struct Job {
+  std::string mode = "kernel";  // kernel | calibrate
+  std::string artifact;
+  std::string entry = "kevo_kernel";
+  std::string op;
+  DType dtype = DType::f32;
+  std::vector<double> scalars;
+  std::vector<Phase> phases;
+  TimingConfig timing;
+  size_t output_bytes = 0;  // size of the shared output file
+  std::vector<CalibrationPoint> points;
+  double min_point_s = 0.15;  // calibration: time per point
+
+  nlohmann::json to_json() const;
+  static Job from_json(const nlohmann::json& j);
+};
+
+// Byte offsets of each output in the shared output file (64-byte aligned)
+// for one phase's shapes; `total` receives the bytes needed.
+std::vector<size_t> output_offsets(size_t n_inputs, DType dtype, const std::vector<Shape>& shapes,
+                                   size_t* total);
+
+}  // namespace kevo::runner

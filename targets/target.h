@@ -1,0 +1,109 @@
+// A hardware target: how candidates are compiled, run under kevo's evaluation
+// protocol (checks, timing, re-check), and how the machine's roof is measured.
+// Implementations live in targets/<name>/ and are reached through make_target().
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/eval_result.h"
+#include "core/knobs.h"
+#include "core/roof.h"
+#include "core/task.h"
+
+namespace kevo {
+
+struct CompileRequest {
+  const Task* task = nullptr;
+  std::filesystem::path source;  // the candidate's source file
+  std::string language;          // as returned by Target::language_of
+  KnobValues knobs;
+  std::filesystem::path output;  // where the artifact goes
+  std::vector<std::filesystem::path> include_dirs;  // e.g. the original source's folder
+};
+
+struct CompileOutcome {
+  bool ok = false;
+  bool timed_out = false;
+  std::string log;  // compiler diagnostics (capped)
+  double seconds = 0;
+};
+
+// One step of the run protocol. A check calls the kernel once on fresh
+// inputs from `seed` into poisoned outputs and hands the outputs to the
+// CheckFn; a timing phase calls it repeatedly on inputs from `seed`.
+struct RunPhase {
+  enum Kind { check, time } kind = check;
+  ShapeSet shapes;
+  uint64_t seed = 0;
+  std::string label;  // for reports: "[7, 1003] seed 1"
+};
+
+// Called in the parent after each check with that call's outputs (ABI order).
+// A report that did not pass stops the run there.
+using CheckFn =
+    std::function<CheckReport(size_t phase, const std::vector<ConstTensorView>& outputs)>;
+
+struct RunOutcome {
+  enum Kind {
+    finished,      // every phase ran
+    check_failed,  // a CheckFn report failed: the run stopped there
+    crashed,       // signal, memory violation, unexpected exit
+    timed_out,
+    kernel_error,  // the entry point returned non-zero
+  } kind = finished;
+  std::string detail;
+  std::vector<CheckReport> checks;  // in phase order, as far as they ran
+  std::vector<double> samples_s;    // per call, from the timing phase
+  int64_t calls_per_sample = 1;
+  int64_t warmup_calls = 0;
+  std::string stdout_text, stderr_text;
+  double seconds = 0;
+};
+
+class Target {
+ public:
+  virtual ~Target() = default;
+
+  virtual std::string_view name() const = 0;
+  virtual std::string_view description() const = 0;
+  // Where this target's seed kernel families live: <kevo home>/targets/<name>/kernels.
+  std::filesystem::path kernels_dir() const;
+
+  // The language of a candidate file, by extension; UserError when the
+  // target cannot compile it.
+  virtual std::string language_of(const std::filesystem::path& source) const = 0;
+  // Everything about the toolchain that changes an artifact (compiler
+  // identity and version, flags), for the compile cache key.
+  virtual std::string toolchain_id(const Task& task, const std::string& language) = 0;
+  virtual std::string artifact_extension() const = 0;
+
+  // Compiles one candidate. A failing compile is an outcome, not an exception.
+  virtual CompileOutcome compile(const CompileRequest& request) = 0;
+  // Runs the phases in a separate process under the task's limits.
+  virtual RunOutcome run(const Task& task, const std::filesystem::path& artifact,
+                         const std::vector<RunPhase>& phases, const CheckFn& check) = 0;
+
+  // What must match for a stored roof to apply to this machine.
+  virtual std::string host_key() = 0;
+  // Measures the roof (bandwidth, peak rate); `progress` gets one line per step.
+  virtual Roof calibrate(const std::function<void(std::string_view)>& progress) = 0;
+};
+
+struct TargetInfo {
+  std::string name;
+  std::string description;
+  bool available = false;
+  std::string why_not;  // when not available
+};
+
+// Throws UserError for an unknown target or one not built into this kevo.
+std::unique_ptr<Target> make_target(std::string_view name);
+std::vector<TargetInfo> list_targets();
+
+}  // namespace kevo

@@ -1,0 +1,121 @@
+#include "core/knobs.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+
+namespace kevo {
+namespace {
+
+const char* kSource = R"(
+#include "kevo_kernel.h"
+// @kevo knob BLOCK 256 {64, 128, 256, 512, 1024}
+// @kevo knob VEC 4 {1, 2, 4, 8}
+/* @kevo knob UNROLL 1 {1, 2} */
+// @kevo require BLOCK * VEC <= 2048
+// @kevo require UNROLL == 1 || VEC >= 4
+// This line mentions @kevo knob in prose and is not a declaration.
+int kevo_kernel(void) { return 0; }
+)";
+
+TEST(Knobs, ParsesDeclarations) {
+  KnobSpace s = KnobSpace::parse_source(kSource, "k.c");
+  ASSERT_EQ(s.knobs().size(), 3u);
+  EXPECT_EQ(s.knobs()[0].name, "BLOCK");
+  EXPECT_EQ(s.knobs()[0].default_value, 256);
+  EXPECT_EQ(s.knobs()[0].values, (std::vector<int64_t>{64, 128, 256, 512, 1024}));
+  EXPECT_EQ(s.knobs()[0].line, 3);
+  EXPECT_EQ(s.knobs()[2].name, "UNROLL");
+  EXPECT_EQ(s.constraints().size(), 2u);
+  EXPECT_EQ(s.defaults(), (KnobValues{{"BLOCK", 256}, {"UNROLL", 1}, {"VEC", 4}}));
+}
+
+TEST(Knobs, EnumeratesOnlyValidPoints) {
+  KnobSpace s = KnobSpace::parse_source(kSource, "k.c");
+  EXPECT_EQ(s.size_unconstrained(), 40u);
+  auto all = s.enumerate_valid();
+  // Count by hand: BLOCK*VEC <= 2048 and (UNROLL == 1 or VEC >= 4).
+  size_t expect = 0;
+  for (int64_t b : {64, 128, 256, 512, 1024})
+    for (int64_t v : {1, 2, 4, 8})
+      for (int64_t u : {1, 2})
+        if (b * v <= 2048 && (u == 1 || v >= 4)) ++expect;
+  EXPECT_EQ(all.size(), expect);
+  for (const auto& p : all) {
+    EXPECT_LE(p.at("BLOCK") * p.at("VEC"), 2048);
+    EXPECT_TRUE(p.at("UNROLL") == 1 || p.at("VEC") >= 4);
+    EXPECT_TRUE(s.valid(p));
+  }
+  EXPECT_EQ(s.enumerate_valid(3).size(), 3u);
+}
+
+TEST(Knobs, ResolveChecksOverrides) {
+  KnobSpace s = KnobSpace::parse_source(kSource, "k.c");
+  EXPECT_EQ(s.resolve({{"VEC", 8}}).at("VEC"), 8);
+  EXPECT_THROW(s.resolve({{"VEC", 3}}), UserError);
+  EXPECT_THROW(s.resolve({{"WIDTH", 2}}), UserError);
+  try {
+    s.resolve({{"BLOCK", 1024}, {"VEC", 8}});
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("BLOCK * VEC <= 2048"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Knobs, RestrictKeepsAValidDefault) {
+  KnobSpace s = KnobSpace::parse_source(kSource, "k.c");
+  s.restrict("BLOCK", {64, 128, 4096});
+  EXPECT_EQ(s.knobs()[0].values, (std::vector<int64_t>{64, 128}));
+  EXPECT_EQ(s.defaults().at("BLOCK"), 64);
+  EXPECT_THROW(s.restrict("VEC", {3}), UserError);
+  EXPECT_THROW(s.restrict("NOPE", {1}), UserError);
+}
+
+TEST(Knobs, BuiltinNcpu) {
+  KnobSpace s = KnobSpace::parse_source(
+      "// @kevo knob THREADS 1 {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096}\n"
+      "// @kevo require THREADS <= NCPU\n",
+      "t.c");
+  size_t n = s.enumerate_valid().size();
+  size_t expect = 0;
+  for (int64_t t = 1; t <= 4096; t *= 2) expect += t <= online_cpus() ? 1 : 0;
+  EXPECT_EQ(n, expect);
+}
+
+void expect_error(const std::string& src, const std::string& fragment) {
+  try {
+    KnobSpace::parse_source(src, "bad.c");
+    FAIL() << "no error for: " << src;
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+TEST(Knobs, ErrorsNameFileAndLine) {
+  expect_error("\n// @kevo knob A 3 {1, 2}\n", "bad.c:2: knob A: default 3 is not among its values");
+  expect_error("// @kevo knob A 1 {1, x}\n", "bad.c:1: knob A: value 'x' is not an integer");
+  expect_error("// @kevo knob A 1 {1, 1}\n", "value 1 listed twice");
+  expect_error("// @kevo knob A 1 {}\n", "no values");
+  expect_error("// @kevo knob A 1\n", "malformed knob declaration");
+  expect_error("// @kevo knob A 1 {1}\n// @kevo knob A 1 {1}\n", "bad.c:2: knob 'A' declared twice");
+  expect_error("// @kevo knob NCPU 1 {1}\n", "builtin name");
+  expect_error("// @kevo knobs A 1 {1}\n", "unknown @kevo directive 'knobs'");
+  expect_error("// @kevo knob A 1 {1, 2}\n// @kevo require A * B > 1\n",
+               "bad.c:2: in '@kevo require A * B > 1' at column 5: unknown name 'B'");
+  expect_error("// @kevo knob A 1 {1, 2}\n// @kevo require A >\n", "unexpected end of expression");
+  expect_error("// @kevo knob A 1 {1, 2}\n// @kevo require A > 1\n", "default knob values (A=1) violate");
+}
+
+TEST(Knobs, JsonRoundTripAndAssignments) {
+  KnobValues v = {{"B", 2}, {"A", -1}};
+  EXPECT_EQ(knobs_to_json(v), R"({"A":-1,"B":2})");
+  EXPECT_EQ(knobs_from_json(knobs_to_json(v)), v);
+  EXPECT_EQ(knobs_to_string(v), "A=-1 B=2");
+  EXPECT_EQ(parse_knob_assignment("VEC=8"), (std::pair<std::string, int64_t>{"VEC", 8}));
+  EXPECT_THROW(parse_knob_assignment("VEC"), UserError);
+  EXPECT_THROW(parse_knob_assignment("VEC=eight"), UserError);
+  EXPECT_THROW(parse_knob_assignment("8=8"), UserError);
+}
+
+}  // namespace
+}  // namespace kevo

@@ -1,0 +1,97 @@
+#include "core/store.h"
+
+#include <sqlite3.h>
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "support/test_support.h"
+
+namespace kevo {
+namespace {
+
+TEST(Store, CreatesTheSchemaAndRecordsAnEvaluation) {
+  auto dir = test::temp_dir("store");
+  Task task = test::quick_task("swiglu", {{"g", {4, 8}}});
+  int64_t eval_id;
+  {
+    Store s(dir / "k.db");
+    EXPECT_EQ(s.schema_version(), Store::latest_schema_version());
+    int64_t run = s.begin_run("eval", task, {{"kernel", "k.c"}});
+    std::string h = s.put_source("int x;", "k.c", "c");
+    EXPECT_EQ(s.put_source("int x;", "k.c", "c"), h);  // stored once by content
+    int64_t c = s.add_candidate(run, h, {{"VEC", 8}}, "k", "manual");
+    int64_t child = s.add_candidate(run, h, {{"VEC", 16}}, "k", "knob", {c});
+    EvalResult r;
+    r.status = Status::ok;
+    r.timing = TimingStats::from_samples({3e-3, 1e-3, 2e-3}, 1, 2);
+    r.checks.push_back({"[4, 8] seed 1", true, 32, 0, 1e-7, 2, std::nullopt, ""});
+    eval_id = s.add_evaluation(child, r);
+    s.finish_run(run, "done");
+  }
+  Store ro(dir / "k.db", /*read_only=*/true);
+  auto q = ro.query("SELECT status, median_s, n_samples, max_ulp FROM evaluations WHERE id = ?",
+                    {eval_id});
+  ASSERT_EQ(q.rows.size(), 1u);
+  EXPECT_EQ(std::get<std::string>(q.rows[0][0]), "ok");
+  EXPECT_DOUBLE_EQ(std::get<double>(q.rows[0][1]), 2e-3);
+  EXPECT_EQ(std::get<int64_t>(q.rows[0][2]), 3);
+  auto samples = ro.query("SELECT seconds FROM samples WHERE evaluation_id = ? ORDER BY seq", {eval_id});
+  ASSERT_EQ(samples.rows.size(), 3u);
+  EXPECT_DOUBLE_EQ(std::get<double>(samples.rows[0][0]), 3e-3);  // measurement order kept
+  auto lineage = ro.query("SELECT COUNT(*) FROM lineage");
+  EXPECT_EQ(std::get<int64_t>(lineage.rows[0][0]), 1);
+  auto run = ro.query("SELECT status, task_hash FROM runs");
+  EXPECT_EQ(std::get<std::string>(run.rows[0][0]), "done");
+  EXPECT_EQ(std::get<std::string>(run.rows[0][1]), task.hash);
+  // Read-only means read-only.
+  EXPECT_THROW(ro.query("DELETE FROM runs"), UserError);
+}
+
+TEST(Store, RoofsByHost) {
+  auto dir = test::temp_dir("store-roof");
+  Store s(dir / "k.db");
+  EXPECT_FALSE(s.latest_roof("cpu", "x").has_value());
+  Roof r = test::fake_roof(10, 100);
+  r.host_key = "x";
+  s.add_roof(r);
+  r.bandwidth[0].gbps = 20;
+  int64_t second = s.add_roof(r);
+  auto got = s.latest_roof("cpu", "x");
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->id, second);
+  EXPECT_DOUBLE_EQ(got->bandwidth[0].gbps, 20);
+  EXPECT_FALSE(s.latest_roof("cpu", "y").has_value());
+  auto metrics = s.query("SELECT COUNT(*) FROM roof_metrics WHERE roof_id = ?", {second});
+  EXPECT_EQ(std::get<int64_t>(metrics.rows[0][0]), 3);
+}
+
+TEST(Store, RefusesANewerSchema) {
+  auto dir = test::temp_dir("store-new");
+  {
+    sqlite3* db;
+    ASSERT_EQ(sqlite3_open((dir / "k.db").c_str(), &db), SQLITE_OK);
+    sqlite3_exec(db, "PRAGMA user_version = 999", nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+  }
+  try {
+    Store s(dir / "k.db");
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("newer than this kevo"), std::string::npos);
+  }
+}
+
+TEST(Store, MissingStoreForReading) {
+  EXPECT_THROW(Store("/nonexistent/dir/k.db", true), UserError);
+}
+
+TEST(Store, WalModeAndIntegrity) {
+  auto dir = test::temp_dir("store-wal");
+  Store s(dir / "k.db");
+  EXPECT_EQ(std::get<std::string>(s.query("PRAGMA journal_mode").rows[0][0]), "wal");
+  EXPECT_EQ(std::get<std::string>(s.query("PRAGMA integrity_check").rows[0][0]), "ok");
+}
+
+}  // namespace
+}  // namespace kevo

@@ -1,0 +1,105 @@
+#include "core/task.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+
+namespace kevo {
+namespace {
+
+nlohmann::json base() {
+  return {{"operator", "scaled_softmax"}, {"shapes", {{"x", {64, 128}}}}, {"params", {{"scale", 0.5}}}};
+}
+
+TEST(Task, DefaultsFillIn) {
+  Task t = parse_task(base());
+  EXPECT_EQ(t.op->name(), "scaled_softmax");
+  EXPECT_EQ(t.dtype, DType::f32);
+  EXPECT_EQ(t.main.shapes[1], (Shape{64, 128}));
+  EXPECT_EQ(t.scalars, (std::vector<double>{0.5}));
+  EXPECT_EQ(t.target, "cpu");
+  EXPECT_EQ(t.compile.flags, (std::vector<std::string>{"-O3", "-march=native"}));
+  EXPECT_DOUBLE_EQ(t.timing.min_time_s, 0.1);
+  EXPECT_EQ(t.timing.min_samples, 10);
+  EXPECT_FALSE(t.check_shapes.empty());
+  EXPECT_EQ(t.compare.str(), "tol:1e-07,0.0001");
+  EXPECT_EQ(t.hash.size(), 16u);
+}
+
+TEST(Task, HashFollowsWhatChangesAMeasurement) {
+  Task a = parse_task(base());
+  nlohmann::json j = base();
+  j["name"] = "renamed";
+  j["limits"] = {{"timeout_s", 3}};
+  EXPECT_EQ(parse_task(j).hash, a.hash);
+  j["params"]["scale"] = 0.25;
+  EXPECT_NE(parse_task(j).hash, a.hash);
+}
+
+TEST(Task, ResolvedConfigParsesBack) {
+  Task a = parse_task(base());
+  Task b = parse_task(a.resolved);
+  EXPECT_EQ(a.hash, b.hash);
+}
+
+void expect_error(nlohmann::json patch, const std::string& path, const std::string& fragment) {
+  nlohmann::json j = base();
+  j.merge_patch(patch);
+  try {
+    parse_task(j);
+    FAIL() << "no error for " << patch.dump();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), path) << e.what();
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+TEST(Task, ErrorsNameTheJsonPath) {
+  expect_error({{"operatr", "x"}}, "$.operatr", "unknown key (expected one of:");
+  expect_error({{"operator", "softmax"}}, "$.operator", "unknown operator 'softmax' (known:");
+  expect_error({{"dtype", "fp32"}}, "$.dtype", "unknown dtype 'fp32'");
+  expect_error({{"dtype", 32}}, "$.dtype", "expected a string, got 32");
+  expect_error({{"timing", {{"min_tme_ms", 5}}}}, "$.timing.min_tme_ms", "unknown key");
+  expect_error({{"timing", {{"min_samples", 0}}}}, "$.timing.min_samples", "expected an integer >= 1");
+  expect_error({{"timing", {{"min_time_ms", "fast"}}}}, "$.timing.min_time_ms", "expected a number");
+  expect_error({{"limits", {{"timeout_s", -1}}}}, "$.limits.timeout_s", "expected a number > 0");
+  expect_error({{"params", {{"scael", 1}}}}, "$.params.scael", "unknown key");
+  expect_error({{"params", {{"scale", "big"}}}}, "$.params.scale", "expected a number");
+  expect_error({{"shapes", {{"x", {64}}}}}, "$.shapes.x", "expected rank 2 to 8");
+  expect_error({{"shapes", {{"x", {64, -1}}}}}, "$.shapes.x[1]", "expected a size >= 1");
+  expect_error({{"shapes", {{"x", "64x64"}}}}, "$.shapes.x", "expected a shape like");
+  expect_error({{"compare", "ulp"}}, "$.compare", "bad comparison 'ulp'");
+  expect_error({{"compile", {{"flags", "-O2"}}}}, "$.compile.flags", "expected a list of strings");
+  expect_error({{"knobs", {{"THREADS", "one"}}}}, "$.knobs.THREADS", "expected an integer");
+  expect_error({{"check_shapes", {{{"x", {3}}}}}}, "$.check_shapes[0].x", "expected rank 2 to 8");
+}
+
+TEST(Task, MissingRequiredKeys) {
+  try {
+    parse_task({{"shapes", {{"x", {1, 1}}}}});
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "$.operator");
+  }
+  try {
+    parse_task({{"operator", "rmsnorm"}});
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "$.shapes");
+  }
+}
+
+TEST(Task, KnobRestrictions) {
+  nlohmann::json j = base();
+  j["knobs"] = {{"THREADS", 1}, {"VEC", {8, 16}}};
+  Task t = parse_task(j);
+  EXPECT_EQ(t.knob_restrictions.at("THREADS"), (std::vector<int64_t>{1}));
+  EXPECT_EQ(t.knob_restrictions.at("VEC"), (std::vector<int64_t>{8, 16}));
+}
+
+TEST(Task, FileErrors) {
+  EXPECT_THROW(load_task("/nonexistent/task.json"), UserError);
+}
+
+}  // namespace
+}  // namespace kevo

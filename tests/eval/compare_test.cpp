@@ -1,0 +1,91 @@
+#include "eval/compare.h"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+
+namespace kevo {
+namespace {
+
+const Operator& op() { return operators().get("swiglu"); }
+
+CheckReport cmp(std::vector<float> got, std::vector<float> want, const std::string& mode) {
+  Shape s = {1, static_cast<int64_t>(got.size())};
+  return compare_outputs(op(), {ConstTensorView(DType::f32, s, got.data())},
+                         {ConstTensorView(DType::f32, s, want.data())}, CompareMode::parse(mode));
+}
+
+TEST(Compare, ExactIsBitwise) {
+  EXPECT_TRUE(cmp({1, 2, 3}, {1, 2, 3}, "exact").passed);
+  auto r = cmp({1, std::nextafter(2.0f, 3.0f), 3}, {1, 2, 3}, "exact");
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.mismatches, 1);
+  ASSERT_TRUE(r.first.has_value());
+  EXPECT_EQ(r.first->index, 1);
+  EXPECT_EQ(r.first->coords, "[0, 1]");
+  EXPECT_EQ(r.first->tensor, "y");
+  EXPECT_EQ(r.max_ulp, 1);
+  EXPECT_FALSE(cmp({-0.0f}, {0.0f}, "exact").passed);  // bitwise means bitwise
+}
+
+TEST(Compare, UlpCounts) {
+  float one = 1.0f;
+  float three_up = std::nextafter(std::nextafter(std::nextafter(one, 2.0f), 2.0f), 2.0f);
+  EXPECT_TRUE(cmp({three_up}, {one}, "ulp:3").passed);
+  auto r = cmp({three_up}, {one}, "ulp:2");
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.max_ulp, 3);
+}
+
+TEST(Compare, TolUsesAbsoluteAndRelative) {
+  EXPECT_TRUE(cmp({1.001f}, {1.0f}, "tol:0,0.002").passed);
+  EXPECT_FALSE(cmp({1.003f}, {1.0f}, "tol:0,0.002").passed);
+  EXPECT_TRUE(cmp({1e-6f}, {0.0f}, "tol:1e-5,0").passed);
+  auto r = cmp({0.5f, 10.0f, 2.0f}, {0.5f, 10.5f, 2.0f}, "tol:0.1,0.01");
+  EXPECT_FALSE(r.passed);
+  EXPECT_NEAR(r.max_abs_err, 0.5, 1e-9);
+  EXPECT_EQ(r.first->index, 1);
+  EXPECT_FLOAT_EQ(static_cast<float>(r.first->got), 10.0f);
+  EXPECT_FLOAT_EQ(static_cast<float>(r.first->want), 10.5f);
+}
+
+TEST(Compare, NanWhereTheReferenceHasNoneIsAMismatch) {
+  auto r = cmp({1, NAN, 3}, {1, 2, 3}, "tol:1,1");
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.mismatches, 1);
+  EXPECT_NE(r.note.find("1 NaN output"), std::string::npos);
+  // NaN where the reference is NaN is fine; a number there is not.
+  EXPECT_TRUE(cmp({NAN}, {NAN}, "tol:0,0").passed);
+  EXPECT_FALSE(cmp({1.0f}, {NAN}, "tol:1,1").passed);
+  auto all = cmp({NAN, NAN}, {1, 2}, "ulp:4");
+  EXPECT_NE(all.note.find("were the outputs written at all?"), std::string::npos);
+}
+
+TEST(Compare, InfinitiesMustMatch) {
+  EXPECT_TRUE(cmp({INFINITY}, {INFINITY}, "tol:0,0").passed);
+  EXPECT_FALSE(cmp({-INFINITY}, {INFINITY}, "tol:1e30,1").passed);
+  EXPECT_FALSE(cmp({1e30f}, {INFINITY}, "tol:1e30,1").passed);
+}
+
+TEST(Compare, LargeOutputsFindTheFirstMismatch) {
+  std::vector<float> want(200000, 1.0f), got = want;
+  got[150001] = 2;
+  got[70000] = 3;
+  auto r = cmp(got, want, "tol:0,0");
+  EXPECT_EQ(r.mismatches, 2);
+  EXPECT_EQ(r.first->index, 70000);
+  EXPECT_EQ(r.checked, 200000);
+}
+
+TEST(Compare, ModesParseAndPrint) {
+  EXPECT_EQ(CompareMode::parse("ulp:4").str(), "ulp:4");
+  EXPECT_EQ(CompareMode::parse("tol:1e-05,0.001").str(), "tol:1e-05,0.001");
+  EXPECT_EQ(CompareMode::parse("exact").str(), "exact");
+  for (const char* bad : {"ulp:", "ulp:-1", "ulp:x", "tol:1", "tol:a,b", "tol:-1,0", "close"})
+    EXPECT_THROW(CompareMode::parse(bad), UserError) << bad;
+}
+
+}  // namespace
+}  // namespace kevo

@@ -1,0 +1,156 @@
+// Hostile candidates: each must end with the right status while kevo itself
+// carries on. Runs real compiles and real child processes.
+#include <gtest/gtest.h>
+
+#include "core/paths.h"
+#include "eval/evaluator.h"
+#include "support/test_support.h"
+
+namespace kevo {
+namespace {
+
+class Hostile : public ::testing::Test {
+ protected:
+  EvalResult eval(const std::string& kernel, const nlohmann::json& overrides = {}) {
+    nlohmann::json o = {{"limits", {{"timeout_s", 2}, {"max_total_s", 30}, {"memory_mb", 512}}}};
+    if (!overrides.is_null()) o.merge_patch(overrides);
+    task_ = test::quick_task("swiglu", {{"g", {64, 1000}}}, o);
+    auto path = test::source_dir() / "eval" / "kernels" / (kernel + ".c");
+    CandidateSource src{read_text_file(path), path, "c"};
+    Evaluator ev(task_, *target_, roof_, refs_, compiles_);
+    return ev.evaluate(src, {});
+  }
+
+  Task task_;
+  std::unique_ptr<Target> target_ = make_target("cpu");
+  Roof roof_ = test::fake_roof(1000, 1e6);  // a floor far below any real time
+  ReferenceCache refs_{""};
+  CompileCache compiles_{cache_dir()};
+};
+
+#define EXPECT_STATUS(r, s) EXPECT_EQ(status_name((r).status), status_name(s)) << (r).detail
+
+TEST_F(Hostile, RightKernelIsOk) {
+  EvalResult r = eval("right");
+  EXPECT_STATUS(r, Status::ok);
+  ASSERT_TRUE(r.timing.has_value());
+  EXPECT_GE(r.timing->samples_s.size(), 3u);
+  ASSERT_TRUE(r.diagnosis.has_value());
+  EXPECT_EQ(r.checks.size(), 5u);  // 3 small, the full shape, and the re-check after timing
+  for (const auto& c : r.checks) EXPECT_TRUE(c.passed) << c.label;
+  EXPECT_NE(r.checks.back().label.find("after timing"), std::string::npos);
+}
+
+TEST_F(Hostile, Segfault) {
+  EvalResult r = eval("segfault");
+  EXPECT_STATUS(r, Status::crash);
+  EXPECT_NE(r.detail.find("SIGSEGV"), std::string::npos) << r.detail;
+  EXPECT_NE(r.detail.find("null pointer"), std::string::npos) << r.detail;
+}
+
+TEST_F(Hostile, Abort) {
+  EvalResult r = eval("abort");
+  EXPECT_STATUS(r, Status::crash);
+  EXPECT_NE(r.detail.find("SIGABRT"), std::string::npos) << r.detail;
+}
+
+TEST_F(Hostile, InfiniteLoopTimesOut) {
+  EvalResult r = eval("infinite_loop");
+  EXPECT_STATUS(r, Status::timeout);
+}
+
+TEST_F(Hostile, SleepPastTheTimeout) {
+  EvalResult r = eval("sleep");
+  EXPECT_STATUS(r, Status::timeout);
+  EXPECT_LT(r.run_s, 20);  // killed, not waited for an hour
+}
+
+TEST_F(Hostile, HugeAllocationHitsTheMemoryLimit) {
+  EvalResult r = eval("huge_alloc");
+  EXPECT_STATUS(r, Status::crash);
+}
+
+TEST_F(Hostile, StackOverflow) {
+  EvalResult r = eval("stack_overflow");
+  EXPECT_STATUS(r, Status::crash);
+  EXPECT_NE(r.detail.find("SIGSEGV"), std::string::npos) << r.detail;
+}
+
+TEST_F(Hostile, WrongResult) {
+  EvalResult r = eval("wrong");
+  EXPECT_STATUS(r, Status::mismatch);
+  ASSERT_FALSE(r.checks.empty());
+  EXPECT_FALSE(r.checks.back().passed);
+  EXPECT_TRUE(r.checks.back().first.has_value());
+  EXPECT_FALSE(r.timing.has_value());  // a wrong kernel is not timed
+}
+
+TEST_F(Hostile, NanOutput) {
+  EvalResult r = eval("nan_output");
+  EXPECT_STATUS(r, Status::mismatch);
+  EXPECT_NE(r.detail.find("NaN"), std::string::npos) << r.detail;
+}
+
+TEST_F(Hostile, WritePastTheEndOfTheOutput) {
+  EvalResult r = eval("overrun");
+  EXPECT_STATUS(r, Status::crash);
+  EXPECT_NE(r.detail.find("past the end of output 'y'"), std::string::npos) << r.detail;
+}
+
+TEST_F(Hostile, ReturnsWithoutWriting) {
+  EvalResult r = eval("no_write");
+  EXPECT_STATUS(r, Status::mismatch);
+  EXPECT_NE(r.detail.find("were the outputs written at all?"), std::string::npos) << r.detail;
+}
+
+TEST_F(Hostile, RightOnTheFirstInputsOnly) {
+  EvalResult r = eval("first_only");
+  EXPECT_STATUS(r, Status::mismatch);
+  EXPECT_NE(r.detail.find("right on the first inputs"), std::string::npos) << r.detail;
+}
+
+TEST_F(Hostile, WritesToItsInput) {
+  EvalResult r = eval("write_input");
+  EXPECT_STATUS(r, Status::crash);
+  EXPECT_NE(r.detail.find("input 'g' (inputs are read-only)"), std::string::npos) << r.detail;
+}
+
+TEST_F(Hostile, ReturnsAnError) {
+  EvalResult r = eval("error_return");
+  EXPECT_STATUS(r, Status::crash);
+  EXPECT_NE(r.detail.find("KEVO_ERR_UNSUPPORTED"), std::string::npos) << r.detail;
+}
+
+TEST_F(Hostile, ExitsTheProcess) {
+  EvalResult r = eval("exits");
+  EXPECT_STATUS(r, Status::crash);
+  EXPECT_NE(r.detail.find("did the kernel call exit()"), std::string::npos) << r.detail;
+}
+
+TEST_F(Hostile, ReplayingResultsIsCaught) {
+  // It skips work on repeated calls: the re-check's poisoned outputs expose it.
+  EvalResult r = eval("memoize");
+  EXPECT_NE(r.status, Status::ok) << r.detail;
+}
+
+TEST_F(Hostile, ForkIsRejectedBeforeCompiling) {
+  EvalResult r = eval("forks");
+  EXPECT_STATUS(r, Status::rejected);
+  EXPECT_NE(r.detail.find("fork()"), std::string::npos) << r.detail;
+}
+
+TEST_F(Hostile, CompileError) {
+  EvalResult r = eval("compile_error");
+  EXPECT_STATUS(r, Status::compile_error);
+  EXPECT_NE(r.detail.find("undeclared_thing"), std::string::npos) << r.detail;
+}
+
+TEST_F(Hostile, TimeBelowTheRoofIsSuspect) {
+  roof_ = test::fake_roof(1e-6, 1e-6);  // a roof so low that any real time beats it
+  EvalResult r = eval("right");
+  EXPECT_STATUS(r, Status::suspect);
+  EXPECT_TRUE(r.timing.has_value());
+}
+
+}  // namespace
+}  // namespace kevo

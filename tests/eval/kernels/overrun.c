@@ -1,0 +1,11 @@
+/* writes one element past the end of its output */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "kevo_kernel.h"
+int kevo_kernel(const kevo_tensor* in, int n_in, kevo_tensor* out, int n_out, const double* s, int ns) {
+  const float *g = in[0].data, *u = in[1].data;
+  float* y = out[0].data;
+  long n = kevo_numel(&in[0]);
+  for (long i = 0; i <= n; ++i) y[i] = g[i < n ? i : 0] / (1.0f + expf(-g[i < n ? i : 0])) * u[i < n ? i : 0]; return 0;
+}

@@ -1,0 +1,12 @@
+/* sleeps past the timeout */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "kevo_kernel.h"
+int kevo_kernel(const kevo_tensor* in, int n_in, kevo_tensor* out, int n_out, const double* s, int ns) {
+  const float *g = in[0].data, *u = in[1].data;
+  float* y = out[0].data;
+  long n = kevo_numel(&in[0]);
+  struct timespec t = {3600, 0}; nanosleep(&t, 0); return 0;
+}

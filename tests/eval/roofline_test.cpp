@@ -1,0 +1,69 @@
+#include "eval/roofline.h"
+
+#include <gtest/gtest.h>
+
+#include "support/test_support.h"
+
+namespace kevo {
+namespace {
+
+TEST(Roofline, MemoryBoundKernel) {
+  // 1024x1024 f32 softmax: 8 MiB moved; at 10 GB/s the floor is 0.839 ms.
+  Task t = test::quick_task("scaled_softmax", {{"x", {1024, 1024}}});
+  Roof roof = test::fake_roof(10, 1000);
+  TimingStats timing = TimingStats::from_samples({1.6777216e-3, 1.6777216e-3}, 1, 0);
+  Diagnosis d = diagnose(t, timing, roof);
+  EXPECT_EQ(d.bound, "memory");
+  EXPECT_NEAR(d.floor_s, 8388608 / 10e9, 1e-12);
+  EXPECT_NEAR(d.roof_fraction, 0.5, 1e-9);
+  EXPECT_NEAR(d.achieved_gbps, 5.0, 1e-9);
+  EXPECT_NE(d.why.find("memory-bound"), std::string::npos);
+  EXPECT_NE(d.why.find("50%"), std::string::npos) << d.why;
+  EXPECT_FALSE(is_suspect(d, timing));
+}
+
+TEST(Roofline, ComputeBoundKernel) {
+  Task t = test::quick_task("gemm", {{"A", {512, 512}}, {"B", {512, 512}}});
+  Roof roof = test::fake_roof(100, 100);  // floor: 0.268 GFLOP / 100 GFLOP/s
+  TimingStats timing = TimingStats::from_samples({0.01}, 1, 0);
+  Diagnosis d = diagnose(t, timing, roof);
+  EXPECT_EQ(d.bound, "compute");
+  EXPECT_NEAR(d.floor_s, 2.0 * 512 * 512 * 512 / 100e9, 1e-12);
+  EXPECT_NE(d.why.find("compute-bound"), std::string::npos);
+}
+
+TEST(Roofline, BelowTheFloorIsSuspect) {
+  Task t = test::quick_task("swiglu", {{"g", {1024, 1024}}});
+  Roof roof = test::fake_roof(10, 1000);
+  const double floor = 3.0 * 4 * 1024 * 1024 / 10e9;
+  TimingStats fast = TimingStats::from_samples({0.5 * floor}, 1, 0);
+  Diagnosis d = diagnose(t, fast, roof);
+  EXPECT_TRUE(is_suspect(d, fast));
+  EXPECT_NE(d.why.find("below the floor"), std::string::npos);
+  // Within the margin of the roof's own noise: not suspect.
+  TimingStats close = TimingStats::from_samples({0.95 * floor}, 1, 0);
+  EXPECT_FALSE(is_suspect(diagnose(t, close, roof), close));
+}
+
+TEST(Roofline, PicksTheBandwidthOfTheWorkingSet) {
+  Roof r;
+  r.bandwidth = {{"copy", 2, 1e6, 80}, {"copy_nt", 2, 1e6, 50}, {"copy", 2, 1e8, 30},
+                 {"copy_nt", 2, 1e8, 40}, {"copy", 1, 1e8, 20}};
+  EXPECT_DOUBLE_EQ(r.bandwidth_for(5e7)->gbps, 80);   // largest size not above: 1e6
+  EXPECT_DOUBLE_EQ(r.bandwidth_for(2e8)->gbps, 40);   // best kind at 1e8
+  EXPECT_DOUBLE_EQ(r.bandwidth_for(1e3)->gbps, 80);   // below all: the smallest size
+  EXPECT_DOUBLE_EQ(r.bandwidth_for(2e8, 1)->gbps, 20);
+}
+
+TEST(Timing, Quantiles) {
+  TimingStats t = TimingStats::from_samples({5, 1, 4, 2, 3}, 1, 0);
+  EXPECT_DOUBLE_EQ(t.median_s, 3);
+  EXPECT_DOUBLE_EQ(t.p20_s, 1.8);
+  EXPECT_DOUBLE_EQ(t.p80_s, 4.2);
+  EXPECT_DOUBLE_EQ(t.min_s, 1);
+  EXPECT_DOUBLE_EQ(t.mean_s, 3);
+  EXPECT_EQ(t.samples_s.front(), 5);  // raw order kept
+}
+
+}  // namespace
+}  // namespace kevo
