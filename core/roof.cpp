@@ -51,6 +51,32 @@ nlohmann::json Roof::to_json() const {
   return j;
 }
 
+Roof Roof::best_of(const std::vector<Roof>& roofs) {
+  const Roof* newest = &roofs.front();
+  for (const auto& r : roofs)
+    if (r.id > newest->id) newest = &r;
+  Roof out = *newest;
+  out.calibrations = static_cast<int>(roofs.size());
+  for (const auto& r : roofs) {
+    if (&r == newest) continue;
+    for (const auto& p : r.bandwidth) {
+      auto it = std::find_if(out.bandwidth.begin(), out.bandwidth.end(), [&](const BandwidthPoint& q) {
+        return q.kind == p.kind && q.threads == p.threads && q.bytes == p.bytes;
+      });
+      if (it == out.bandwidth.end()) out.bandwidth.push_back(p);
+      else it->gbps = std::max(it->gbps, p.gbps);
+    }
+    for (const auto& p : r.peak) {
+      auto it = std::find_if(out.peak.begin(), out.peak.end(), [&](const PeakPoint& q) {
+        return q.kind == p.kind && q.threads == p.threads;
+      });
+      if (it == out.peak.end()) out.peak.push_back(p);
+      else it->gflops = std::max(it->gflops, p.gflops);
+    }
+  }
+  return out;
+}
+
 Roof Roof::from_json(const nlohmann::json& j) {
   Roof r;
   r.target = j.value("target", "");

@@ -43,6 +43,13 @@ struct Roof {
 
   nlohmann::json to_json() const;
   static Roof from_json(const nlohmann::json& j);
+
+  // One roof from several calibrations of the same machine: per point the
+  // highest figure. Noise only ever makes a bandwidth or rate measurement
+  // lower, so the best one measured is the closest to the machine's roof.
+  // Keeps the newest roof's identity (id, date). `roofs` must not be empty.
+  static Roof best_of(const std::vector<Roof>& roofs);
+  int calibrations = 1;  // how many were merged
 };
 
 }  // namespace kevo

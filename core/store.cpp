@@ -473,6 +473,18 @@ std::optional<Roof> Store::latest_roof(std::string_view target, std::string_view
   return r;
 }
 
+std::vector<Roof> Store::roofs(std::string_view target, std::string_view host_key) {
+  std::vector<Roof> out;
+  Stmt s(db_, "SELECT id, json FROM roofs WHERE target = ? AND host_key = ? ORDER BY id");
+  s.bind(1, std::string(target)).bind(2, std::string(host_key));
+  while (s.step()) {
+    Roof r = Roof::from_json(nlohmann::json::parse(std::get<std::string>(s.column(1))));
+    r.id = std::get<int64_t>(s.column(0));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 QueryResult Store::query(std::string_view sql) { return query(sql, {}); }
 
 QueryResult Store::query(std::string_view sql, const std::vector<SqlValue>& params) {

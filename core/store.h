@@ -57,6 +57,8 @@ class Store {
 
   int64_t add_roof(const Roof& roof);
   std::optional<Roof> latest_roof(std::string_view target, std::string_view host_key);
+  // Every calibration stored for this target and host, oldest first.
+  std::vector<Roof> roofs(std::string_view target, std::string_view host_key);
 
   // Runs any SQL; returns the rows of the last statement.
   QueryResult query(std::string_view sql);

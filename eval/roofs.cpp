@@ -10,8 +10,9 @@ Roof calibrate_and_store(Store& store, Target& target,
 }
 
 Roof roof_for(Store& store, Target& target, const std::function<void(std::string_view)>& progress) {
-  if (auto r = store.latest_roof(target.name(), target.host_key())) return *r;
-  return calibrate_and_store(store, target, progress);
+  std::vector<Roof> stored = store.roofs(target.name(), target.host_key());
+  if (stored.empty()) return calibrate_and_store(store, target, progress);
+  return Roof::best_of(stored);
 }
 
 }  // namespace kevo

@@ -14,7 +14,8 @@ namespace kevo {
 // Measures the roof now and stores it.
 Roof calibrate_and_store(Store& store, Target& target,
                          const std::function<void(std::string_view)>& progress);
-// The stored roof for this machine, calibrating first when there is none.
+// This machine's roof: the best figures of every calibration stored for it
+// (see Roof::best_of), calibrating first when there is none.
 Roof roof_for(Store& store, Target& target, const std::function<void(std::string_view)>& progress);
 
 }  // namespace kevo

@@ -67,3 +67,28 @@ TEST(Timing, Quantiles) {
 
 }  // namespace
 }  // namespace kevo
+
+namespace kevo {
+namespace {
+
+TEST(Roof, BestOfCalibrationsKeepsTheHighestFigures) {
+  Roof a, b;
+  a.id = 1;
+  a.bandwidth = {{"copy", 2, 1e6, 30}, {"copy", 2, 1e9, 10}};
+  a.peak = {{"fp32_fma", 2, 400}};
+  b.id = 2;
+  b.measured_at = "later";
+  b.bandwidth = {{"copy", 2, 1e6, 20}, {"copy", 2, 1e9, 12}, {"triad", 2, 1e9, 11}};
+  b.peak = {{"fp32_fma", 2, 300}};
+  Roof r = Roof::best_of({a, b});
+  EXPECT_EQ(r.id, 2);
+  EXPECT_EQ(r.measured_at, "later");
+  EXPECT_EQ(r.calibrations, 2);
+  EXPECT_DOUBLE_EQ(r.bandwidth_for(1e6)->gbps, 30);
+  EXPECT_DOUBLE_EQ(r.bandwidth_for(1e9)->gbps, 12);
+  EXPECT_DOUBLE_EQ(r.peak_for()->gflops, 400);
+  EXPECT_EQ(r.bandwidth.size(), 3u);
+}
+
+}  // namespace
+}  // namespace kevo
