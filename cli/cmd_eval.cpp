@@ -134,7 +134,12 @@ int cmd_eval(const Argv& argv) {
   const std::string hash = store.put_source(src.text, kernel.string(), src.language);
   const int64_t candidate =
       store.add_candidate(run, hash, knobs, kernel.stem().string(), "manual");
-  EvalResult r = evaluator.evaluate(src, knobs);
+  EvalResult r;
+  {
+    StatusLine status;
+    evaluator.on_stage = [&](std::string_view stage) { status.set(stage); };
+    r = evaluator.evaluate(src, knobs);
+  }
   const int64_t evaluation = store.add_evaluation(candidate, r);
   store.finish_run(run, "done");
 

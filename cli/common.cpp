@@ -21,6 +21,22 @@ bool stderr_is_tty() { return isatty(2); }
 
 void progress(std::string_view line) { log_info("{}", line); }
 
+StatusLine::StatusLine() : enabled_(stderr_is_tty()) {}
+
+void StatusLine::set(std::string_view text) {
+  if (!enabled_) return;
+  fmt::print(stderr, "\r\033[Kkevo: {}...", text);
+  std::fflush(stderr);
+  shown_ = true;
+}
+
+void StatusLine::clear() {
+  if (!shown_) return;
+  fmt::print(stderr, "\r\033[K");
+  std::fflush(stderr);
+  shown_ = false;
+}
+
 std::string sql_value_text(const SqlValue& v) {
   if (std::holds_alternative<std::nullptr_t>(v)) return "";
   if (auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);

@@ -15,6 +15,20 @@ bool stdout_is_tty();
 bool stderr_is_tty();
 // A progress line on stderr ("kevo: ...").
 void progress(std::string_view line);
+// One status line on a terminal, rewritten in place; silent when stderr is
+// not a terminal (logs get the final result only).
+class StatusLine {
+ public:
+  StatusLine();
+  ~StatusLine() { clear(); }
+  void set(std::string_view text);
+  void clear();
+
+ private:
+  bool enabled_;
+  bool shown_ = false;
+};
+
 // Prints a result table with aligned columns (NULL shown as empty).
 void print_table(std::FILE* out, const QueryResult& r);
 std::string sql_value_text(const SqlValue& v);

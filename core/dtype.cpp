@@ -10,11 +10,11 @@ namespace kevo {
 
 size_t dtype_size(DType t) {
   switch (t) {
-    case DType::f32: return 4;
     case DType::f64: return 8;
-    case DType::f16: return 2;
-    case DType::bf16: return 2;
+    case DType::f32:
     case DType::i32: return 4;
+    case DType::f16:
+    case DType::bf16: return 2;
     case DType::i8: return 1;
   }
   KEVO_ASSERT(false);
@@ -79,7 +79,7 @@ uint64_t encode_binary(double x, int ebits, int mbits) {
     return sign_bit | mant;
   }
   if (exponent > bias) return sign_bit | (emax_field << mbits);  // overflow to Inf
-  uint64_t efield = static_cast<uint64_t>(exponent + bias);
+  const auto efield = static_cast<uint64_t>(static_cast<int64_t>(exponent) + bias);
   return sign_bit | (efield << mbits) | (mant & ((uint64_t{1} << mbits) - 1));
 }
 

@@ -60,7 +60,6 @@ EvalResult Evaluator::evaluate(const CandidateSource& source, const KnobValues& 
     return r;
   }
 
-  if (on_stage) on_stage("running");
   const double t0 = monotonic_seconds();
   auto check = [&](size_t phase, const std::vector<ConstTensorView>& outputs) {
     const RunPhase& p = plan_[phase];
@@ -69,7 +68,8 @@ EvalResult Evaluator::evaluate(const CandidateSource& source, const KnobValues& 
     report.label = p.label;
     return report;
   };
-  RunOutcome run = target_.run(task_, c.artifact, plan_, check);
+  if (on_stage) on_stage(fmt::format("checking {}", plan_.front().label));
+  RunOutcome run = target_.run(task_, c.artifact, plan_, check, on_stage);
   r.run_s = monotonic_seconds() - t0;
   r.checks = run.checks;
   r.stdout_text = run.stdout_text;

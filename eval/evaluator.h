@@ -33,8 +33,9 @@ class Evaluator {
 
   // The phases every candidate runs, in order.
   const std::vector<RunPhase>& plan() const { return plan_; }
-  // Reported before each stage ("compiling", "running").
-  std::function<void(std::string_view)> on_stage;
+  // Told as each stage starts ("compiling", "checking [7, 1003] seed 1",
+  // "timing ..."); may be empty.
+  ProgressFn on_stage;
 
  private:
   const Task& task_;

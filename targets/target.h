@@ -48,6 +48,8 @@ struct RunPhase {
 // A report that did not pass stops the run there.
 using CheckFn =
     std::function<CheckReport(size_t phase, const std::vector<ConstTensorView>& outputs)>;
+// Receives a line as each step of a long run starts ("timing [4096, 4096] ...").
+using ProgressFn = std::function<void(std::string_view)>;
 
 struct RunOutcome {
   enum Kind {
@@ -86,13 +88,15 @@ class Target {
   // Compiles one candidate. A failing compile is an outcome, not an exception.
   virtual CompileOutcome compile(const CompileRequest& request) = 0;
   // Runs the phases in a separate process under the task's limits.
+  // `progress` may be empty.
   virtual RunOutcome run(const Task& task, const std::filesystem::path& artifact,
-                         const std::vector<RunPhase>& phases, const CheckFn& check) = 0;
+                         const std::vector<RunPhase>& phases, const CheckFn& check,
+                         const ProgressFn& progress) = 0;
 
   // What must match for a stored roof to apply to this machine.
   virtual std::string host_key() = 0;
   // Measures the roof (bandwidth, peak rate); `progress` gets one line per step.
-  virtual Roof calibrate(const std::function<void(std::string_view)>& progress) = 0;
+  virtual Roof calibrate(const ProgressFn& progress) = 0;
 };
 
 struct TargetInfo {

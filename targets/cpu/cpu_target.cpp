@@ -204,14 +204,15 @@ class CpuTarget : public Target {
   }
 
   RunOutcome run(const Task& task, const std::filesystem::path& artifact,
-                 const std::vector<RunPhase>& phases, const CheckFn& check) override;
+                 const std::vector<RunPhase>& phases, const CheckFn& check,
+                 const ProgressFn& progress) override;
 
   std::string host_key() override {
     static const std::string key = fmt::format("{} x{}", cpu_model(), online_cpus());
     return key;
   }
 
-  Roof calibrate(const std::function<void(std::string_view)>& progress) override;
+  Roof calibrate(const ProgressFn& progress) override;
 
  private:
   std::string compiler_version(const std::string& compiler) {
@@ -379,7 +380,8 @@ RunOutcome CpuTarget::drive(
 }
 
 RunOutcome CpuTarget::run(const Task& task, const std::filesystem::path& artifact,
-                          const std::vector<RunPhase>& phases, const CheckFn& check) {
+                          const std::vector<RunPhase>& phases, const CheckFn& check,
+                          const ProgressFn& progress) {
   const Operator& op = *task.op;
   runner::Job job;
   job.mode = "kernel";
@@ -437,6 +439,9 @@ RunOutcome CpuTarget::run(const Task& task, const std::filesystem::path& artifac
         out.detail = fmt::format("wrong result on {}", phase.label);
         return false;
       }
+      if (progress && ph + 1 < phases.size())
+        progress(fmt::format("{} {}", phases[ph + 1].kind == RunPhase::time ? "timing" : "checking",
+                             phases[ph + 1].label));
     } else if (kind == "timing_start") {
       // The runner goes quiet while it times: allow what the plan needs.
       double est = std::max(e.value("estimate_s", 0.0), 1e-9);
@@ -445,7 +450,10 @@ RunOutcome CpuTarget::run(const Task& task, const std::filesystem::path& artifac
           static_cast<double>(task.timing.max_samples),
           std::max<double>(static_cast<double>(task.timing.min_samples),
                            task.timing.min_time_s / (est * k)));
-      extend = task.limits.timeout_s + 1.5 * samples * k * est + 1.0;
+      const double planned = samples * k * est;
+      extend = task.limits.timeout_s + 1.5 * planned + 1.0;
+      if (progress && planned > 2.0)
+        progress(fmt::format("timing {}: about {:.0f} s", phases[ph].label, planned));
     } else if (kind == "timing") {
       out.samples_s = e.value("samples", std::vector<double>{});
       out.calls_per_sample = e.value("calls_per_sample", int64_t{1});
@@ -469,7 +477,7 @@ RunOutcome CpuTarget::run(const Task& task, const std::filesystem::path& artifac
                session);
 }
 
-Roof CpuTarget::calibrate(const std::function<void(std::string_view)>& progress) {
+Roof CpuTarget::calibrate(const ProgressFn& progress) {
   // Compile the calibration source like a candidate, into the cache.
   auto source = kevo_home() / "targets" / "cpu" / "calibrate" / "roof.c";
   if (!std::filesystem::exists(source))
