@@ -10,7 +10,7 @@ namespace kevo::cli {
 
 int cmd_calibrate(const Argv& argv) {
   Args a("calibrate", "calibrate [--target T] [--json] [--db PATH]",
-         "Measures copy, non-temporal copy and triad bandwidth at working sets from 1 MiB to\n"
+         "Measures copy, non-temporal copy and triad bandwidth at working sets from 16 KiB to\n"
          "1 GiB on 1 and all threads, and the peak fp32 FMA rate, then stores them. kevo eval\n"
          "judges candidates against the latest roof stored for this machine.",
          {{"--target", "T", "the target to calibrate (default: cpu)"}, db_option(), json_option()},

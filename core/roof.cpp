@@ -5,31 +5,24 @@
 namespace kevo {
 
 const BandwidthPoint* Roof::bandwidth_for(double bytes, int threads) const {
-  if (bandwidth.empty()) return nullptr;
-  if (threads <= 0)
-    for (const auto& p : bandwidth) threads = std::max(threads, p.threads);
+  auto counts = [&](const BandwidthPoint& p) { return threads <= 0 || p.threads == threads; };
   double size = -1, smallest = -1;
   for (const auto& p : bandwidth) {
-    if (p.threads != threads) continue;
+    if (!counts(p)) continue;
     if (smallest < 0 || p.bytes < smallest) smallest = p.bytes;
     if (p.bytes <= bytes && p.bytes > size) size = p.bytes;
   }
   if (size < 0) size = smallest;
   const BandwidthPoint* best = nullptr;
   for (const auto& p : bandwidth)
-    if (p.threads == threads && p.bytes == size && (!best || p.gbps > best->gbps)) best = &p;
+    if (counts(p) && p.bytes == size && (!best || p.gbps > best->gbps)) best = &p;
   return best;
 }
 
 const PeakPoint* Roof::peak_for(int threads) const {
   const PeakPoint* best = nullptr;
-  for (const auto& p : peak) {
-    if (threads > 0 && p.threads != threads) continue;
-    if (!best || (threads <= 0 ? p.threads > best->threads ||
-                                     (p.threads == best->threads && p.gflops > best->gflops)
-                               : p.gflops > best->gflops))
-      best = &p;
-  }
+  for (const auto& p : peak)
+    if ((threads <= 0 || p.threads == threads) && (!best || p.gflops > best->gflops)) best = &p;
   return best;
 }
 

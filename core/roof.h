@@ -35,10 +35,12 @@ struct Roof {
   std::vector<BandwidthPoint> bandwidth;
   std::vector<PeakPoint> peak;
 
-  // The best bandwidth measured with `threads` (0: the most measured) at the
-  // largest working set not above `bytes` (the smallest measured when
-  // `bytes` is below all): an upper bound for a kernel of that size.
+  // The best bandwidth measured at the largest working set not above
+  // `bytes` (the smallest one measured when `bytes` is below all), over every
+  // kind and thread count (or only `threads` when > 0): an upper bound for a
+  // kernel that moves `bytes`.
   const BandwidthPoint* bandwidth_for(double bytes, int threads = 0) const;
+  // The best peak rate (over thread counts, or only `threads` when > 0).
   const PeakPoint* peak_for(int threads = 0) const;
 
   nlohmann::json to_json() const;

@@ -510,7 +510,10 @@ Roof CpuTarget::calibrate(const ProgressFn& progress) {
   const int ncpu = online_cpus();
   std::vector<int> thread_counts = {1};
   if (ncpu > 1) thread_counts.push_back(ncpu);
-  const double sizes[] = {1 << 20, 8 << 20, 32 << 20, 128 << 20, 1024.0 * (1 << 20)};
+  // From L1-sized to far beyond the last-level cache: kernels are judged
+  // against the bandwidth measured at (or just below) their working set.
+  const double sizes[] = {16 << 10,  256 << 10,  1 << 20,   8 << 20,
+                          32 << 20,  128 << 20,  1024.0 * (1 << 20)};
   for (int t : thread_counts) {
     job.points.push_back({"fp32_fma", t, 0});
     for (double s : sizes)
@@ -536,8 +539,10 @@ Roof CpuTarget::calibrate(const ProgressFn& progress) {
                            p.threads > 1 ? "s" : "", v));
     } else {
       roof.bandwidth.push_back({p.kind, p.threads, p.bytes, v});
-      progress(fmt::format("{:<7} {:>6.0f} MiB, {} thread{}: {:.1f} GB/s", p.kind,
-                           p.bytes / (1 << 20), p.threads, p.threads > 1 ? "s" : "", v));
+      progress(fmt::format("{:<7} {:>9}, {} thread{}: {:.1f} GB/s", p.kind,
+                           p.bytes >= (1 << 20) ? fmt::format("{:.0f} MiB", p.bytes / (1 << 20))
+                                                : fmt::format("{:.0f} KiB", p.bytes / 1024),
+                           p.threads, p.threads > 1 ? "s" : "", v));
     }
     return true;
   };

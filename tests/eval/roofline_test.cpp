@@ -53,6 +53,13 @@ TEST(Roofline, PicksTheBandwidthOfTheWorkingSet) {
   EXPECT_DOUBLE_EQ(r.bandwidth_for(2e8)->gbps, 40);   // best kind at 1e8
   EXPECT_DOUBLE_EQ(r.bandwidth_for(1e3)->gbps, 80);   // below all: the smallest size
   EXPECT_DOUBLE_EQ(r.bandwidth_for(2e8, 1)->gbps, 20);
+  // Over thread counts: one thread can beat two on a small working set.
+  r.bandwidth.push_back({"copy", 1, 1e6, 95});
+  EXPECT_DOUBLE_EQ(r.bandwidth_for(5e7)->gbps, 95);
+  EXPECT_EQ(r.bandwidth_for(5e7)->threads, 1);
+  r.peak = {{"fp32_fma", 1, 200}, {"fp32_fma", 2, 390}};
+  EXPECT_DOUBLE_EQ(r.peak_for()->gflops, 390);
+  EXPECT_DOUBLE_EQ(r.peak_for(1)->gflops, 200);
 }
 
 TEST(Timing, Quantiles) {
