@@ -289,15 +289,24 @@ int run_kernel(const Job& job) {
     shared = static_cast<char*>(p);
   }
 
+  constexpr size_t kMaxTensors = 32, kMaxScalars = 64;
+  if (n_in + n_out > kMaxTensors || job.scalars.size() > kMaxScalars) {
+    emit({{"event", "setup_error"}, {"what", "too many tensors or scalars for the runner"}});
+    return 4;
+  }
   Buffers buf;
-  std::vector<kevo_tensor> in_t(n_in), out_t(n_out);
-  const std::vector<double> scalars = job.scalars;
-  const int n_scalars = static_cast<int>(scalars.size());
+  kevo_tensor in_t[kMaxTensors], out_t[kMaxTensors];
+  const int n_scalars = static_cast<int>(job.scalars.size());
   auto call = [&]() {
-    // Fresh descriptors every call: a kernel may scribble on the ones it got.
-    std::vector<kevo_tensor> in = in_t, out = out_t;
-    return fn(in.data(), static_cast<int>(n_in), out.data(), static_cast<int>(n_out),
-              n_scalars ? scalars.data() : nullptr, n_scalars);
+    // Fresh descriptors and scalars every call (on the stack: no allocation
+    // inside the timed region): a kernel may scribble on the ones it got.
+    kevo_tensor in[kMaxTensors], out[kMaxTensors];
+    double scalars[kMaxScalars];
+    std::memcpy(in, in_t, n_in * sizeof(kevo_tensor));
+    std::memcpy(out, out_t, n_out * sizeof(kevo_tensor));
+    if (n_scalars) std::memcpy(scalars, job.scalars.data(), n_scalars * sizeof(double));
+    return fn(in, static_cast<int>(n_in), out, static_cast<int>(n_out),
+              n_scalars ? scalars : nullptr, n_scalars);
   };
   auto check_canaries = [&](size_t phase) -> bool {
     for (size_t i = n_in; i < buf.tensors.size(); ++i) {
