@@ -33,10 +33,12 @@ Evaluator::Evaluator(const Task& task, Target& target, const Roof& roof,
   for (const auto& s : task.check_shapes)
     plan_.push_back({RunPhase::check, s, task.seed, label(s, task.seed)});
   plan_.push_back({RunPhase::check, task.main, task.seed, label(task.main, task.seed)});
-  // Timing and the re-check use inputs the first checks never saw.
-  const uint64_t fresh = task.seed + 1;
-  plan_.push_back({RunPhase::time, task.main, fresh, label(task.main, fresh)});
-  plan_.push_back({RunPhase::check, task.main, fresh, label(task.main, fresh) + " after timing"});
+  // Timing uses inputs the checks never saw, and the re-check after it uses
+  // inputs the kernel has never seen: a kernel that replays results it
+  // computed earlier gives stale answers there.
+  plan_.push_back({RunPhase::time, task.main, task.seed + 1, label(task.main, task.seed + 1)});
+  plan_.push_back({RunPhase::check, task.main, task.seed + 2,
+                   label(task.main, task.seed + 2) + " after timing"});
 }
 
 EvalResult Evaluator::evaluate(const CandidateSource& source, const KnobValues& knobs) {

@@ -133,6 +133,12 @@ TEST_F(Hostile, ReplayingResultsIsCaught) {
   EXPECT_NE(r.status, Status::ok) << r.detail;
 }
 
+TEST_F(Hostile, ReplayingAnEarlierAnswerIsCaughtByTheFreshRecheck) {
+  EvalResult r = eval("replay");
+  EXPECT_STATUS(r, Status::mismatch);
+  EXPECT_NE(r.detail.find("after timing"), std::string::npos) << r.detail;
+}
+
 TEST_F(Hostile, ForkIsRejectedBeforeCompiling) {
   EvalResult r = eval("forks");
   EXPECT_STATUS(r, Status::rejected);
