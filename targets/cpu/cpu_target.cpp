@@ -333,6 +333,8 @@ RunOutcome CpuTarget::drive(
         out.detail = (kind == "load_error" ? "cannot load the candidate: " : "runner: ") +
                      e.value("what", std::string("?"));
         terminal = true;
+      } else if (kind == "note") {
+        log_debug("runner: {}", e.value("what", std::string()));
       } else if (kind == "done") {
         out.kind = RunOutcome::finished;
         out.detail.clear();

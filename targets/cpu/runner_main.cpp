@@ -24,6 +24,7 @@
 #include "core/process.h"
 #include "targets/abi/kevo_kernel.h"
 #include "targets/cpu/runner_protocol.h"
+#include "targets/cpu/sandbox.h"
 
 namespace kevo::runner {
 namespace {
@@ -267,6 +268,10 @@ int run_kernel(const Job& job) {
   const size_t n_in = op.n_inputs();
   const size_t n_out = op.n_outputs();
 
+  // The candidate's code may run from dlopen on (constructors): no new
+  // processes, programs or sockets from here.
+  if (std::string why = install_syscall_filter(); !why.empty())
+    emit({{"event", "note"}, {"what", "running without a system-call filter: " + why}});
   void* lib = dlopen(job.artifact.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     emit({{"event", "load_error"}, {"what", std::string(dlerror())}});

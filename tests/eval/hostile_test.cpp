@@ -145,6 +145,13 @@ TEST_F(Hostile, ForkIsRejectedBeforeCompiling) {
   EXPECT_NE(r.detail.find("fork()"), std::string::npos) << r.detail;
 }
 
+TEST_F(Hostile, ProcessesAreRefusedAtRunTime) {
+  // Past the static check (a function pointer), the system-call filter
+  // refuses every fork: the kernel then computes and is ok.
+  EvalResult r = eval("fork_bomb");
+  EXPECT_STATUS(r, Status::ok);
+}
+
 TEST_F(Hostile, CompileError) {
   EvalResult r = eval("compile_error");
   EXPECT_STATUS(r, Status::compile_error);
