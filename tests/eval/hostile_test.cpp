@@ -41,6 +41,16 @@ TEST_F(Hostile, RightKernelIsOk) {
   EXPECT_NE(r.checks.back().label.find("after timing"), std::string::npos);
 }
 
+TEST_F(Hostile, Bf16KernelIsJudgedInBf16) {
+  EvalResult r = eval("swiglu_bf16", {{"dtype", "bf16"}});
+  EXPECT_STATUS(r, Status::ok);
+  for (const auto& c : r.checks) EXPECT_LE(c.max_ulp, 2) << c.label;
+  // An f32 kernel handed bf16 tensors reads twice the bytes it was given.
+  EvalResult f = eval("right", {{"dtype", "bf16"}});
+  EXPECT_STATUS(f, Status::crash);
+  EXPECT_NE(f.detail.find("guard page after input 'g'"), std::string::npos) << f.detail;
+}
+
 TEST_F(Hostile, Segfault) {
   EvalResult r = eval("segfault");
   EXPECT_STATUS(r, Status::crash);
