@@ -11,6 +11,7 @@ struct Expr::Node {
   enum Kind { literal, name, unary, binary } kind;
   int64_t value = 0;
   std::string op;  // for unary and binary, or the name
+  int slot = -1;   // for names: the index in the known names
   std::shared_ptr<const Node> lhs, rhs;
 };
 
@@ -172,6 +173,7 @@ class Parser {
         names_.push_back(tok.text);
       n->kind = Expr::Node::name;
       n->op = tok.text;
+      n->slot = static_cast<int>(std::find(known_.begin(), known_.end(), tok.text) - known_.begin());
       return n;
     }
     if (accept("(")) {
@@ -192,10 +194,11 @@ class Parser {
   std::vector<std::string>& names_;
 };
 
-std::optional<int64_t> eval(const Expr::Node& n, const Expr::Lookup& lookup) {
+template <class Resolve>
+std::optional<int64_t> eval(const Expr::Node& n, const Resolve& lookup) {
   switch (n.kind) {
     case Expr::Node::literal: return n.value;
-    case Expr::Node::name: return lookup(n.op);
+    case Expr::Node::name: return lookup(n);
     case Expr::Node::unary: {
       auto v = eval(*n.lhs, lookup);
       if (!v) return std::nullopt;
@@ -255,7 +258,11 @@ Expr Expr::parse(std::string_view text, const std::vector<std::string>& known_na
 }
 
 std::optional<int64_t> Expr::evaluate(const Lookup& lookup) const {
-  return eval(*root_, lookup);
+  return eval(*root_, [&](const Node& n) { return lookup(n.op); });
+}
+
+std::optional<int64_t> Expr::evaluate(const int64_t* values) const {
+  return eval(*root_, [&](const Node& n) { return values[n.slot]; });
 }
 
 }  // namespace kevo

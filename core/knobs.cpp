@@ -219,23 +219,38 @@ uint64_t KnobSpace::size_unconstrained() const {
 }
 
 void KnobSpace::for_each_valid(const std::function<bool(const KnobValues&)>& visit) const {
-  std::vector<size_t> idx(knobs_.size(), 0);
+  // Values by slot (knobs in declaration order, then builtins), as the
+  // constraints were parsed: no name lookups per point.
+  const size_t n = knobs_.size();
+  std::vector<int64_t> slots(n + builtin_names().size());
+  for (size_t b = 0; b < builtin_names().size(); ++b) slots[n + b] = builtin_value(builtin_names()[b]);
+  std::vector<size_t> idx(n, 0);
   KnobValues v;
-  for (const auto& k : knobs_) v[k.name] = k.values[0];
+  for (size_t i = 0; i < n; ++i) {
+    slots[i] = knobs_[i].values[0];
+    v[knobs_[i].name] = slots[i];
+  }
+  std::vector<int64_t*> in_map(n);
+  for (size_t i = 0; i < n; ++i) in_map[i] = &v[knobs_[i].name];
   for (;;) {
-    if (!violation(v) && !visit(v)) return;
+    bool ok = true;
+    for (const auto& c : constraints_) {
+      auto r = c.expr.evaluate(slots.data());
+      if (!r || *r == 0) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok && !visit(v)) return;
     // Mixed-radix increment, last knob fastest.
-    size_t i = knobs_.size();
+    size_t i = n;
     for (;;) {
       if (i == 0) return;
       --i;
       const auto& k = knobs_[i];
-      if (++idx[i] < k.values.size()) {
-        v[k.name] = k.values[idx[i]];
-        break;
-      }
-      idx[i] = 0;
-      v[k.name] = k.values[0];
+      idx[i] = idx[i] + 1 < k.values.size() ? idx[i] + 1 : 0;
+      slots[i] = *in_map[i] = k.values[idx[i]];
+      if (idx[i] != 0) break;
     }
   }
 }
