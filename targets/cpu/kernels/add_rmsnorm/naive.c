@@ -1,0 +1,47 @@
+/* add_rmsnorm / naive.c — plain-loop reference family for h = x + r,
+ * y = h * rsqrt(mean(h^2) + eps) * w over the last dim: per row one loop
+ * writing h and accumulating sum(h^2) (double), one loop writing y from h.
+ * Knobs:
+ *   THREADS  OpenMP threads, rows split statically.
+ */
+// @kevo knob THREADS 1 {1, 2, 4, 8}
+// @kevo require THREADS <= NCPU
+#ifndef THREADS
+#define THREADS 1
+#endif
+
+#include <math.h>
+#include <stdint.h>
+#include "kevo_kernel.h"
+
+KEVO_EXPORT int kevo_kernel(const kevo_tensor* in, int n_in, kevo_tensor* out, int n_out,
+                            const double* scalars, int n_scalars) {
+  if (n_in != 3 || n_out != 2 || n_scalars != 1) return KEVO_ERR_ARGS;
+  for (int i = 0; i < 3; ++i)
+    if (in[i].dtype != KEVO_F32 || !kevo_is_contiguous(&in[i])) return KEVO_ERR_UNSUPPORTED;
+  for (int i = 0; i < 2; ++i)
+    if (out[i].dtype != KEVO_F32 || !kevo_is_contiguous(&out[i])) return KEVO_ERR_UNSUPPORTED;
+  const int64_t n = kevo_row_len(&in[0]), rows = kevo_rows(&in[0]);
+  if (kevo_numel(&in[1]) != rows * n || kevo_numel(&in[2]) != n || kevo_numel(&out[0]) != rows * n ||
+      kevo_numel(&out[1]) != rows * n)
+    return KEVO_ERR_ARGS;
+  const float* x = (const float*)in[0].data;
+  const float* r = (const float*)in[1].data;
+  const float* w = (const float*)in[2].data;
+  float* h = (float*)out[0].data;
+  float* y = (float*)out[1].data;
+  const double eps = scalars[0];
+#pragma omp parallel for num_threads(THREADS) schedule(static) if (THREADS > 1)
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t o = i * n;
+    double ss = 0.0;
+    for (int64_t j = 0; j < n; ++j) {
+      const float v = x[o + j] + r[o + j];
+      h[o + j] = v;
+      ss += (double)v * v;
+    }
+    const float inv = (float)(1.0 / sqrt(ss / (double)n + eps));
+    for (int64_t j = 0; j < n; ++j) y[o + j] = h[o + j] * inv * w[j];
+  }
+  return KEVO_OK;
+}
