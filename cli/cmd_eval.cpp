@@ -77,8 +77,9 @@ void print_result(const Task& task, const std::string& kernel, const KnobValues&
     print_indented("compiler", tail_lines(r.compile_log, 12));
   if (!r.stderr_text.empty()) print_indented("stderr", tail_lines(r.stderr_text, 8));
   if (!r.stdout_text.empty()) print_indented("stdout", tail_lines(r.stdout_text, 8));
-  fmt::print("{:<10}compile {}{}, run {}\n", "cost", format_seconds(r.compile_s),
-             r.compile_cached ? " (cached)" : "", format_seconds(r.run_s));
+  fmt::print("{:<10}compile {}, run {}\n", "cost",
+             r.compile_cached ? std::string("cached") : format_seconds(r.compile_s),
+             format_seconds(r.run_s));
   fmt::print("{:<10}evaluation {} (candidate {}, run {}) in {}\n", "stored", evaluation, candidate,
              run, db);
 }
@@ -128,6 +129,9 @@ int cmd_eval(const Argv& argv) {
   ReferenceCache references(cache_dir() / "ref");
   CompileCache compiles(cache_dir());
   Evaluator evaluator(task, *target, roof, references, compiles);
+  evaluator.remeasure_roof = [&](double bytes) {
+    return remeasure(store, *target, bytes, [](std::string_view line) { log_debug("{}", line); });
+  };
 
   nlohmann::json config = {{"kernel", kernel.string()}, {"knobs", knobs}};
   const int64_t run = store.begin_run("eval", task, config);

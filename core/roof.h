@@ -40,8 +40,12 @@ struct Roof {
   // kind and thread count (or only `threads` when > 0): an upper bound for a
   // kernel that moves `bytes`.
   const BandwidthPoint* bandwidth_for(double bytes, int threads = 0) const;
-  // The best peak rate (over thread counts, or only `threads` when > 0).
-  const PeakPoint* peak_for(int threads = 0) const;
+  // The peak rate with `threads` (> 0: the best measured with that many).
+  // With 0, the machine's: the best measured at any thread count, or the best
+  // per-thread rate times the most threads measured when that is higher, since
+  // arithmetic units are per core (a calibration disturbed by another process
+  // measures the many-thread rate low, never the one-thread rate high).
+  std::optional<PeakPoint> peak_for(int threads = 0) const;
 
   nlohmann::json to_json() const;
   static Roof from_json(const nlohmann::json& j);

@@ -36,11 +36,18 @@ class Evaluator {
   // Told as each stage starts ("compiling", "checking [7, 1003] seed 1",
   // "timing ..."); may be empty.
   ProgressFn on_stage;
+  // Called once per evaluator when a time beats the roof, with the working
+  // set whose bandwidth the roof used: returns the roof measured again (may
+  // be empty: the candidate is then suspect at once).
+  std::function<Roof(double bytes)> remeasure_roof;
+
+  const Roof& roof() const { return roof_; }
 
  private:
   const Task& task_;
   Target& target_;
-  const Roof& roof_;
+  Roof roof_;
+  bool remeasured_ = false;
   ReferenceCache& references_;
   CompileCache& compiles_;
   std::vector<RunPhase> plan_;

@@ -4,9 +4,16 @@ namespace kevo {
 
 Roof calibrate_and_store(Store& store, Target& target,
                          const std::function<void(std::string_view)>& progress) {
-  Roof roof = target.calibrate(progress);
+  Roof roof = target.calibrate(progress, {});
   roof.id = store.add_roof(roof);
   return roof;
+}
+
+Roof remeasure(Store& store, Target& target, double bytes,
+               const std::function<void(std::string_view)>& progress) {
+  Roof fresh = target.calibrate(progress, {bytes});
+  fresh.id = store.add_roof(fresh);
+  return Roof::best_of(store.roofs(target.name(), target.host_key()));
 }
 
 Roof roof_for(Store& store, Target& target, const std::function<void(std::string_view)>& progress) {

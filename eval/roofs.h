@@ -14,6 +14,12 @@ namespace kevo {
 // Measures the roof now and stores it.
 Roof calibrate_and_store(Store& store, Target& target,
                          const std::function<void(std::string_view)>& progress);
+// Measures again the bandwidth at working set `bytes` and the peak rate,
+// stores them, and returns this machine's roof with them merged in: what a
+// time that beats the stored roof is judged against before it is called
+// suspect (the stored figures may have been measured on a busy machine).
+Roof remeasure(Store& store, Target& target, double bytes,
+               const std::function<void(std::string_view)>& progress);
 // This machine's roof: the best figures of every calibration stored for it
 // (see Roof::best_of), calibrating first when there is none.
 Roof roof_for(Store& store, Target& target, const std::function<void(std::string_view)>& progress);

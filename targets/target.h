@@ -95,8 +95,9 @@ class Target {
 
   // What must match for a stored roof to apply to this machine.
   virtual std::string host_key() = 0;
-  // Measures the roof (bandwidth, peak rate); `progress` gets one line per step.
-  virtual Roof calibrate(const ProgressFn& progress) = 0;
+  // Measures the roof (bandwidth, peak rate); `progress` gets one line per
+  // step. With `sizes`, bandwidth only at those working sets (bytes).
+  virtual Roof calibrate(const ProgressFn& progress, const std::vector<double>& sizes) = 0;
 };
 
 struct TargetInfo {

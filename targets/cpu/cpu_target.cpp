@@ -212,7 +212,7 @@ class CpuTarget : public Target {
     return key;
   }
 
-  Roof calibrate(const ProgressFn& progress) override;
+  Roof calibrate(const ProgressFn& progress, const std::vector<double>& sizes) override;
 
  private:
   std::string compiler_version(const std::string& compiler) {
@@ -479,7 +479,7 @@ RunOutcome CpuTarget::run(const Task& task, const std::filesystem::path& artifac
                session);
 }
 
-Roof CpuTarget::calibrate(const ProgressFn& progress) {
+Roof CpuTarget::calibrate(const ProgressFn& progress, const std::vector<double>& only_sizes) {
   // Compile the calibration source like a candidate, into the cache.
   auto source = kevo_home() / "targets" / "cpu" / "calibrate" / "roof.c";
   if (!std::filesystem::exists(source))
@@ -514,8 +514,9 @@ Roof CpuTarget::calibrate(const ProgressFn& progress) {
   if (ncpu > 1) thread_counts.push_back(ncpu);
   // From L1-sized to far beyond the last-level cache: kernels are judged
   // against the bandwidth measured at (or just below) their working set.
-  const double sizes[] = {16 << 10,  256 << 10,  1 << 20,   8 << 20,
-                          32 << 20,  128 << 20,  1024.0 * (1 << 20)};
+  std::vector<double> sizes = {16 << 10, 256 << 10, 1 << 20,           8 << 20,
+                               32 << 20, 128 << 20, 1024.0 * (1 << 20)};
+  if (!only_sizes.empty()) sizes = only_sizes;
   for (int t : thread_counts) {
     job.points.push_back({"fp32_fma", t, 0});
     for (double s : sizes)

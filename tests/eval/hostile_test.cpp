@@ -1,5 +1,7 @@
 // Hostile candidates: each must end with the right status while kevo itself
 // carries on. Runs real compiles and real child processes.
+#include <functional>
+
 #include <gtest/gtest.h>
 
 #include "core/paths.h"
@@ -18,6 +20,7 @@ class Hostile : public ::testing::Test {
     auto path = test::source_dir() / "eval" / "kernels" / (kernel + ".c");
     CandidateSource src{read_text_file(path), path, "c"};
     Evaluator ev(task_, *target_, roof_, refs_, compiles_);
+    ev.remeasure_roof = remeasure_;
     return ev.evaluate(src, {});
   }
 
@@ -26,6 +29,7 @@ class Hostile : public ::testing::Test {
   Roof roof_ = test::fake_roof(1000, 1e6);  // a floor far below any real time
   ReferenceCache refs_{""};
   CompileCache compiles_{cache_dir()};
+  std::function<Roof(double)> remeasure_;
 };
 
 #define EXPECT_STATUS(r, s) EXPECT_EQ(status_name((r).status), status_name(s)) << (r).detail
@@ -173,6 +177,31 @@ TEST_F(Hostile, TimeBelowTheRoofIsSuspect) {
   EvalResult r = eval("right");
   EXPECT_STATUS(r, Status::suspect);
   EXPECT_TRUE(r.timing.has_value());
+}
+
+TEST_F(Hostile, ALowStoredRoofIsMeasuredAgainBeforeCallingATimeSuspect) {
+  roof_ = test::fake_roof(1e-6, 1e-6);
+  int calls = 0;
+  double asked = 0;
+  remeasure_ = [&](double bytes) {
+    ++calls;
+    asked = bytes;
+    Roof r = test::fake_roof(1000, 1e6);
+    r.id = 42;
+    return r;
+  };
+  EvalResult r = eval("right");
+  EXPECT_STATUS(r, Status::ok);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(asked, 1.0);  // the size of the point the stored roof used
+  EXPECT_EQ(r.roof_id, 42);
+  // When the roof measured again is no higher, the time stays suspect.
+  remeasure_ = [&](double) {
+    ++calls;
+    return test::fake_roof(1e-6, 1e-6);
+  };
+  EXPECT_STATUS(eval("right"), Status::suspect);
+  EXPECT_EQ(calls, 2);
 }
 
 }  // namespace

@@ -57,9 +57,15 @@ TEST(Roofline, PicksTheBandwidthOfTheWorkingSet) {
   r.bandwidth.push_back({"copy", 1, 1e6, 95});
   EXPECT_DOUBLE_EQ(r.bandwidth_for(5e7)->gbps, 95);
   EXPECT_EQ(r.bandwidth_for(5e7)->threads, 1);
-  r.peak = {{"fp32_fma", 1, 200}, {"fp32_fma", 2, 390}};
-  EXPECT_DOUBLE_EQ(r.peak_for()->gflops, 390);
+  r.peak = {{"fp32_fma", 1, 200}, {"fp32_fma", 2, 410}};
+  EXPECT_DOUBLE_EQ(r.peak_for()->gflops, 410);
   EXPECT_DOUBLE_EQ(r.peak_for(1)->gflops, 200);
+  // A many-thread rate measured low (a busy machine) cannot pull the roof
+  // below the one-thread rate times the threads.
+  r.peak = {{"fp32_fma", 1, 172}, {"fp32_fma", 2, 161}};
+  EXPECT_DOUBLE_EQ(r.peak_for()->gflops, 344);
+  EXPECT_EQ(r.peak_for()->threads, 2);
+  EXPECT_DOUBLE_EQ(r.peak_for(2)->gflops, 161);
 }
 
 TEST(Timing, Quantiles) {
