@@ -18,7 +18,6 @@ TEST(CompileCache, SecondCompileIsAHit) {
   auto first = cache.get(*target, task, src, src_path, "c", {{"VEC", 4}});
   ASSERT_TRUE(first.ok) << first.log;
   EXPECT_FALSE(first.cache_hit);
-  EXPECT_GT(first.seconds, 0);
   EXPECT_TRUE(std::filesystem::exists(first.artifact));
   auto second = cache.get(*target, task, src, src_path, "c", {{"VEC", 4}});
   EXPECT_TRUE(second.ok);

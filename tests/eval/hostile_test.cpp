@@ -76,7 +76,7 @@ TEST_F(Hostile, InfiniteLoopTimesOut) {
 TEST_F(Hostile, SleepPastTheTimeout) {
   EvalResult r = eval("sleep");
   EXPECT_STATUS(r, Status::timeout);
-  EXPECT_LT(r.run_s, 20);  // killed, not waited for an hour
+  EXPECT_NE(r.detail.find("no progress within"), std::string::npos) << r.detail;
 }
 
 TEST_F(Hostile, HugeAllocationHitsTheMemoryLimit) {
