@@ -383,8 +383,8 @@ int64_t Store::add_evaluation(int64_t candidate, const EvalResult& r) {
     max_ulp = std::max(max_ulp, c.max_ulp);
     mismatches += c.mismatches;
     if (first.empty() && c.first)
-      first = fmt::format("{} {}{} got {} want {} ({})", c.first->tensor, c.first->index,
-                          c.first->coords, c.first->got, c.first->want, c.label);
+      first = fmt::format("{}{} (flat index {}): got {:.9g}, want {:.9g} on {}", c.first->tensor,
+                          c.first->coords, c.first->index, c.first->got, c.first->want, c.label);
     checks.push_back(check_to_json(c));
   }
   const bool any_check = !r.checks.empty();
