@@ -257,10 +257,6 @@ Expr Expr::parse(std::string_view text, const std::vector<std::string>& known_na
   return e;
 }
 
-std::optional<int64_t> Expr::evaluate(const Lookup& lookup) const {
-  return eval(*root_, [&](const Node& n) { return lookup(n.op); });
-}
-
 std::optional<int64_t> Expr::evaluate(const int64_t* values) const {
   return eval(*root_, [&](const Node& n) { return values[n.slot]; });
 }

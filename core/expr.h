@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,12 +27,8 @@ class Expr {
   // Parses `text`; a name not in `known_names` is an error.
   static Expr parse(std::string_view text, const std::vector<std::string>& known_names);
 
-  // Looks a name up; called only with names the expression was parsed with.
-  using Lookup = std::function<int64_t(std::string_view)>;
-  // The value, or nullopt on overflow or division by zero.
-  std::optional<int64_t> evaluate(const Lookup& lookup) const;
-  // The same with every name's value at its index in the `known_names` the
-  // expression was parsed with: the fast path for enumerating knob spaces.
+  // The value with every name's value at its index in the `known_names` the
+  // expression was parsed with, or nullopt on overflow or division by zero.
   std::optional<int64_t> evaluate(const int64_t* values) const;
 
   const std::string& text() const { return text_; }

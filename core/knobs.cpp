@@ -162,15 +162,25 @@ std::optional<std::string> KnobSpace::violation(const KnobValues& v) const {
     if (std::find(k.values.begin(), k.values.end(), it->second) == k.values.end())
       return fmt::format("{} = {} is not one of its values", k.name, it->second);
   }
-  Expr::Lookup lookup = [&](std::string_view name) -> int64_t {
-    auto it = v.find(std::string(name));
-    return it != v.end() ? it->second : builtin_value(name);
-  };
+  std::vector<int64_t> slots = builtin_slots();
+  for (size_t i = 0; i < knobs_.size(); ++i) slots[i] = v.at(knobs_[i].name);
+  const KnobConstraint* bad = first_violated(slots.data());
+  return bad ? std::optional<std::string>(bad->expr.text()) : std::nullopt;
+}
+
+std::vector<int64_t> KnobSpace::builtin_slots() const {
+  std::vector<int64_t> slots(knobs_.size() + builtin_names().size());
+  for (size_t b = 0; b < builtin_names().size(); ++b)
+    slots[knobs_.size() + b] = builtin_value(builtin_names()[b]);
+  return slots;
+}
+
+const KnobConstraint* KnobSpace::first_violated(const int64_t* slots) const {
   for (const auto& c : constraints_) {
-    auto r = c.expr.evaluate(lookup);
-    if (!r || *r == 0) return c.expr.text();
+    auto r = c.expr.evaluate(slots);
+    if (!r || *r == 0) return &c;
   }
-  return std::nullopt;
+  return nullptr;
 }
 
 KnobValues KnobSpace::resolve(
@@ -222,8 +232,7 @@ void KnobSpace::for_each_valid(const std::function<bool(const KnobValues&)>& vis
   // Values by slot (knobs in declaration order, then builtins), as the
   // constraints were parsed: no name lookups per point.
   const size_t n = knobs_.size();
-  std::vector<int64_t> slots(n + builtin_names().size());
-  for (size_t b = 0; b < builtin_names().size(); ++b) slots[n + b] = builtin_value(builtin_names()[b]);
+  std::vector<int64_t> slots = builtin_slots();
   std::vector<size_t> idx(n, 0);
   KnobValues v;
   for (size_t i = 0; i < n; ++i) {
@@ -233,15 +242,7 @@ void KnobSpace::for_each_valid(const std::function<bool(const KnobValues&)>& vis
   std::vector<int64_t*> in_map(n);
   for (size_t i = 0; i < n; ++i) in_map[i] = &v[knobs_[i].name];
   for (;;) {
-    bool ok = true;
-    for (const auto& c : constraints_) {
-      auto r = c.expr.evaluate(slots.data());
-      if (!r || *r == 0) {
-        ok = false;
-        break;
-      }
-    }
-    if (ok && !visit(v)) return;
+    if (!first_violated(slots.data()) && !visit(v)) return;
     // Mixed-radix increment, last knob fastest.
     size_t i = n;
     for (;;) {

@@ -69,6 +69,11 @@ class KnobSpace {
   static int64_t builtin_value(std::string_view name);
 
  private:
+  // Values by slot, as constraints are parsed: knobs in declaration order
+  // (left for the caller to fill), then the builtins.
+  std::vector<int64_t> builtin_slots() const;
+  const KnobConstraint* first_violated(const int64_t* slots) const;
+
   std::vector<KnobDecl> knobs_;
   std::vector<KnobConstraint> constraints_;
 };

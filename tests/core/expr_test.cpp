@@ -9,9 +9,13 @@ namespace {
 
 std::optional<int64_t> eval(const std::string& text, std::map<std::string, int64_t> vars = {}) {
   std::vector<std::string> names;
-  for (const auto& [k, v] : vars) names.push_back(k);
+  std::vector<int64_t> values;
+  for (const auto& [k, v] : vars) {
+    names.push_back(k);
+    values.push_back(v);
+  }
   Expr e = Expr::parse(text, names);
-  return e.evaluate([&](std::string_view n) { return vars.at(std::string(n)); });
+  return e.evaluate(values.data());
 }
 
 TEST(Expr, Arithmetic) {
