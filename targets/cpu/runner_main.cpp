@@ -52,21 +52,9 @@ void emit(const nlohmann::json& event) {
   write_all(kEventsFd, line.data(), line.size());
 }
 
-// Blocks for one command line from the parent; "stop" or end of input ends.
-bool parent_says_continue() {
-  std::string line;
-  char c;
-  for (;;) {
-    ssize_t n = read(0, &c, 1);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    if (c == '\n') break;
-    line += c;
-  }
-  return line == "continue";
-}
-
-std::string read_job_line() {
+// One line from the parent on stdin (without the newline); empty at end of
+// input. Byte by byte: nothing after the line may be consumed.
+std::string read_line() {
   std::string line;
   char c;
   for (;;) {
@@ -76,6 +64,9 @@ std::string read_job_line() {
     line += c;
   }
 }
+
+// After a check: "continue" goes on; "stop" or the parent gone ends the run.
+bool parent_says_continue() { return read_line() == "continue"; }
 
 // ---- guarded buffers and the crash handler ---------------------------------
 
@@ -469,7 +460,7 @@ int run_calibration(const Job& job) {
 int main() {
   using namespace kevo::runner;
   signal(SIGPIPE, SIG_DFL);
-  std::string line = read_job_line();
+  std::string line = read_line();
   Job job;
   try {
     job = Job::from_json(nlohmann::json::parse(line));
