@@ -463,16 +463,6 @@ int64_t Store::add_roof(const Roof& roof) {
   return id;
 }
 
-std::optional<Roof> Store::latest_roof(std::string_view target, std::string_view host_key) {
-  Stmt s(db_,
-         "SELECT id, json FROM roofs WHERE target = ? AND host_key = ? ORDER BY id DESC LIMIT 1");
-  s.bind(1, std::string(target)).bind(2, std::string(host_key));
-  if (!s.step()) return std::nullopt;
-  Roof r = Roof::from_json(nlohmann::json::parse(std::get<std::string>(s.column(1))));
-  r.id = std::get<int64_t>(s.column(0));
-  return r;
-}
-
 std::vector<Roof> Store::roofs(std::string_view target, std::string_view host_key) {
   std::vector<Roof> out;
   Stmt s(db_, "SELECT id, json FROM roofs WHERE target = ? AND host_key = ? ORDER BY id");

@@ -56,7 +56,6 @@ class Store {
   int64_t add_evaluation(int64_t candidate, const EvalResult& result);
 
   int64_t add_roof(const Roof& roof);
-  std::optional<Roof> latest_roof(std::string_view target, std::string_view host_key);
   // Every calibration stored for this target and host, oldest first.
   std::vector<Roof> roofs(std::string_view target, std::string_view host_key);
 

@@ -51,17 +51,18 @@ TEST(Store, CreatesTheSchemaAndRecordsAnEvaluation) {
 TEST(Store, RoofsByHost) {
   auto dir = test::temp_dir("store-roof");
   Store s(dir / "k.db");
-  EXPECT_FALSE(s.latest_roof("cpu", "x").has_value());
+  EXPECT_TRUE(s.roofs("cpu", "x").empty());
   Roof r = test::fake_roof(10, 100);
   r.host_key = "x";
   s.add_roof(r);
   r.bandwidth[0].gbps = 20;
   int64_t second = s.add_roof(r);
-  auto got = s.latest_roof("cpu", "x");
-  ASSERT_TRUE(got.has_value());
-  EXPECT_EQ(got->id, second);
-  EXPECT_DOUBLE_EQ(got->bandwidth[0].gbps, 20);
-  EXPECT_FALSE(s.latest_roof("cpu", "y").has_value());
+  auto got = s.roofs("cpu", "x");
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got.back().id, second);  // oldest first
+  EXPECT_DOUBLE_EQ(got.back().bandwidth[0].gbps, 20);
+  EXPECT_DOUBLE_EQ(got.front().bandwidth[0].gbps, 10);
+  EXPECT_TRUE(s.roofs("cpu", "y").empty());
   auto metrics = s.query("SELECT COUNT(*) FROM roof_metrics WHERE roof_id = ?", {second});
   EXPECT_EQ(std::get<int64_t>(metrics.rows[0][0]), 3);
 }
