@@ -15,5 +15,7 @@ int cmd_query(const Argv& args);
 int cmd_targets(const Argv& args);
 int cmd_operators(const Argv& args);
 int cmd_knobs(const Argv& args);
+int cmd_run(const Argv& args);
+int cmd_tree(const Argv& args);
 
 }  // namespace kevo::cli

@@ -17,6 +17,8 @@ struct Command {
 };
 
 const Command kCommands[] = {
+    {"run", "search for the fastest correct kernel for a task: kevo run CONFIG",
+     kevo::cli::cmd_run},
     {"eval", "compile, check, time and diagnose one kernel: kevo eval --task TASK KERNEL",
      kevo::cli::cmd_eval},
     {"calibrate", "measure this machine's roof (bandwidth, peak FMA rate) and store it",
@@ -26,6 +28,7 @@ const Command kCommands[] = {
     {"operators", "list the operators, their tensors (in ABI order) and parameters",
      kevo::cli::cmd_operators},
     {"knobs", "show a kernel's knob space and how many points are valid", kevo::cli::cmd_knobs},
+    {"tree", "write a run's candidate tree as Graphviz DOT", kevo::cli::cmd_tree},
 };
 
 void print_overview() {

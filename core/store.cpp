@@ -146,6 +146,14 @@ CREATE TABLE llm_calls (
   created_at TEXT NOT NULL
 );
 )sql",
+    // 2: search runs. A candidate whose point was measured before (this run
+    // before a kill, or another run of the same task) points at that
+    // evaluation instead of being measured again; a run keeps its summary.
+    R"sql(
+ALTER TABLE candidates ADD COLUMN reuses_evaluation INTEGER REFERENCES evaluations(id);
+ALTER TABLE runs ADD COLUMN summary_json TEXT;
+CREATE INDEX lineage_by_parent ON lineage(parent_id);
+)sql",
 };
 
 constexpr int kLatest = sizeof(kMigrations) / sizeof(kMigrations[0]);
@@ -342,17 +350,19 @@ std::string Store::put_source(std::string_view text, std::string_view origin,
 
 int64_t Store::add_candidate(int64_t run, const std::string& source_hash, const KnobValues& knobs,
                              std::string_view family, std::string_view synthesizer,
-                             const std::vector<int64_t>& parents) {
+                             const std::vector<int64_t>& parents,
+                             std::optional<int64_t> reuses_evaluation) {
   Transaction tx(db_);
   Stmt s(db_,
-         "INSERT INTO candidates(run_id, source_hash, knobs_json, family, synthesizer, created_at) "
-         "VALUES (?,?,?,?,?,?)");
+         "INSERT INTO candidates(run_id, source_hash, knobs_json, family, synthesizer, created_at, "
+         "reuses_evaluation) VALUES (?,?,?,?,?,?,?)");
   s.bind(1, run)
       .bind(2, source_hash)
       .bind(3, knobs_to_json(knobs))
       .bind(4, std::string(family))
       .bind(5, std::string(synthesizer))
-      .bind(6, now_iso8601());
+      .bind(6, now_iso8601())
+      .bind(7, reuses_evaluation ? SqlValue(*reuses_evaluation) : SqlValue(nullptr));
   s.step();
   int64_t id = sqlite3_last_insert_rowid(db_);
   for (int64_t p : parents) {
@@ -473,6 +483,59 @@ std::vector<Roof> Store::roofs(std::string_view target, std::string_view host_ke
     out.push_back(std::move(r));
   }
   return out;
+}
+
+void Store::set_run_summary(int64_t run, const nlohmann::json& summary) {
+  Stmt s(db_, "UPDATE runs SET summary_json = ? WHERE id = ?");
+  s.bind(1, summary.dump()).bind(2, run);
+  s.step();
+}
+
+std::optional<EvalResult> Store::evaluation(int64_t id) {
+  Stmt s(db_,
+         "SELECT status, detail, compile_s, compile_cached, run_s, median_s, p20_s, p80_s, mean_s, "
+         "min_s, max_s, calls_per_sample, bound, roof_fraction, floor_s, achieved_gbps, "
+         "achieved_gflops, diagnosis, roof_id, checks_json FROM evaluations WHERE id = ?");
+  s.bind(1, id);
+  if (!s.step()) return std::nullopt;
+  auto num = [&](int i) {
+    SqlValue v = s.column(i);
+    if (auto* d = std::get_if<double>(&v)) return *d;
+    if (auto* n = std::get_if<int64_t>(&v)) return static_cast<double>(*n);
+    return 0.0;
+  };
+  auto present = [&](int i) { return !std::holds_alternative<std::nullptr_t>(s.column(i)); };
+  auto text = [&](int i) {
+    SqlValue v = s.column(i);
+    auto* t = std::get_if<std::string>(&v);
+    return t ? *t : std::string();
+  };
+  EvalResult r;
+  r.status = parse_status(text(0)).value_or(Status::crash);
+  r.detail = text(1);
+  r.compile_s = num(2);
+  r.compile_cached = num(3) != 0;
+  r.run_s = num(4);
+  if (present(5)) {
+    TimingStats t;
+    t.median_s = num(5), t.p20_s = num(6), t.p80_s = num(7), t.mean_s = num(8);
+    t.min_s = num(9), t.max_s = num(10);
+    t.calls_per_sample = static_cast<int64_t>(num(11));
+    Stmt q(db_, "SELECT seconds FROM samples WHERE evaluation_id = ? ORDER BY seq");
+    q.bind(1, id);
+    while (q.step()) t.samples_s.push_back(std::get<double>(q.column(0)));
+    r.timing = std::move(t);
+  }
+  if (present(12)) {
+    Diagnosis d;
+    d.bound = text(12);
+    d.roof_fraction = num(13), d.floor_s = num(14), d.achieved_gbps = num(15);
+    d.achieved_gflops = num(16);
+    d.why = text(17);
+    r.diagnosis = std::move(d);
+  }
+  r.roof_id = static_cast<int64_t>(num(18));
+  return r;
 }
 
 QueryResult Store::query(std::string_view sql) { return query(sql, {}); }

@@ -51,9 +51,15 @@ class Store {
                          std::string_view language);
   int64_t add_candidate(int64_t run, const std::string& source_hash, const KnobValues& knobs,
                         std::string_view family, std::string_view synthesizer,
-                        const std::vector<int64_t>& parents = {});
+                        const std::vector<int64_t>& parents = {},
+                        std::optional<int64_t> reuses_evaluation = std::nullopt);
   // The evaluation and its samples, in one transaction.
   int64_t add_evaluation(int64_t candidate, const EvalResult& result);
+
+  // An evaluation read back: status, detail, costs, timing with its samples,
+  // diagnosis (not the logs or per-check reports).
+  std::optional<EvalResult> evaluation(int64_t id);
+  void set_run_summary(int64_t run, const nlohmann::json& summary);
 
   int64_t add_roof(const Roof& roof);
   // Every calibration stored for this target and host, oldest first.

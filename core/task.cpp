@@ -192,7 +192,14 @@ Task parse_task(const nlohmann::json& config, const std::filesystem::path& origi
     }
   }
 
+  if (const nlohmann::json* search = root.get_raw("search")) {
+    if (!search->is_object())
+      throw ConfigError(root.path_of("search"), "expected an object (strategy, stop, ...)");
+    t.search = *search;
+  }
+
   root.finish();
+  t.config = config;
 
   // What the task resolved to, and the hash of what changes a measurement.
   nlohmann::json r;
@@ -215,6 +222,7 @@ Task parse_task(const nlohmann::json& config, const std::filesystem::path& origi
   nlohmann::json measured = r;
   measured.erase("name");
   measured.erase("seed");
+  measured.erase("knobs");  // which points may be searched, not how one is measured
   r["timing"] = {{"min_time_ms", t.timing.min_time_s * 1000},
                  {"min_samples", t.timing.min_samples},
                  {"max_samples", t.timing.max_samples},

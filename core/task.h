@@ -61,9 +61,13 @@ struct Task {
   Limits limits;
   uint64_t seed = 1;
   std::map<std::string, std::vector<int64_t>> knob_restrictions;
+  // The "search" section as written (strategy, stop conditions, families):
+  // read and checked by the search module, not part of the hash.
+  nlohmann::json search = nlohmann::json::object();
+  nlohmann::json config;  // the config as written, for resuming a run
 
   nlohmann::json resolved;  // the full config after defaults, as JSON
-  std::string hash;         // of what changes a measurement (not name/limits)
+  std::string hash;  // of what changes a measurement (not name, limits, knob lists, search)
 
   double flops() const { return op->flops(main.shapes); }
   double bytes() const { return op->bytes(main.shapes, dtype); }

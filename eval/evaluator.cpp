@@ -42,26 +42,39 @@ Evaluator::Evaluator(const Task& task, Target& target, const Roof& roof,
 }
 
 EvalResult Evaluator::evaluate(const CandidateSource& source, const KnobValues& knobs) {
-  EvalResult r;
+  if (on_stage) on_stage("compiling");
+  return measure(prepare(source, knobs));
+}
+
+PreparedCandidate Evaluator::prepare(const CandidateSource& source,
+                                     const KnobValues& knobs) const {
+  PreparedCandidate p;
+  EvalResult& r = p.result;
   r.roof_id = roof_.id;
   if (auto why = static_check(source.text, "kevo_kernel")) {
     r.status = Status::rejected;
     r.detail = *why;
-    return r;
+    return p;
   }
-
-  if (on_stage) on_stage("compiling");
-  CompiledCandidate c =
-      compiles_.get(target_, task_, source.text, source.origin, source.language, knobs);
+  p.compiled = compiles_.get(target_, task_, source.text, source.origin, source.language, knobs);
+  const CompiledCandidate& c = p.compiled;
   r.compile_s = c.seconds;
   r.compile_cached = c.cache_hit;
   r.compile_log = c.log;
   if (!c.ok) {
     r.status = Status::compile_error;
     r.detail = first_error_line(c.log);
-    return r;
+    return p;
   }
+  p.ready = true;
+  return p;
+}
 
+EvalResult Evaluator::measure(PreparedCandidate prepared) {
+  if (!prepared.ready) return std::move(prepared.result);
+  EvalResult r = std::move(prepared.result);
+  r.roof_id = roof_.id;
+  const CompiledCandidate& c = prepared.compiled;
   const double t0 = monotonic_seconds();
   auto check = [&](size_t phase, const std::vector<ConstTensorView>& outputs) {
     const RunPhase& p = plan_[phase];

@@ -24,12 +24,26 @@ struct CandidateSource {
   std::string language;          // from the target, by extension
 };
 
+// A candidate through static check and compile, ready to run (or already
+// failed: `ready` false and `result` says why).
+struct PreparedCandidate {
+  EvalResult result;
+  CompiledCandidate compiled;
+  bool ready = false;
+};
+
 class Evaluator {
  public:
   Evaluator(const Task& task, Target& target, const Roof& roof, ReferenceCache& references,
             CompileCache& compiles);
 
   EvalResult evaluate(const CandidateSource& source, const KnobValues& knobs);
+
+  // evaluate() in two steps, so that compiles can run in parallel while runs
+  // stay one at a time: prepare() is safe to call from several threads at
+  // once (for different candidates); measure() is not.
+  PreparedCandidate prepare(const CandidateSource& source, const KnobValues& knobs) const;
+  EvalResult measure(PreparedCandidate prepared);
 
   // The phases every candidate runs, in order.
   const std::vector<RunPhase>& plan() const { return plan_; }

@@ -1,0 +1,328 @@
+// kevo run: a search from a task config until a stop condition, every result
+// stored as it finishes; --resume continues a killed run, --replay answers
+// from a recorded run instead of running kernels.
+#include <csignal>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/paths.h"
+#include "core/store.h"
+#include "core/task.h"
+#include "eval/backend.h"
+#include "eval/roofline.h"
+#include "eval/roofs.h"
+#include "search/engine.h"
+
+namespace kevo::cli {
+
+namespace {
+
+volatile std::sig_atomic_t g_interrupted = 0;
+void on_signal(int) { g_interrupted = 1; }
+
+int64_t parse_id(const std::string& text, const char* what) {
+  try {
+    size_t used = 0;
+    long long v = std::stoll(text, &used);
+    if (used == text.size() && v > 0) return v;
+  } catch (const std::exception&) {
+  }
+  throw UserError(fmt::format("{} expects a run id (a positive integer), got '{}'", what, text));
+}
+
+double parse_positive(const std::string& text, const char* what) {
+  try {
+    size_t used = 0;
+    double v = std::stod(text, &used);
+    if (used == text.size() && v > 0) return v;
+  } catch (const std::exception&) {
+  }
+  throw UserError(fmt::format("{} expects a number > 0, got '{}'", what, text));
+}
+
+std::string result_text(const Observation& o) {
+  if (o.ok())
+    return fmt::format("{} ({:.0f}% of roof)", format_seconds(o.seconds), 100 * o.roof_fraction);
+  return std::string(status_name(o.status));
+}
+
+std::string failures_text(const EngineStats& s) {
+  std::string out;
+  for (const auto& [status, n] : s.by_status) {
+    if (status == "ok") continue;
+    out += fmt::format("{}{} {}", out.empty() ? "" : ", ", n, status);
+  }
+  return out.empty() ? "no failures" : out;
+}
+
+void print_summary(const Engine& engine, const Task& task, const nlohmann::json& j,
+                   const std::string& best_file) {
+  const EngineStats& s = engine.stats();
+  fmt::print("kevo run {}: {} ({} {} {} on {}), strategy {}{}\n", j["run"].get<int64_t>(),
+             task.name, task.op->name(), shape_str(task.main.shapes[0]), dtype_name(task.dtype),
+             task.target, j["strategy"].get<std::string>(),
+             j["backend"] == "replay" ? " (replayed)" : "");
+  fmt::print("{:<12}{}\n", "stopped", j["stop_reason"].get<std::string>());
+  auto line = [&](const char* label, const nlohmann::json& b, const char* extra_key) {
+    if (b.is_null()) {
+      fmt::print("{:<12}not measured\n", label);
+      return;
+    }
+    std::string knobs;
+    for (auto it = b["knobs"].begin(); it != b["knobs"].end(); ++it)
+      knobs += fmt::format(" {}={}", it.key(), it.value().get<int64_t>());
+    std::string extra;
+    if (extra_key && j.contains(extra_key))
+      extra = fmt::format("  -> best is {:.2f}x faster", j[extra_key].get<double>());
+    fmt::print("{:<12}{} {}{} (candidate {}; {:.0f}% of the {} roof){}\n", label,
+               format_seconds(b["median_s"].get<double>()), b["family"].get<std::string>(), knobs,
+               b["candidate"].get<int64_t>(), 100 * b["roof_fraction"].get<double>(),
+               b["bound"].get<std::string>(), extra);
+  };
+  line("best", j["best"], nullptr);
+  line("seed", j["seed"], "speedup_over_seed");
+  line("naive", j["naive"], "speedup_over_naive");
+  fmt::print("{:<12}{} measured ({}), {} answered from earlier runs, {} repeated proposals\n",
+             "evaluations", s.evaluations, failures_text(s), s.reused, s.duplicates);
+  fmt::print("{:<12}{} on the budget clock; this process {}: compile {}, run {}, searcher {} + "
+             "store {} ({:.2f}% of wall)\n",
+             "time", format_seconds(s.elapsed_s), format_seconds(s.wall_s),
+             format_seconds(s.compile_s), format_seconds(s.run_s), format_seconds(s.searcher_s),
+             format_seconds(s.store_s),
+             100 * j["overhead_share"].get<double>());
+  if (j.contains("best_lineage")) {
+    std::string chain;
+    for (const auto& n : j["best_lineage"])
+      chain += fmt::format("{}{} ({})", chain.empty() ? "" : " <- ", n["candidate"].get<int64_t>(),
+                           n["synthesizer"].get<std::string>());
+    fmt::print("{:<12}{}\n", "lineage", chain);
+  }
+  if (!best_file.empty()) fmt::print("{:<12}{} (knobs baked in)\n", "written", best_file);
+}
+
+}  // namespace
+
+int cmd_run(const Argv& argv) {
+  Args a("run", "run CONFIG [--db PATH] [--max-evals N] [--max-minutes M] [--resume RUN] ...",
+         "Searches for the fastest correct kernel for the task in CONFIG: the strategy grows a\n"
+         "tree of candidates from the operator's kernel families, each one is compiled, checked,\n"
+         "timed and diagnosed, and every result is stored as it finishes. Stops at the first of\n"
+         "the config's stop conditions (search.stop) or the budgets given here. A killed run\n"
+         "continues with --resume; nothing that finished is measured again. Exit status: 0 when\n"
+         "a correct kernel was found, 1 when none was, 2 for bad input.",
+         {db_option(),
+          {"--max-evals", "N", "stop after N new evaluations (overrides search.stop.max_evals)"},
+          {"--max-minutes", "M", "stop after M minutes (overrides search.stop.max_minutes)"},
+          {"--resume", "RUN", "continue run RUN of the store (CONFIG optional)"},
+          {"--replay", "RUN", "answer from the measurements of run RUN instead of running "
+                              "kernels (for comparing strategies)"},
+          {"--strategy", "NAME", "grid | random | evolution | mcts (overrides search.strategy)"},
+          {"--seed", "N", "the strategy's random seed (overrides search.seed)"},
+          {"-o", "BEST_FILE", "write the best kernel there, knobs baked in"},
+          {"--dot", "FILE", "write the candidate tree as Graphviz DOT"},
+          json_option()},
+         0, 1);
+  a.parse(argv);
+  if (a.help()) {
+    fmt::print("{}", a.help_text());
+    return 0;
+  }
+  const std::string db = store_path(a);
+  Store store(db);
+
+  // The task and the search configuration: from CONFIG, or as the resumed run kept them.
+  std::optional<int64_t> resume;
+  if (auto r = a.value("--resume")) resume = parse_id(*r, "--resume");
+  if (!resume && a.positional().empty())
+    throw UserError("kevo run: CONFIG is required (or --resume RUN); see kevo run --help");
+  Task task;
+  SearchConfig cfg;
+  nlohmann::json run_config;
+  if (resume) {
+    QueryResult q = store.query("SELECT config_json FROM runs WHERE id = ?", {SqlValue(*resume)});
+    if (q.rows.empty()) throw UserError(fmt::format("no run {} in {}", *resume, db));
+    run_config = nlohmann::json::parse(std::get<std::string>(q.rows[0][0]), nullptr, false);
+    if (!run_config.is_object() || !run_config.contains("config") || !run_config.contains("search"))
+      throw UserError(fmt::format("run {} is not a search run (nothing to resume)", *resume));
+    task = parse_task(run_config["config"], run_config.value("origin", std::string("task")));
+    if (!a.positional().empty()) {
+      Task given = load_task(a.positional()[0]);
+      if (given.hash != task.hash)
+        throw UserError(fmt::format("{} is not the task run {} searched (hash {} vs {})",
+                                    a.positional()[0], *resume, given.hash, task.hash));
+    }
+    cfg = parse_search_config(run_config["search"], "$.search");
+  } else {
+    task = load_task(a.positional()[0]);
+    cfg = parse_search_config(task.search, "$.search");
+    run_config = {{"config", task.config},
+                  {"origin", std::filesystem::absolute(a.positional()[0]).string()}};
+  }
+  if (auto v = a.value("--max-evals"))
+    cfg.stop.max_evals = static_cast<int64_t>(parse_positive(*v, "--max-evals"));
+  if (auto v = a.value("--max-minutes")) cfg.stop.max_seconds = 60 * parse_positive(*v, "--max-minutes");
+  if (auto v = a.value("--seed")) cfg.seed = static_cast<uint64_t>(parse_id(*v, "--seed"));
+  if (auto v = a.value("--strategy")) {
+    if (resume && *v != cfg.strategy)
+      throw UserError(fmt::format("run {} used strategy {}: a resumed run keeps it", *resume,
+                                  cfg.strategy));
+    cfg.strategy = *v;
+    cfg.params = nlohmann::json::object();  // the config's params were for another strategy
+    if (!StrategyRegistry::builtin().find(cfg.strategy))
+      throw UserError(fmt::format("--strategy: unknown strategy '{}'", cfg.strategy));
+  }
+  if (!cfg.stop.max_evals && !cfg.stop.max_seconds) {
+    cfg.stop.max_seconds = 15 * 60;
+    progress("no budget given (search.stop.max_evals / max_minutes, --max-evals, --max-minutes): "
+             "stopping after 15 minutes");
+  }
+
+  std::unique_ptr<Target> target = make_target(task.target);
+  SearchSpace space = load_space(family_files(task, cfg.families), task.knob_restrictions,
+                                 [&](const std::filesystem::path& f) { return target->language_of(f); });
+
+  // The backend: the machine, or a recorded run.
+  std::unique_ptr<EvalBackend> backend;
+  std::unique_ptr<ReferenceCache> references;
+  std::unique_ptr<CompileCache> compiles;
+  std::unique_ptr<Evaluator> evaluator;
+  Roof roof;
+  if (auto r = a.value("--replay")) {
+    const int64_t replayed = parse_id(*r, "--replay");
+    QueryResult q = store.query("SELECT task_hash FROM runs WHERE id = ?", {SqlValue(replayed)});
+    if (q.rows.empty()) throw UserError(fmt::format("--replay: no run {} in {}", replayed, db));
+    if (std::get<std::string>(q.rows[0][0]) != task.hash)
+      throw UserError(fmt::format("--replay: run {} measured another task", replayed));
+    auto replay = std::make_unique<ReplayBackend>(store, replayed);
+    std::set<std::string> keys;
+    for (const auto& [key, result] : replay->recorded()) keys.insert(key);
+    space.restrict_to(keys);
+    backend = std::move(replay);
+    run_config["replay"] = replayed;
+  } else {
+    if (store.roofs(target->name(), target->host_key()).empty())
+      progress("no roof measured on this machine yet: calibrating (once, about 20 s)");
+    roof = roof_for(store, *target, [](std::string_view line) { log_debug("{}", line); });
+    references = std::make_unique<ReferenceCache>(cache_dir() / "ref");
+    compiles = std::make_unique<CompileCache>(cache_dir());
+    evaluator = std::make_unique<Evaluator>(task, *target, roof, *references, *compiles);
+    evaluator->remeasure_roof = [&](double bytes) {
+      return remeasure(store, *target, bytes, [](std::string_view line) { log_debug("{}", line); });
+    };
+    backend = make_local_backend(*evaluator);
+  }
+
+  Engine engine(task, space, store, *backend, cfg);
+  if (resume) {
+    engine.resume(*resume);
+    progress(fmt::format("resuming run {}: {} evaluations already stored", *resume,
+                         engine.stats().evaluations));
+  } else {
+    engine.begin(run_config, a.value("--replay") ? "replay" : "search");
+  }
+
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  engine.interrupted = [] { return g_interrupted != 0; };
+  StatusLine status;
+  const bool tty = stderr_is_tty();
+  const bool quiet = a.value("--replay").has_value() && !tty;
+  auto budget = [&](const Engine& e) {
+    std::string b = fmt::format("{}", e.stats().evaluations);
+    if (cfg.stop.max_evals) b += fmt::format("/{}", cfg.stop.max_evals);
+    return b;
+  };
+  auto eta = [&](const Engine& e) -> std::string {
+    const EngineStats& s = e.stats();
+    const double elapsed = s.elapsed_s > 0 ? s.elapsed_s : backend->clock();
+    double left = cfg.stop.max_seconds ? cfg.stop.max_seconds - elapsed : 1e300;
+    if (cfg.stop.max_evals && s.evaluations > 0)
+      left = std::min(left, elapsed / s.evaluations * (cfg.stop.max_evals - s.evaluations));
+    return left < 1e299 ? ", ETA " + format_seconds(std::max(0.0, left)) : "";
+  };
+  engine.on_stage = [&](std::string_view stage) {
+    status.set(fmt::format("[{} evals] {}", budget(engine), stage));
+  };
+  engine.on_result = [&](const Engine& e, const Observation& o) {
+    auto best = e.best();
+    std::string best_text = best ? result_text(best->obs) : "none yet";
+    if (tty) {
+      status.set(fmt::format("[{} evals; {}] best {}{}", budget(e), failures_text(e.stats()),
+                             best_text, eta(e)));
+    } else if (!quiet) {
+      progress(fmt::format("[{}] {} {} {}: {}{} | best {}", budget(e),
+                           space.family(o.point.family).name, knobs_to_string(o.point.knobs),
+                           o.synthesizer, result_text(o), o.reused ? " (stored earlier)" : "",
+                           best_text));
+    }
+  };
+  const std::string reason = engine.run();
+  status.clear();
+
+  nlohmann::json summary = engine.summary(reason);
+  std::string best_file;
+  if (auto out = a.value("-o")) {
+    if (auto best = engine.best()) {
+      const Family& f = space.family(best->point.family);
+      std::string text = standalone_source(
+          f, best->point.knobs,
+          fmt::format("kevo run {} best for {}: median {} ({:.0f}% of roof)", engine.run_id(),
+                      task.name, format_seconds(best->obs.seconds), 100 * best->obs.roof_fraction));
+      write_file_atomic(*out, text.data(), text.size());
+      best_file = *out;
+    } else {
+      progress("no correct kernel found: nothing written to " + *out);
+    }
+  }
+  if (auto dot = a.value("--dot")) {
+    std::ofstream f(*dot);
+    if (!f) throw UserError(fmt::format("cannot write {}", *dot));
+    engine.tree().write_dot(f, engine.best() ? engine.best()->candidate : 0);
+  }
+  if (a.flag("--json")) {
+    if (!best_file.empty()) summary["best_file"] = best_file;
+    fmt::print("{}\n", summary.dump(2));
+  } else {
+    print_summary(engine, task, summary, best_file);
+  }
+  return engine.best() ? 0 : 1;
+}
+
+int cmd_tree(const Argv& argv) {
+  Args a("tree", "tree RUN [--db PATH] [-o FILE]",
+         "Writes the candidate tree of a run (a DAG: crossover joins two parents) as Graphviz\n"
+         "DOT, the best candidate's lineage in bold. Render with: dot -Tsvg tree.dot > tree.svg",
+         {db_option(), {"-o", "FILE", "write there instead of stdout"}}, 1, 1);
+  a.parse(argv);
+  if (a.help()) {
+    fmt::print("{}", a.help_text());
+    return 0;
+  }
+  const int64_t run = parse_id(a.positional()[0], "kevo tree");
+  Store store(store_path(a), true);
+  CandidateTree tree = CandidateTree::load(store, run);
+  if (tree.size() == 0) throw UserError(fmt::format("run {} has no candidates", run));
+  QueryResult q = store.query(
+      "SELECT json_extract(summary_json, '$.best.candidate') FROM runs WHERE id = ?", {SqlValue(run)});
+  int64_t best = 0;
+  if (!q.rows.empty())
+    if (auto* b = std::get_if<int64_t>(&q.rows[0][0])) best = *b;
+  if (auto out = a.value("-o")) {
+    std::ofstream f(*out);
+    if (!f) throw UserError(fmt::format("cannot write {}", *out));
+    tree.write_dot(f, best);
+  } else {
+    std::ostringstream s;
+    tree.write_dot(s, best);
+    fmt::print("{}", s.str());
+  }
+  return 0;
+}
+
+}  // namespace kevo::cli

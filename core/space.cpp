@@ -1,0 +1,153 @@
+#include "core/space.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/paths.h"
+
+namespace kevo {
+
+namespace {
+
+// Value index of knob `name` in `p`, or -1 when the family has no such knob.
+int value_index(const KnobSpace& space, const KnobValues& knobs, std::string_view name) {
+  const KnobDecl* d = space.find(name);
+  if (!d) return -1;
+  auto it = knobs.find(d->name);
+  if (it == knobs.end()) return -1;
+  auto pos = std::find(d->values.begin(), d->values.end(), it->second);
+  return pos == d->values.end() ? -1 : static_cast<int>(pos - d->values.begin());
+}
+
+int first_index(const KnobSpace& space, const KnobValues& knobs,
+                std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (int i = value_index(space, knobs, n); i >= 0) return i + 1;
+  return 0;
+}
+
+}  // namespace
+
+int SearchSpace::find_family(std::string_view name) const {
+  for (size_t i = 0; i < families_.size(); ++i)
+    if (families_[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+bool SearchSpace::valid(const Point& p) const {
+  if (p.family < 0 || static_cast<size_t>(p.family) >= families_.size()) return false;
+  const KnobSpace& s = families_[p.family].space;
+  if (p.knobs.size() != s.knobs().size()) return false;
+  if (!s.valid(p.knobs)) return false;
+  return !restricted_ || allowed_.count(key(p)) > 0;
+}
+
+std::pair<uint64_t, uint64_t> SearchSpace::family_range(int f) const {
+  enumerate();
+  return {offsets_.at(f), offsets_.at(f + 1)};
+}
+
+std::string SearchSpace::key(const Point& p) const {
+  return families_.at(p.family).source_hash + "|" + knobs_to_json(p.knobs);
+}
+
+Features SearchSpace::features(const Point& p) const {
+  const KnobSpace& s = families_.at(p.family).space;
+  Features f;
+  f.family = p.family;
+  f.vector = first_index(s, p.knobs, {"VW", "VEC", "NR"});
+  f.tile = first_index(s, p.knobs, {"BLOCK", "TILE", "MR", "RB", "ROWS", "UNROLL"});
+  f.threads = first_index(s, p.knobs, {"THREADS"});
+  return f;
+}
+
+void SearchSpace::enumerate() const {
+  if (enumerated_) return;
+  points_.assign(families_.size(), {});
+  for (size_t f = 0; f < families_.size(); ++f) {
+    const KnobSpace& s = families_[f].space;
+    Enumerated& e = points_[f];
+    e.knobs = s.knobs().size();
+    if (e.knobs == 0) {  // one point: no knobs
+      e.count = 1;
+      continue;
+    }
+    s.for_each_valid([&](const KnobValues& v) {
+      ++e.count;
+      for (const KnobDecl& d : s.knobs()) {
+        auto pos = std::find(d.values.begin(), d.values.end(), v.at(d.name));
+        e.index.push_back(static_cast<uint8_t>(pos - d.values.begin()));
+      }
+      return true;
+    });
+  }
+  offsets_.assign(families_.size() + 1, 0);
+  for (size_t f = 0; f < families_.size(); ++f) offsets_[f + 1] = offsets_[f] + points_[f].count;
+  enumerated_ = true;
+}
+
+uint64_t SearchSpace::size() const {
+  enumerate();
+  return offsets_.back();
+}
+
+Point SearchSpace::at(uint64_t index) const {
+  enumerate();
+  KEVO_ASSERT(index < offsets_.back());
+  size_t f = static_cast<size_t>(std::upper_bound(offsets_.begin(), offsets_.end(), index) -
+                                 offsets_.begin() - 1);
+  Point p;
+  p.family = static_cast<int>(f);
+  const Enumerated& e = points_[f];
+  const uint64_t local = index - offsets_[f];
+  const auto& knobs = families_[f].space.knobs();
+  for (size_t k = 0; k < e.knobs; ++k)
+    p.knobs[knobs[k].name] = knobs[k].values[e.index[local * e.knobs + k]];
+  return p;
+}
+
+void SearchSpace::restrict_to(const std::set<std::string>& keys) {
+  enumerate();
+  for (size_t f = 0; f < families_.size(); ++f) {
+    Enumerated kept;
+    kept.knobs = points_[f].knobs;
+    for (uint64_t i = 0; i < points_[f].count; ++i) {
+      if (keys.count(key(at(offsets_[f] + i))) == 0) continue;
+      ++kept.count;
+      auto first = points_[f].index.begin() + static_cast<ptrdiff_t>(i * kept.knobs);
+      kept.index.insert(kept.index.end(), first, first + static_cast<ptrdiff_t>(kept.knobs));
+    }
+    points_[f] = std::move(kept);
+  }
+  for (size_t f = 0; f < families_.size(); ++f) offsets_[f + 1] = offsets_[f] + points_[f].count;
+  restricted_ = true;
+  allowed_ = keys;
+}
+
+SearchSpace load_space(const std::vector<std::filesystem::path>& files,
+                       const std::map<std::string, std::vector<int64_t>>& restrictions,
+                       const std::function<std::string(const std::filesystem::path&)>& language_of) {
+  std::vector<Family> families;
+  for (const auto& file : files) {
+    Family f;
+    f.name = file.stem().string();
+    f.origin = file;
+    f.text = read_text_file(file);
+    f.language = language_of(file);
+    f.source_hash = sha256_hex(f.text);
+    f.space = KnobSpace::parse_source(f.text, file.string());
+    for (const auto& [name, values] : restrictions)
+      if (f.space.find(name)) f.space.restrict(name, values);
+    for (const auto& other : families)
+      if (other.name == f.name)
+        throw UserError(fmt::format("two kernel families are named '{}' ({} and {})", f.name,
+                                    other.origin.string(), file.string()));
+    families.push_back(std::move(f));
+  }
+  return SearchSpace(std::move(families));
+}
+
+}  // namespace kevo

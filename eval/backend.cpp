@@ -1,0 +1,113 @@
+#include "eval/backend.h"
+
+#include <latch>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <fmt/format.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/knobs.h"
+#include "core/store.h"
+
+namespace kevo {
+
+namespace {
+
+class LocalBackend final : public EvalBackend {
+ public:
+  LocalBackend(Evaluator& evaluator, size_t threads)
+      : evaluator_(evaluator),
+        threads_(threads ? threads : static_cast<size_t>(std::max(1, online_cpus()))),
+        pool_(threads_),
+        start_(monotonic_seconds()) {}
+  ~LocalBackend() override { pool_.join(); }
+
+  std::string_view name() const override { return "local"; }
+
+  void evaluate(const std::vector<EvalJob>& jobs,
+                const std::function<void(size_t, EvalResult)>& done,
+                const std::function<bool()>& keep_going, const ProgressFn& stage) override {
+    if (jobs.empty()) return;
+    // 1. Compile every candidate of the batch in parallel.
+    if (stage)
+      stage(fmt::format("compiling {} candidate{} on {} core{}", jobs.size(),
+                        jobs.size() == 1 ? "" : "s", threads_, threads_ == 1 ? "" : "s"));
+    std::vector<PreparedCandidate> prepared(jobs.size());
+    std::latch compiled(static_cast<ptrdiff_t>(jobs.size()));
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      boost::asio::post(pool_, [&, i] {
+        try {
+          CandidateSource src{jobs[i].family->text, jobs[i].family->origin,
+                              jobs[i].family->language};
+          prepared[i] = evaluator_.prepare(src, jobs[i].knobs);
+        } catch (const std::exception& e) {
+          // kevo's own trouble (a full disk, say) fails this candidate only.
+          prepared[i].result.status = Status::compile_error;
+          prepared[i].result.detail = fmt::format("kevo could not compile it: {}", e.what());
+        }
+        compiled.count_down();
+      });
+    }
+    compiled.wait();
+    // 2. Run them one at a time, nothing else on the machine.
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      if (keep_going && !keep_going()) return;
+      if (stage && prepared[i].ready)
+        stage(fmt::format("running {} {} ({} of {})", jobs[i].family->name,
+                          knobs_to_string(jobs[i].knobs), i + 1, jobs.size()));
+      done(i, evaluator_.measure(std::move(prepared[i])));
+    }
+  }
+
+  double clock() const override { return monotonic_seconds() - start_; }
+
+ private:
+  Evaluator& evaluator_;
+  size_t threads_;
+  boost::asio::thread_pool pool_;
+  double start_;
+};
+
+}  // namespace
+
+std::unique_ptr<EvalBackend> make_local_backend(Evaluator& evaluator, size_t threads) {
+  return std::make_unique<LocalBackend>(evaluator, threads);
+}
+
+ReplayBackend::ReplayBackend(Store& store, int64_t run) {
+  QueryResult q = store.query(
+      "SELECT c.source_hash, c.knobs_json, COALESCE(c.reuses_evaluation, "
+      "(SELECT MAX(e.id) FROM evaluations e WHERE e.candidate_id = c.id)) AS ev "
+      "FROM candidates c WHERE c.run_id = ? ORDER BY c.id",
+      {SqlValue(run)});
+  for (const auto& row : q.rows) {
+    const auto* ev = std::get_if<int64_t>(&row[2]);
+    if (!ev) continue;  // never evaluated (the recording was stopped first)
+    auto r = store.evaluation(*ev);
+    if (!r) continue;
+    recorded_.emplace(std::get<std::string>(row[0]) + "|" + std::get<std::string>(row[1]),
+                      std::move(*r));
+  }
+  if (recorded_.empty())
+    throw UserError(fmt::format("run {} has no evaluations to replay", run));
+}
+
+void ReplayBackend::evaluate(const std::vector<EvalJob>& jobs,
+                             const std::function<void(size_t, EvalResult)>& done,
+                             const std::function<bool()>& keep_going, const ProgressFn&) {
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (keep_going && !keep_going()) return;
+    const std::string key = jobs[i].family->source_hash + "|" + knobs_to_json(jobs[i].knobs);
+    auto it = recorded_.find(key);
+    if (it == recorded_.end())
+      throw UserError(fmt::format("the replayed run never measured {} {}", jobs[i].family->name,
+                                  knobs_to_string(jobs[i].knobs)));
+    // The budget pays what the recorded measurement cost.
+    charged_s_ += it->second.compile_s + it->second.run_s;
+    done(i, it->second);
+  }
+}
+
+}  // namespace kevo

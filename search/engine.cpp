@@ -1,0 +1,545 @@
+#include "search/engine.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/json_reader.h"
+#include "core/log.h"
+#include "core/paths.h"
+#include "core/store.h"
+#include "eval/roofline.h"
+
+namespace kevo {
+
+namespace {
+
+std::string this_hostname() {
+  char buf[256] = {};
+  gethostname(buf, sizeof(buf) - 1);
+  return buf;
+}
+
+// Adds the seconds a scope takes to `total`.
+class Timed {
+ public:
+  explicit Timed(double& total) : total_(total), t0_(monotonic_seconds()) {}
+  ~Timed() { total_ += monotonic_seconds() - t0_; }
+  Timed(const Timed&) = delete;
+  Timed& operator=(const Timed&) = delete;
+
+ private:
+  double& total_;
+  double t0_;
+};
+
+}  // namespace
+
+// ---- config --------------------------------------------------------------
+
+nlohmann::json SearchConfig::to_json() const {
+  nlohmann::json stop_j = nlohmann::json::object();
+  if (stop.max_evals) stop_j["max_evals"] = stop.max_evals;
+  if (stop.max_seconds) stop_j["max_minutes"] = stop.max_seconds / 60;
+  if (stop.stagnation) stop_j["stagnation"] = stop.stagnation;
+  nlohmann::json target = nlohmann::json::object();
+  if (stop.target_fraction) target["roof_fraction"] = stop.target_fraction;
+  if (stop.target_seconds) target["time_us"] = stop.target_seconds * 1e6;
+  if (stop.target_speedup) target["speedup"] = stop.target_speedup;
+  if (!target.empty()) stop_j["target"] = target;
+  return {{"strategy", strategy}, {"params", params},       {"families", families},
+          {"batch", batch},       {"seeds_first", seeds_first}, {"stop", stop_j},
+          {"seed", seed}};
+}
+
+SearchConfig parse_search_config(const nlohmann::json& search, const std::string& path) {
+  SearchConfig c;
+  JsonObject o(search, path);
+  c.strategy = o.get_string("strategy", c.strategy);
+  if (const nlohmann::json* p = o.get_raw("params")) {
+    if (!p->is_object()) throw ConfigError(o.path_of("params"), "expected an object");
+    c.params = *p;
+  }
+  c.families = o.get_string_list("families", std::vector<std::string>{});
+  int64_t batch = o.get_int("batch", 0);
+  if (batch < 0) throw ConfigError(o.path_of("batch"), "expected an integer >= 1 (or 0: 2 x CPUs)");
+  c.batch = static_cast<size_t>(batch);
+  c.seeds_first = o.get_bool("seeds_first", true);
+  int64_t seed = o.get_int("seed", 1);
+  if (seed < 0) throw ConfigError(o.path_of("seed"), "expected an integer >= 0");
+  c.seed = static_cast<uint64_t>(seed);
+  JsonObject stop = o.get_object("stop");
+  auto non_negative = [&](JsonObject& j, const char* key, double v) {
+    if (v < 0) throw ConfigError(j.path_of(key), "expected a number >= 0");
+    return v;
+  };
+  c.stop.max_evals = static_cast<int64_t>(non_negative(stop, "max_evals", static_cast<double>(stop.get_int("max_evals", 0))));
+  c.stop.max_seconds = 60 * non_negative(stop, "max_minutes", stop.get_number("max_minutes", 0));
+  c.stop.stagnation = static_cast<int64_t>(non_negative(stop, "stagnation", static_cast<double>(stop.get_int("stagnation", 0))));
+  JsonObject target = stop.get_object("target");
+  c.stop.target_fraction = non_negative(target, "roof_fraction", target.get_number("roof_fraction", 0));
+  c.stop.target_seconds = 1e-6 * non_negative(target, "time_us", target.get_number("time_us", 0));
+  c.stop.target_speedup = non_negative(target, "speedup", target.get_number("speedup", 0));
+  target.finish();
+  stop.finish();
+  o.finish();
+  // Validates the strategy name and its parameters now, not mid-run.
+  const StrategyInfo* info = StrategyRegistry::builtin().find(c.strategy);
+  if (!info) {
+    std::vector<std::string> names;
+    for (const auto& i : StrategyRegistry::builtin().all()) names.push_back(i.name);
+    throw ConfigError(o.path_of("strategy"), fmt::format("unknown strategy '{}' (expected one of: {})",
+                                                         c.strategy, fmt::join(names, ", ")));
+  }
+  return c;
+}
+
+std::string standalone_source(const Family& family, const KnobValues& knobs,
+                              const std::string& note) {
+  std::string out = fmt::format("/* {}\n * family {} ({}), knobs baked in: {}\n */\n", note,
+                                family.name, family.origin.string(), knobs_to_string(knobs));
+  for (const auto& [k, v] : knobs) out += fmt::format("#ifndef {0}\n#define {0} {1}\n#endif\n", k, v);
+  return out + "\n" + family.text;
+}
+
+std::vector<std::filesystem::path> family_files(const Task& task,
+                                                const std::vector<std::string>& families) {
+  const auto dir = kevo_home() / "targets" / task.target / "kernels" / std::string(task.op->name());
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (!entry.is_regular_file()) continue;
+    const auto name = entry.path().filename().string();
+    const auto ext = entry.path().extension().string();
+    if (name.empty() || name[0] == '.') continue;
+    if (ext != ".c" && ext != ".cc" && ext != ".cpp" && ext != ".cxx" && ext != ".cu" && ext != ".py")
+      continue;
+    if (!families.empty() &&
+        std::find(families.begin(), families.end(), entry.path().stem().string()) == families.end())
+      continue;
+    files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& want : families)
+    if (std::none_of(files.begin(), files.end(),
+                     [&](const auto& f) { return f.stem().string() == want; }))
+      throw UserError(fmt::format("no kernel family '{}' in {}", want, dir.string()));
+  if (files.empty())
+    throw UserError(fmt::format("no kernel families for {} on {} in {}", task.op->name(),
+                                task.target, dir.string()));
+  return files;
+}
+
+// ---- engine --------------------------------------------------------------
+
+Engine::Engine(const Task& task, const SearchSpace& space, Store& store, EvalBackend& backend,
+               SearchConfig config)
+    : task_(task),
+      space_(space),
+      store_(store),
+      backend_(backend),
+      config_(std::move(config)),
+      synthesizers_(Synthesizers::offline(KnobRules::load_default())),
+      hostname_(this_hostname()) {
+  if (config_.batch == 0) config_.batch = 2 * static_cast<size_t>(std::max(1, online_cpus()));
+  StrategyEnv env;
+  env.space = &space_;
+  env.synthesizers = &synthesizers_;
+  env.seed = config_.seed;
+  env.known = [this](const Point& p) { return known_.count(space_.key(p)) > 0; };
+  strategy_ = StrategyRegistry::builtin().make(config_.strategy, config_.params,
+                                              "$.search.params", env);
+}
+
+Engine::~Engine() = default;
+
+int64_t Engine::begin(nlohmann::json run_config, std::string_view kind) {
+  Timed t(stats_.store_s);
+  run_config["search"] = config_.to_json();
+  run_ = store_.begin_run(kind, task_, run_config);
+  for (const auto& f : space_.families()) store_.put_source(f.text, f.origin.string(), f.language);
+  return run_;
+}
+
+void Engine::resume(int64_t run) {
+  Timed timer(stats_.store_s);
+  QueryResult r = store_.query("SELECT kind, task_hash, task_name, summary_json FROM runs WHERE id = ?",
+                               {SqlValue(run)});
+  if (r.rows.empty()) throw UserError(fmt::format("no run {} in {}", run, store_.path().string()));
+  const auto& row = r.rows[0];
+  const std::string kind = std::get<std::string>(row[0]);
+  if (kind != "search" && kind != "replay")
+    throw UserError(fmt::format("run {} is a '{}' run, not a search", run, kind));
+  if (std::get<std::string>(row[1]) != task_.hash)
+    throw UserError(fmt::format("run {} searched another task ('{}', hash {}); this task's hash "
+                                "is {}",
+                                run, std::get<std::string>(row[2]), std::get<std::string>(row[1]),
+                                task_.hash));
+  run_ = run;
+  if (auto* s = std::get_if<std::string>(&row[3])) {
+    auto j = nlohmann::json::parse(*s, nullptr, false);
+    if (j.is_object()) clock_offset_ = j.value("elapsed_s", 0.0);
+  }
+  for (const auto& f : space_.families()) store_.put_source(f.text, f.origin.string(), f.language);
+
+  std::map<std::string, int> family_by_hash;
+  for (size_t i = 0; i < space_.families().size(); ++i)
+    family_by_hash[space_.families()[i].source_hash] = static_cast<int>(i);
+  QueryResult edges = store_.query(
+      "SELECT l.child_id, l.parent_id FROM lineage l JOIN candidates c ON c.id = l.child_id "
+      "WHERE c.run_id = ? ORDER BY l.child_id, l.parent_id",
+      {SqlValue(run)});
+  std::map<int64_t, std::vector<int64_t>> parents;
+  for (const auto& e : edges.rows)
+    parents[std::get<int64_t>(e[0])].push_back(std::get<int64_t>(e[1]));
+  QueryResult cands = store_.query(
+      "SELECT c.id, c.source_hash, c.knobs_json, c.family, c.synthesizer, c.reuses_evaluation, "
+      "(SELECT MAX(e.id) FROM evaluations e WHERE e.candidate_id = c.id) "
+      "FROM candidates c WHERE c.run_id = ? ORDER BY c.id",
+      {SqlValue(run)});
+  std::vector<Observation> told;
+  for (const auto& c : cands.rows) {
+    const int64_t id = std::get<int64_t>(c[0]);
+    Point p;
+    p.knobs = knobs_from_json(std::get<std::string>(c[2]));
+    const std::string family = std::holds_alternative<std::string>(c[3]) ? std::get<std::string>(c[3]) : "";
+    const std::string synth = std::holds_alternative<std::string>(c[4]) ? std::get<std::string>(c[4]) : "";
+    auto fam = family_by_hash.find(std::get<std::string>(c[1]));
+    TreeNode node{id, family, knobs_to_string(p.knobs), synth};
+    tree_.add(node, parents[id]);
+    if (fam == family_by_hash.end()) {
+      log_warn("candidate {} of run {}: family '{}' has changed since; kept, not searched from",
+               id, run, family);
+      continue;
+    }
+    p.family = fam->second;
+    known_[space_.key(p)] = id;
+    const auto* reused = std::get_if<int64_t>(&c[5]);
+    const auto* own = std::get_if<int64_t>(&c[6]);
+    if (!reused && !own) {
+      pending_.push_back({id, Proposal{p, parents[id], synth, 0}});
+      continue;
+    }
+    std::optional<EvalResult> res = store_.evaluation(own ? *own : *reused);
+    if (!res) continue;
+    Observation o = observation_of(*res);
+    o.candidate = id;
+    o.point = p;
+    o.parents = parents[id];
+    o.synthesizer = synth;
+    o.reused = reused != nullptr;
+    if (own) {
+      ++stats_.evaluations;
+      ++stats_.by_status[std::string(status_name(res->status))];
+      stats_.compile_s += res->compile_s;
+      stats_.run_s += res->run_s;
+    } else {
+      ++stats_.reused;
+    }
+    record(o);
+    told.push_back(std::move(o));
+  }
+  store_.query("UPDATE runs SET status = 'running', finished_at = NULL WHERE id = ?",
+               {SqlValue(run)});
+  Timed s(stats_.searcher_s);
+  strategy_->tell(told);
+}
+
+std::optional<int64_t> Engine::earlier_evaluation(const Point& p) {
+  const Family& f = space_.family(p.family);
+  QueryResult q = store_.query(
+      "SELECT e.id FROM evaluations e JOIN candidates c ON c.id = e.candidate_id "
+      "JOIN runs r ON r.id = c.run_id WHERE c.source_hash = ? AND c.knobs_json = ? "
+      "AND r.task_hash = ? AND r.hostname = ? ORDER BY e.id DESC LIMIT 1",
+      {SqlValue(f.source_hash), SqlValue(knobs_to_json(p.knobs)), SqlValue(task_.hash),
+       SqlValue(hostname_)});
+  if (q.rows.empty()) return std::nullopt;
+  return std::get<int64_t>(q.rows[0][0]);
+}
+
+void Engine::record(const Observation& o) {
+  by_candidate_[o.candidate] = o;
+  history_.push_back(o);
+  tree_.set_result(o.candidate, o.status, o.seconds);
+  if (o.ok() && (best_seconds_ == 0 || o.seconds < 0.99 * best_seconds_)) {
+    best_seconds_ = o.seconds;
+    since_improvement_ = 0;
+  } else if (!o.reused) {
+    ++since_improvement_;
+  }
+}
+
+std::optional<std::string> Engine::should_stop() const {
+  if (interrupted && interrupted()) return std::string("interrupted");
+  const StopConditions& s = config_.stop;
+  if (s.max_evals && stats_.evaluations >= s.max_evals)
+    return fmt::format("reached the budget of {} evaluations", s.max_evals);
+  const double elapsed = clock_offset_ + backend_.clock();
+  if (s.max_seconds && elapsed >= s.max_seconds)
+    return fmt::format("reached the time budget of {}", format_seconds(s.max_seconds));
+  if (s.stagnation && since_improvement_ >= s.stagnation)
+    return fmt::format("no 1% improvement in {} evaluations", s.stagnation);
+  auto b = best();
+  if (b) {
+    if (s.target_fraction && b->obs.roof_fraction >= s.target_fraction)
+      return fmt::format("target met: {:.0f}% of the roof", 100 * b->obs.roof_fraction);
+    if (s.target_seconds && b->obs.seconds <= s.target_seconds)
+      return fmt::format("target met: {} <= {}", format_seconds(b->obs.seconds),
+                         format_seconds(s.target_seconds));
+    if (s.target_speedup) {
+      auto seed = best_seed();
+      if (seed && seed->obs.seconds / b->obs.seconds >= s.target_speedup)
+        return fmt::format("target met: {:.2f}x the seed", seed->obs.seconds / b->obs.seconds);
+    }
+  }
+  return std::nullopt;
+}
+
+void Engine::process(std::vector<Proposal> proposals, std::vector<Observation>& told) {
+  std::vector<std::pair<int64_t, Proposal>> jobs;
+  std::vector<std::pair<int64_t, Proposal>> duplicates;
+  for (auto& prop : proposals) {
+    if (!space_.valid(prop.point)) {
+      ++stats_.invalid;
+      log_warn("strategy {} proposed a point outside the space: {} {} (skipped)",
+               config_.strategy, space_.family(prop.point.family).name,
+               knobs_to_string(prop.point.knobs));
+      continue;
+    }
+    const std::string key = space_.key(prop.point);
+    if (auto it = known_.find(key); it != known_.end()) {
+      ++stats_.duplicates;
+      duplicates.push_back({it->second, std::move(prop)});
+      continue;
+    }
+    const Family& fam = space_.family(prop.point.family);
+    int64_t cand = 0;
+    std::optional<int64_t> earlier;
+    {
+      Timed t(stats_.store_s);
+      earlier = earlier_evaluation(prop.point);
+      cand = store_.add_candidate(run_, fam.source_hash, prop.point.knobs, fam.name,
+                                  prop.synthesizer, prop.parents, earlier);
+    }
+    tree_.add({cand, fam.name, knobs_to_string(prop.point.knobs), prop.synthesizer}, prop.parents);
+    known_[key] = cand;
+    if (!earlier) {
+      jobs.push_back({cand, std::move(prop)});
+      continue;
+    }
+    std::optional<EvalResult> r;
+    {
+      Timed t(stats_.store_s);
+      r = store_.evaluation(*earlier);
+    }
+    Observation o = observation_of(*r);
+    o.candidate = cand;
+    o.point = prop.point;
+    o.parents = prop.parents;
+    o.synthesizer = prop.synthesizer;
+    o.tag = prop.tag;
+    o.reused = true;
+    ++stats_.reused;
+    record(o);
+    if (on_result) on_result(*this, o);
+    told.push_back(std::move(o));
+  }
+  evaluate_pending(std::move(jobs), told);
+  // A proposal of a point this run already has is answered with its result.
+  for (auto& [cand, prop] : duplicates) {
+    auto it = by_candidate_.find(cand);
+    if (it == by_candidate_.end()) continue;  // still unevaluated (stopped mid-batch)
+    Observation o = it->second;
+    o.duplicate_of = cand;
+    o.parents = prop.parents;
+    o.synthesizer = prop.synthesizer;
+    o.tag = prop.tag;
+    o.reused = true;
+    told.push_back(std::move(o));
+  }
+}
+
+void Engine::evaluate_pending(std::vector<std::pair<int64_t, Proposal>> pending,
+                              std::vector<Observation>& told) {
+  if (pending.empty()) return;
+  std::vector<EvalJob> jobs;
+  for (const auto& [cand, prop] : pending)
+    jobs.push_back({&space_.family(prop.point.family), prop.point.knobs});
+  backend_.evaluate(
+      jobs,
+      [&](size_t i, EvalResult r) {
+        const auto& [cand, prop] = pending[i];
+        {
+          Timed t(stats_.store_s);
+          store_.add_evaluation(cand, r);
+        }
+        Observation o = observation_of(r);
+        o.candidate = cand;
+        o.point = prop.point;
+        o.parents = prop.parents;
+        o.synthesizer = prop.synthesizer;
+        o.tag = prop.tag;
+        ++stats_.evaluations;
+        ++stats_.by_status[std::string(status_name(r.status))];
+        stats_.compile_s += r.compile_s;
+        stats_.run_s += r.run_s;
+        record(o);
+        if (on_result) on_result(*this, o);
+        told.push_back(std::move(o));
+      },
+      [&] { return !should_stop(); }, on_stage);
+}
+
+void Engine::save_progress() {
+  Timed t(stats_.store_s);
+  store_.set_run_summary(run_, summary(""));
+}
+
+std::string Engine::run() {
+  KEVO_ASSERT(run_ != 0);
+  const double wall0 = monotonic_seconds();
+  const double wall_before = stats_.wall_s;
+  std::string reason;
+  std::vector<Observation> told;
+  auto tell = [&] {
+    Timed t(stats_.searcher_s);
+    strategy_->tell(told);
+    told.clear();
+  };
+  // What a kill left unevaluated goes first.
+  evaluate_pending(std::exchange(pending_, {}), told);
+  tell();
+  if (config_.seeds_first && history_.empty()) {
+    std::vector<Proposal> seeds;
+    for (size_t f = 0; f < space_.size_families(); ++f) {
+      Point p = space_.seed(static_cast<int>(f));
+      if (space_.valid(p)) seeds.push_back({std::move(p), {}, "seed", 0});
+    }
+    process(std::move(seeds), told);
+    tell();
+  }
+  for (;;) {
+    stats_.wall_s = wall_before + monotonic_seconds() - wall0;
+    stats_.elapsed_s = clock_offset_ + backend_.clock();
+    if (auto why = should_stop()) {
+      reason = *why;
+      break;
+    }
+    size_t n = config_.batch;
+    if (config_.stop.max_evals)
+      n = std::min<size_t>(n, static_cast<size_t>(config_.stop.max_evals - stats_.evaluations));
+    std::vector<Proposal> proposals;
+    {
+      Timed t(stats_.searcher_s);
+      proposals = strategy_->ask(n);
+    }
+    if (proposals.empty()) {
+      reason = "the strategy has nothing left to propose (space exhausted)";
+      break;
+    }
+    const int64_t before = stats_.evaluations + stats_.reused;
+    const size_t asked = proposals.size();
+    process(std::move(proposals), told);
+    tell();
+    if (stats_.evaluations + stats_.reused == before) {
+      idle_proposals_ += static_cast<int64_t>(asked);
+      if (idle_proposals_ >= 5000) {
+        reason = "the strategy keeps proposing points already measured";
+        break;
+      }
+    } else {
+      idle_proposals_ = 0;
+    }
+    save_progress();
+  }
+  stats_.wall_s = wall_before + monotonic_seconds() - wall0;
+  stats_.elapsed_s = clock_offset_ + backend_.clock();
+  {
+    Timed t(stats_.store_s);
+    store_.set_run_summary(run_, summary(reason));
+    store_.finish_run(run_, reason == "interrupted" ? "interrupted" : "done");
+  }
+  return reason;
+}
+
+std::optional<Best> Engine::best() const {
+  const Observation* b = best_of(history_);
+  if (!b) return std::nullopt;
+  return Best{b->candidate, b->point, b->synthesizer, *b};
+}
+
+namespace {
+std::optional<Best> best_default(const SearchSpace& space, const std::vector<Observation>& history,
+                                 bool naive) {
+  const Observation* b = nullptr;
+  for (const auto& o : history) {
+    if (!o.ok() || (space.family(o.point.family).name == "naive") != naive) continue;
+    if (o.point.knobs != space.family(o.point.family).space.defaults()) continue;
+    if (!b || o.seconds < b->seconds) b = &o;
+  }
+  if (!b) return std::nullopt;
+  return Best{b->candidate, b->point, b->synthesizer, *b};
+}
+}  // namespace
+
+std::optional<Best> Engine::best_seed() const { return best_default(space_, history_, false); }
+std::optional<Best> Engine::naive() const { return best_default(space_, history_, true); }
+
+nlohmann::json Engine::summary(const std::string& stop_reason) const {
+  auto describe = [&](const std::optional<Best>& b) -> nlohmann::json {
+    if (!b) return nullptr;
+    return {{"candidate", b->candidate},
+            {"family", space_.family(b->point.family).name},
+            {"knobs", b->point.knobs},
+            {"synthesizer", b->synthesizer},
+            {"median_s", b->obs.seconds},
+            {"roof_fraction", b->obs.roof_fraction},
+            {"bound", b->obs.bound}};
+  };
+  nlohmann::json j;
+  j["run"] = run_;
+  j["task"] = task_.name;
+  j["strategy"] = config_.strategy;
+  j["backend"] = std::string(backend_.name());
+  j["stop_reason"] = stop_reason;
+  j["evaluations"] = stats_.evaluations;
+  j["reused"] = stats_.reused;
+  j["duplicates"] = stats_.duplicates;
+  j["invalid_proposals"] = stats_.invalid;
+  j["by_status"] = stats_.by_status;
+  j["elapsed_s"] = stats_.elapsed_s;
+  j["wall_s"] = stats_.wall_s;
+  j["searcher_s"] = stats_.searcher_s;
+  j["store_s"] = stats_.store_s;
+  j["compile_s"] = stats_.compile_s;
+  j["run_s"] = stats_.run_s;
+  j["overhead_share"] =
+      stats_.wall_s > 0 ? (stats_.searcher_s + stats_.store_s) / stats_.wall_s : 0.0;
+  auto b = best();
+  auto s = best_seed();
+  auto n = naive();
+  j["best"] = describe(b);
+  j["seed"] = describe(s);
+  j["naive"] = describe(n);
+  if (b && s) j["speedup_over_seed"] = s->obs.seconds / b->obs.seconds;
+  if (b && n) j["speedup_over_naive"] = n->obs.seconds / b->obs.seconds;
+  if (b) {
+    nlohmann::json lineage = nlohmann::json::array();
+    for (int64_t c : tree_.lineage(b->candidate)) {
+      const TreeNode* node = tree_.find(c);
+      lineage.push_back({{"candidate", c},
+                         {"family", node->family},
+                         {"knobs", node->knobs},
+                         {"synthesizer", node->synthesizer},
+                         {"median_s", node->seconds}});
+    }
+    j["best_lineage"] = lineage;
+  }
+  return j;
+}
+
+}  // namespace kevo

@@ -1,0 +1,154 @@
+// search::Engine — the loop: the strategy proposes a batch (ask), proposals
+// become candidates (deduplicated against this run and earlier runs of the
+// same task in the store), the backend evaluates them, every result is
+// stored as it finishes, and the strategy is told (tell), until a stop
+// condition holds. A killed run resumes from the store with nothing that
+// finished measured again.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/space.h"
+#include "core/task.h"
+#include "eval/backend.h"
+#include "search/strategy.h"
+#include "search/tree.h"
+#include "synth/synthesizer.h"
+
+namespace kevo {
+
+class Store;
+
+// Composable: the run stops when any one holds. Zero means "not set".
+struct StopConditions {
+  int64_t max_evals = 0;         // unique evaluations (answers from the store are free)
+  double max_seconds = 0;        // on the backend's clock
+  int64_t stagnation = 0;        // evaluations without a 1% improvement of the best
+  double target_fraction = 0;    // best reaches this fraction of the roof
+  double target_seconds = 0;     // best median at or below this
+  double target_speedup = 0;     // best / best seed at or above this
+};
+
+struct SearchConfig {
+  std::string strategy = "mcts";
+  nlohmann::json params = nlohmann::json::object();
+  std::vector<std::string> families;  // empty: every family of the operator
+  size_t batch = 0;                   // 0: 2 x CPUs
+  bool seeds_first = true;            // evaluate each family's default point first
+  StopConditions stop;
+  uint64_t seed = 1;
+
+  nlohmann::json to_json() const;
+};
+
+// The task's "search" section, strictly (paths in errors start at `path`).
+SearchConfig parse_search_config(const nlohmann::json& search, const std::string& path);
+
+// The best kernel as one standalone source: the family's text with its knob
+// values defined at the top (the @kevo declarations stay, for reference).
+std::string standalone_source(const Family& family, const KnobValues& knobs,
+                              const std::string& note);
+
+// The kernel files of the task's operator on its target, optionally only the
+// named families. Throws UserError naming the folder when there are none.
+std::vector<std::filesystem::path> family_files(const Task& task,
+                                                const std::vector<std::string>& families);
+
+struct EngineStats {
+  int64_t evaluations = 0;  // measured by this run (the budget)
+  int64_t reused = 0;       // answered from earlier runs' measurements
+  int64_t duplicates = 0;   // proposals of points this run already had
+  int64_t invalid = 0;      // proposals outside the space (a strategy bug; never evaluated)
+  std::map<std::string, int64_t> by_status;
+  double elapsed_s = 0;     // on the backend's clock, including before a resume
+  double searcher_s = 0;    // strategy ask/tell and synthesizers
+  double store_s = 0;       // writes and look-ups in the store
+  double compile_s = 0;     // of this run's evaluations (recorded)
+  double run_s = 0;
+  double wall_s = 0;        // real time of this process's part of the run
+};
+
+struct Best {
+  int64_t candidate = 0;
+  Point point;
+  std::string synthesizer;
+  Observation obs;
+};
+
+class Engine {
+ public:
+  Engine(const Task& task, const SearchSpace& space, Store& store, EvalBackend& backend,
+         SearchConfig config);
+  ~Engine();
+
+  // Starts a new run in the store; `run_config` is kept with it (to resume).
+  int64_t begin(nlohmann::json run_config, std::string_view kind = "search");
+  // Continues `run`: its candidates and results are loaded (not re-measured),
+  // the strategy is told them, and candidates left unevaluated by a kill are
+  // evaluated first.
+  void resume(int64_t run);
+
+  // Runs until a stop condition; returns why it stopped.
+  std::string run();
+
+  int64_t run_id() const { return run_; }
+  const EngineStats& stats() const { return stats_; }
+  const CandidateTree& tree() const { return tree_; }
+  const std::vector<Observation>& observations() const { return history_; }
+  std::optional<Best> best() const;
+  // The best evaluated default point of any non-naive family, and of the
+  // family named "naive", when they were measured.
+  std::optional<Best> best_seed() const;
+  std::optional<Best> naive() const;
+  const SearchSpace& space() const { return space_; }
+
+  // Checked between evaluations: true stops the run ("interrupted").
+  std::function<bool()> interrupted;
+  // Called after each result is stored.
+  std::function<void(const Engine&, const Observation&)> on_result;
+  // Told what the backend is doing ("compiling 4 candidates", "running ...").
+  ProgressFn on_stage;
+
+  // The summary of the run as JSON (kept in runs.summary_json too).
+  nlohmann::json summary(const std::string& stop_reason) const;
+
+ private:
+  std::optional<std::string> should_stop() const;
+  void process(std::vector<Proposal> proposals, std::vector<Observation>& told);
+  void evaluate_pending(std::vector<std::pair<int64_t, Proposal>> pending,
+                        std::vector<Observation>& told);
+  void record(const Observation& o);
+  std::optional<int64_t> earlier_evaluation(const Point& p);
+  void save_progress();
+
+  const Task& task_;
+  SearchSpace space_;
+  Store& store_;
+  EvalBackend& backend_;
+  SearchConfig config_;
+  Synthesizers synthesizers_;
+  std::unique_ptr<Strategy> strategy_;
+  CandidateTree tree_;
+  int64_t run_ = 0;
+  std::string hostname_;
+  std::unordered_map<std::string, int64_t> known_;  // point key -> candidate of this run
+  std::map<int64_t, Observation> by_candidate_;
+  std::vector<Observation> history_;  // evaluated (or reused), in order
+  EngineStats stats_;
+  double clock_offset_ = 0;  // elapsed before a resume
+  double best_seconds_ = 0;  // for stagnation
+  int64_t since_improvement_ = 0;
+  int64_t idle_proposals_ = 0;
+  std::vector<std::pair<int64_t, Proposal>> pending_;  // left unevaluated by a kill
+};
+
+}  // namespace kevo

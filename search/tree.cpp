@@ -1,0 +1,126 @@
+#include "search/tree.h"
+
+#include <deque>
+#include <set>
+
+#include <boost/graph/graphviz.hpp>
+#include <fmt/format.h>
+
+#include "core/store.h"
+#include "eval/roofline.h"
+
+namespace kevo {
+
+void CandidateTree::add(const TreeNode& node, const std::vector<int64_t>& parents) {
+  Vertex v = boost::add_vertex(node, g_);
+  by_candidate_[node.candidate] = v;
+  for (int64_t p : parents) {
+    auto it = by_candidate_.find(p);
+    if (it != by_candidate_.end()) boost::add_edge(it->second, v, g_);
+  }
+}
+
+void CandidateTree::set_result(int64_t candidate, Status status, double seconds) {
+  auto it = by_candidate_.find(candidate);
+  if (it == by_candidate_.end()) return;
+  TreeNode& n = g_[it->second];
+  n.evaluated = true;
+  n.status = status;
+  n.seconds = seconds;
+}
+
+const TreeNode* CandidateTree::find(int64_t candidate) const {
+  auto it = by_candidate_.find(candidate);
+  return it == by_candidate_.end() ? nullptr : &g_[it->second];
+}
+
+std::vector<int64_t> CandidateTree::parents(int64_t candidate) const {
+  std::vector<int64_t> out;
+  auto it = by_candidate_.find(candidate);
+  if (it == by_candidate_.end()) return out;
+  for (auto [e, end] = boost::in_edges(it->second, g_); e != end; ++e)
+    out.push_back(g_[boost::source(*e, g_)].candidate);
+  return out;
+}
+
+std::vector<int64_t> CandidateTree::children(int64_t candidate) const {
+  std::vector<int64_t> out;
+  auto it = by_candidate_.find(candidate);
+  if (it == by_candidate_.end()) return out;
+  for (auto [e, end] = boost::out_edges(it->second, g_); e != end; ++e)
+    out.push_back(g_[boost::target(*e, g_)].candidate);
+  return out;
+}
+
+std::vector<int64_t> CandidateTree::lineage(int64_t candidate) const {
+  std::vector<int64_t> out;
+  std::set<int64_t> seen;
+  std::deque<int64_t> todo = {candidate};
+  while (!todo.empty()) {
+    int64_t c = todo.front();
+    todo.pop_front();
+    if (!seen.insert(c).second || !find(c)) continue;
+    out.push_back(c);
+    for (int64_t p : parents(c)) todo.push_back(p);
+  }
+  return out;
+}
+
+void CandidateTree::write_dot(std::ostream& out, int64_t highlight) const {
+  std::set<int64_t> bold;
+  if (highlight) {
+    auto l = lineage(highlight);
+    bold.insert(l.begin(), l.end());
+  }
+  auto label = [&](std::ostream& os, Vertex v) {
+    const TreeNode& n = g_[v];
+    std::string result = !n.evaluated                ? "not evaluated"
+                         : n.status == Status::ok    ? format_seconds(n.seconds)
+                                                     : std::string(status_name(n.status));
+    std::string text = fmt::format("#{} {}\\n{}\\n{} ({})", n.candidate, n.family, n.knobs,
+                                   result, n.synthesizer);
+    std::string style;
+    if (bold.count(n.candidate)) style = ", penwidth=3";
+    const char* color = !n.evaluated ? "gray" : n.status == Status::ok ? "black" : "red";
+    os << fmt::format("[label=\"{}\", color={}, shape=box{}]", text, color, style);
+  };
+  auto edge = [&](std::ostream& os, Graph::edge_descriptor e) {
+    if (bold.count(g_[boost::source(e, g_)].candidate) &&
+        bold.count(g_[boost::target(e, g_)].candidate))
+      os << "[penwidth=3]";
+  };
+  boost::write_graphviz(out, g_, label, edge);
+}
+
+CandidateTree CandidateTree::load(Store& store, int64_t run) {
+  CandidateTree t;
+  QueryResult q = store.query(
+      "SELECT c.id, c.family, c.knobs_json, c.synthesizer, e.status, e.median_s "
+      "FROM candidates c LEFT JOIN evaluations e ON e.id = COALESCE(c.reuses_evaluation, "
+      "(SELECT MAX(x.id) FROM evaluations x WHERE x.candidate_id = c.id)) "
+      "WHERE c.run_id = ? ORDER BY c.id",
+      {SqlValue(run)});
+  QueryResult edges = store.query(
+      "SELECT l.child_id, l.parent_id FROM lineage l JOIN candidates c ON c.id = l.child_id "
+      "WHERE c.run_id = ? ORDER BY l.child_id, l.parent_id",
+      {SqlValue(run)});
+  std::map<int64_t, std::vector<int64_t>> parents;
+  for (const auto& row : edges.rows)
+    parents[std::get<int64_t>(row[0])].push_back(std::get<int64_t>(row[1]));
+  for (const auto& row : q.rows) {
+    TreeNode n;
+    n.candidate = std::get<int64_t>(row[0]);
+    if (auto* s = std::get_if<std::string>(&row[1])) n.family = *s;
+    n.knobs = knobs_to_string(knobs_from_json(std::get<std::string>(row[2])));
+    if (auto* s = std::get_if<std::string>(&row[3])) n.synthesizer = *s;
+    if (auto* s = std::get_if<std::string>(&row[4])) {
+      n.evaluated = true;
+      n.status = parse_status(*s).value_or(Status::crash);
+    }
+    if (auto* d = std::get_if<double>(&row[5])) n.seconds = *d;
+    t.add(n, parents[n.candidate]);
+  }
+  return t;
+}
+
+}  // namespace kevo
