@@ -46,7 +46,7 @@ std::filesystem::path executable_dir() {
 }
 
 void write_file_atomic(const std::filesystem::path& path, const void* data, size_t size) {
-  std::filesystem::create_directories(path.parent_path());
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
   std::string tmp = fmt::format("{}.tmp.{}", path.string(), getpid());
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw UserError(fmt::format("cannot write '{}': {}", tmp, strerror(errno)));

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -95,6 +96,7 @@ SearchConfig parse_search_config(const nlohmann::json& search, const std::string
     throw ConfigError(o.path_of("strategy"), fmt::format("unknown strategy '{}' (expected one of: {})",
                                                          c.strategy, fmt::join(names, ", ")));
   }
+  info->make(c.params, o.path_of("params"), StrategyEnv{});  // checks the parameters
   return c;
 }
 
@@ -102,8 +104,16 @@ std::string standalone_source(const Family& family, const KnobValues& knobs,
                               const std::string& note) {
   std::string out = fmt::format("/* {}\n * family {} ({}), knobs baked in: {}\n */\n", note,
                                 family.name, family.origin.string(), knobs_to_string(knobs));
-  for (const auto& [k, v] : knobs) out += fmt::format("#ifndef {0}\n#define {0} {1}\n#endif\n", k, v);
-  return out + "\n" + family.text;
+  for (const auto& [k, v] : knobs) out += fmt::format("#define {} {}\n", k, v);
+  // The declarations stay as comments: kevo would otherwise pass the
+  // defaults as -D flags over the baked values.
+  std::string text = family.text;
+  for (const char* tag : {"@kevo knob", "@kevo require"}) {
+    const std::string plain = std::string("(baked in) ") + (tag + 1);
+    for (size_t pos = 0; (pos = text.find(tag, pos)) != std::string::npos; pos += plain.size())
+      text.replace(pos, std::strlen(tag), plain);
+  }
+  return out + "\n" + text;
 }
 
 std::vector<std::filesystem::path> family_files(const Task& task,

@@ -100,7 +100,17 @@ class MctsStrategy final : public Strategy {
     double virtual_visits = 0;  // proposals in flight below this node
     double subtree_best = std::numeric_limits<double>::infinity();
     int tries = 0;  // expansions attempted here
+    bool saturated = false;  // its synthesizers keep giving known points
   };
+
+  // Nothing left to grow below: not correct (or saturated), and every child too.
+  bool dead(size_t i, int depth = 0) const {
+    const Node& n = nodes_[i];
+    if (i != 0 && n.obs.ok() && !n.saturated) return false;
+    if (depth > 64) return false;
+    return std::all_of(n.children.begin(), n.children.end(),
+                       [&](size_t c) { return dead(c, depth + 1); });
+  }
 
   std::vector<size_t> path_to(size_t node) const {
     std::vector<size_t> path;
@@ -116,6 +126,7 @@ class MctsStrategy final : public Strategy {
   }
 
   bool can_widen(const Node& n) const {
+    if (n.saturated) return false;
     const double visits = n.visits + n.virtual_visits;
     return static_cast<double>(n.children.size()) <
            std::max(1.0, p_.widen_c * std::pow(std::max(visits, 1.0), p_.widen_alpha));
@@ -135,7 +146,7 @@ class MctsStrategy final : public Strategy {
     size_t best = n.children.front();
     for (size_t c : n.children) {
       const Node& ch = nodes_[c];
-      if (!ch.obs.ok() && ch.children.empty()) continue;  // a failed leaf: nothing to grow
+      if (dead(c)) continue;
       const double v = ch.visits + ch.virtual_visits;
       const double explore =
           p_.puct ? p_.exploration * prior(ch, n.children.size()) * std::sqrt(parent_visits) / (1 + v)
@@ -159,34 +170,30 @@ class MctsStrategy final : public Strategy {
       if (batch.count(p)) continue;
       return finish({std::move(p), {}, "seed", 0}, {0});
     }
-    if (nodes_[0].children.empty()) return std::nullopt;
-    // Descend while the node is full (or is the root, which never widens).
+    if (dead(0)) return std::nullopt;
+    // Descend while the node may not widen; expand where it may.
     std::vector<size_t> path = {0};
     size_t cur = select_child(nodes_[0]);
     path.push_back(cur);
     for (int depth = 0; depth < 64; ++depth) {
       const Node& n = nodes_[cur];
       if (n.obs.ok() && can_widen(n)) break;
-      bool growable = std::any_of(n.children.begin(), n.children.end(), [&](size_t c) {
-        return nodes_[c].obs.ok() || !nodes_[c].children.empty();
-      });
-      if (!growable) break;
+      if (dead(cur)) return std::nullopt;
       cur = select_child(n);
       path.push_back(cur);
     }
     Node& at = nodes_[cur];
-    if (!at.obs.ok()) {
-      // Nothing correct here to grow from: count a visit so selection moves on.
-      at.visits += 1;
-      return std::nullopt;
+    if (!at.obs.ok() || at.saturated) return std::nullopt;
+    // A few tries for a point nobody has measured; a node whose moves all
+    // land on known points is saturated and selection goes past it.
+    for (int attempt = 0; attempt < 12; ++attempt) {
+      ++at.tries;
+      auto prop = action(at);
+      if (!prop || batch.count(prop->point) || (env_.known && env_.known(prop->point))) continue;
+      return finish(std::move(*prop), path);
     }
-    ++at.tries;
-    auto prop = action(at);
-    if (!prop || batch.count(prop->point)) {
-      at.visits += 0.5;  // an unproductive node becomes less attractive
-      return std::nullopt;
-    }
-    return finish(std::move(*prop), path);
+    at.saturated = true;
+    return std::nullopt;
   }
 
   std::optional<Proposal> action(const Node& at) {
@@ -200,8 +207,8 @@ class MctsStrategy final : public Strategy {
     } else if (r < 0.35) {
       // Crossover with the best other candidate of the same family.
       const Observation* mate = nullptr;
-      for (const Node& n : nodes_)
-        if (n.obs.ok() && n.obs.candidate != at.obs.candidate &&
+      for (size_t i = 1; i < nodes_.size(); ++i)
+        if (const Node& n = nodes_[i]; n.obs.ok() && n.obs.candidate != at.obs.candidate &&
             n.obs.point.family == at.obs.point.family && (!mate || n.obs.seconds < mate->seconds))
           mate = &n.obs;
       if (mate) {

@@ -1,5 +1,8 @@
 // The kevo binary as a user runs it: exit codes, one-line errors, --help,
 // --json, and what it stores.
+#include <unistd.h>
+
+#include <csignal>
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -52,9 +55,9 @@ int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), 
 TEST_F(Cli, HelpListsTheCommands) {
   auto r = kevo({"--help"});
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* c : {"eval", "calibrate", "query", "targets", "operators", "knobs"})
+  for (const char* c : {"run", "eval", "calibrate", "query", "targets", "operators", "knobs", "tree"})
     EXPECT_NE(r.out.find(c), std::string::npos) << c;
-  for (const char* c : {"eval", "calibrate", "query", "targets", "operators", "knobs"}) {
+  for (const char* c : {"run", "eval", "calibrate", "query", "targets", "operators", "knobs", "tree"}) {
     auto h = kevo({c, "--help"});
     EXPECT_EQ(h.exit_code, 0) << c;
     EXPECT_NE(h.out.find("usage: kevo "), std::string::npos) << c;
@@ -148,6 +151,104 @@ TEST_F(Cli, CalibrateMeasuresAndStores) {
   EXPECT_GT(j["peak"][0]["gflops"].get<double>(), 0);
   auto q = kevo({"query", "SELECT COUNT(*) AS n FROM roofs", "--json"});
   EXPECT_EQ(nlohmann::json::parse(q.out)[0]["n"], 2);
+}
+
+// A small real search: swiglu's families on a small shape.
+const char* kSearchTask = R"({"operator": "swiglu", "shapes": {"g": [64, 1000]},
+    "timing": {"min_time_ms": 2, "min_samples": 3},
+    "knobs": {"THREADS": [1]},
+    "search": {"strategy": "evolution", "batch": 2, "stop": {"max_evals": 6}}})";
+
+TEST_F(Cli, RunSearchesStoresAndWritesTheBest) {
+  write("search.json", kSearchTask);
+  auto r = kevo({"run", "search.json", "-o", "best.c", "--dot", "tree.dot", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["evaluations"], 6);
+  ASSERT_FALSE(j["best"].is_null());
+  ASSERT_FALSE(j["seed"].is_null());
+  EXPECT_GE(j["speedup_over_seed"].get<double>(), 1.0);
+  EXPECT_LT(j["overhead_share"].get<double>(), 0.5);
+  // The best file stands alone: kevo eval of it (no knobs left to set) is ok
+  // and runs the baked-in point.
+  auto e = kevo({"eval", "--task", "search.json", "best.c", "--json"});
+  ASSERT_EQ(e.exit_code, 0) << e.out << e.err;
+  EXPECT_TRUE(nlohmann::json::parse(e.out)["knobs"].empty());
+  std::ifstream dot(dir_ / "tree.dot");
+  std::string text((std::istreambuf_iterator<char>(dot)), {});
+  EXPECT_NE(text.find("digraph"), std::string::npos);
+  auto t = kevo({"tree", std::to_string(j["run"].get<int64_t>())});
+  EXPECT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("digraph"), std::string::npos);
+  // Another run of the same task answers from the store: nothing re-measured
+  // that the first run measured.
+  auto again = kevo({"run", "search.json", "--strategy", "grid", "--max-evals", "3", "--json"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  auto j2 = nlohmann::json::parse(again.out);
+  EXPECT_GT(j2["reused"].get<int64_t>(), 0);
+  EXPECT_EQ(j2["evaluations"], 3);
+}
+
+TEST_F(Cli, RunRejectsBadInputWithOneLine) {
+  write("bad.json", R"({"operator": "swiglu", "shapes": {"g": [8, 8]},
+                        "search": {"strategy": "evolution", "params": {"islandz": 2}}})");
+  auto r = kevo({"run", "bad.json"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("islandz"), std::string::npos) << r.err;
+  auto n = kevo({"run"});
+  EXPECT_EQ(n.exit_code, 2);
+  auto q = kevo({"run", "--resume", "99"});
+  EXPECT_EQ(q.exit_code, 2);
+  EXPECT_NE(q.err.find("no run 99"), std::string::npos) << q.err;
+}
+
+int64_t scalar(Store& s, const std::string& sql) {
+  auto r = s.query(sql);
+  return std::get<int64_t>(r.rows.at(0).at(0));
+}
+
+// kill -9 in the middle of a run, then --resume: nothing that finished is
+// lost or measured again, and the store is intact.
+TEST_F(Cli, KilledRunResumesWithoutRepeatingWork) {
+  write("search.json", kSearchTask);
+  SpawnOptions o;
+  o.argv = {test::kevo_binary().string(), "run", "search.json", "--max-evals", "8"};
+  o.cwd = dir_;
+  o.env = {"KEVO_DB=" + db_};
+  int64_t before_kill = 0;
+  {
+    ChildProcess child(o);
+    CappedBuffer out, err;
+    for (int i = 0; i < 1200 && before_kill < 3; ++i) {  // at most 2 minutes
+      child.drain(out, err);
+      ASSERT_FALSE(child.try_wait()) << "finished before it was killed: " << err.text();
+      usleep(100 * 1000);
+      Store s(db_, true);
+      before_kill = scalar(s, "SELECT COUNT(*) FROM evaluations");
+    }
+    ASSERT_GE(before_kill, 3);
+    child.kill_group();
+    child.wait();
+    EXPECT_EQ(child.term_signal(), SIGKILL);
+  }
+  auto r = kevo({"run", "--resume", "1", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("resuming run 1"), std::string::npos) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["evaluations"], 8);
+  Store s(db_, true);
+  EXPECT_EQ(scalar(s, "SELECT COUNT(*) FROM evaluations"), 8);
+  // Each candidate has at most one evaluation, and each point one candidate.
+  EXPECT_EQ(scalar(s, "SELECT COUNT(*) FROM (SELECT candidate_id FROM evaluations "
+                      "GROUP BY candidate_id HAVING COUNT(*) > 1)"), 0);
+  EXPECT_EQ(scalar(s, "SELECT COUNT(*) - COUNT(DISTINCT source_hash || knobs_json) FROM candidates"), 0);
+  auto ic = s.query("PRAGMA integrity_check");
+  EXPECT_EQ(std::get<std::string>(ic.rows.at(0).at(0)), "ok");
+  // What was stored before the kill is still there, unchanged in number.
+  EXPECT_GE(scalar(s, "SELECT COUNT(*) FROM evaluations WHERE id <= " + std::to_string(before_kill)),
+            before_kill);
+  EXPECT_EQ(scalar(s, "SELECT COUNT(*) FROM runs WHERE status = 'done'"), 1);
 }
 
 }  // namespace

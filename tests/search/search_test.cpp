@@ -1,0 +1,352 @@
+// The search engine on synthetic spaces through a fake backend (no compiler):
+// each strategy finds a known optimum, stop conditions, dedup across a
+// resumed run and across runs, constraints, replay.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "core/hash.h"
+#include "core/store.h"
+#include "eval/backend.h"
+#include "search/engine.h"
+#include "search/tree.h"
+#include "support/test_support.h"
+
+namespace kevo {
+namespace {
+
+// Two families over knobs A, B (0..7) and C (0..3), with a constraint. The
+// optimum is family "fast" at A=5 B=2 C=3; "slow" is 3 s slower everywhere.
+// Some points fail to "compile".
+const char* kFast =
+    "// @kevo knob A 0 {0, 1, 2, 3, 4, 5, 6, 7}\n"
+    "// @kevo knob B 0 {0, 1, 2, 3, 4, 5, 6, 7}\n"
+    "// @kevo knob C 0 {0, 1, 2, 3}\n"
+    "// @kevo require A + B != 6\n"
+    "int kevo_kernel(void) { return 0; }  /* fast */\n";
+const char* kSlow =
+    "// @kevo knob A 0 {0, 1, 2, 3, 4, 5, 6, 7}\n"
+    "// @kevo knob C 1 {0, 1, 2, 3}\n"
+    "int kevo_kernel(void) { return 0; }  /* slow */\n";
+
+Family family(const std::string& name, const std::string& text) {
+  Family f;
+  f.name = name;
+  f.origin = name + ".c";
+  f.text = text;
+  f.language = "c";
+  f.source_hash = sha256_hex(text);
+  f.space = KnobSpace::parse_source(text, f.origin.string());
+  return f;
+}
+
+SearchSpace synthetic_space() {
+  return SearchSpace({family("fast", kFast), family("slow", kSlow)});
+}
+
+double synthetic_time(const std::string& fam, const KnobValues& k) {
+  auto sq = [](double x) { return x * x; };
+  double t = 1 + 0.5 * sq(k.at("A") - 5) + 0.3 * sq(k.at("C") - 3);
+  if (fam == "fast") return t + 0.4 * sq(k.at("B") - 2);
+  return t + 3;
+}
+
+class FakeBackend final : public EvalBackend {
+ public:
+  std::string_view name() const override { return "fake"; }
+  void evaluate(const std::vector<EvalJob>& jobs, const std::function<void(size_t, EvalResult)>& done,
+                const std::function<bool()>& keep_going, const ProgressFn&) override {
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      if (keep_going && !keep_going()) return;
+      const Family& f = *jobs[i].family;
+      if (!f.space.valid(jobs[i].knobs)) ++invalid;
+      ++calls;
+      measured.push_back(f.source_hash + "|" + knobs_to_json(jobs[i].knobs));
+      clock_s += 1;
+      EvalResult r;
+      r.compile_s = 0.25;
+      r.run_s = 0.75;
+      if (f.name == "fast" && jobs[i].knobs.at("A") == 0 && jobs[i].knobs.at("C") == 1) {
+        r.status = Status::compile_error;
+        r.detail = "synthetic compile error";
+      } else {
+        double t = synthetic_time(f.name, jobs[i].knobs) * 1e-3;
+        r.timing = TimingStats::from_samples({t * 0.99, t, t * 1.01, t * 1.02, t}, 1, 2);
+        Diagnosis d;
+        d.bound = "memory";
+        d.roof_fraction = 1e-3 / r.timing->median_s;
+        d.floor_s = 1e-3;
+        r.diagnosis = d;
+      }
+      done(i, r);
+    }
+  }
+  double clock() const override { return clock_s; }
+
+  int invalid = 0;
+  int calls = 0;
+  double clock_s = 0;
+  std::vector<std::string> measured;
+};
+
+Task synthetic_task() { return test::quick_task("scaled_softmax", {{"x", {4, 64}}}); }
+
+SearchConfig config(const std::string& strategy, int64_t max_evals, uint64_t seed = 1) {
+  SearchConfig c;
+  c.strategy = strategy;
+  c.stop.max_evals = max_evals;
+  c.seed = seed;
+  c.batch = 4;
+  return c;
+}
+
+struct Fixture {
+  explicit Fixture(const std::string& name) : dir(test::temp_dir(name)), store(dir / "s.db") {}
+  std::filesystem::path dir;
+  Store store;
+  Task task = synthetic_task();
+  SearchSpace space = synthetic_space();
+  FakeBackend backend;
+};
+
+bool found_optimum(const Engine& e) {
+  auto b = e.best();
+  return b && e.space().family(b->point.family).name == "fast" &&
+         b->point.knobs == KnobValues{{"A", 5}, {"B", 2}, {"C", 3}};
+}
+
+TEST(Search, SpaceEnumeratesOnlyValidPoints) {
+  SearchSpace s = synthetic_space();
+  // fast: 8*8*4 minus the 7 (A, B) pairs with A + B == 6, times 4; slow: 8*4.
+  EXPECT_EQ(s.size(), (64u - 7u) * 4u + 32u);
+  for (uint64_t i = 0; i < s.size(); ++i) ASSERT_TRUE(s.valid(s.at(i))) << i;
+}
+
+TEST(Search, GridVisitsEverythingOnceAndFindsTheOptimum) {
+  Fixture f("grid");
+  Engine e(f.task, f.space, f.store, f.backend, config("grid", 10000));
+  e.begin({});
+  std::string why = e.run();
+  EXPECT_NE(why.find("exhausted"), std::string::npos) << why;
+  EXPECT_EQ(static_cast<uint64_t>(f.backend.calls), f.space.size());
+  EXPECT_EQ(std::set<std::string>(f.backend.measured.begin(), f.backend.measured.end()).size(),
+            f.backend.measured.size());
+  EXPECT_TRUE(found_optimum(e));
+  EXPECT_EQ(f.backend.invalid, 0);
+  EXPECT_EQ(e.stats().by_status.at("compile_error"), 7);  // A=0 C=1, B in 0..7 except B=6
+}
+
+TEST(Search, RandomSamplesWithoutReplacement) {
+  Fixture f("random");
+  Engine e(f.task, f.space, f.store, f.backend, config("random", 10000, 7));
+  e.begin({});
+  e.run();
+  EXPECT_EQ(static_cast<uint64_t>(f.backend.calls), f.space.size());
+  EXPECT_EQ(std::set<std::string>(f.backend.measured.begin(), f.backend.measured.end()).size(),
+            f.backend.measured.size());
+  EXPECT_TRUE(found_optimum(e));
+}
+
+// The guided strategies find the optimum of this smooth space in well under
+// half its size, for every seed tried.
+class Guided : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Guided, FindsTheOptimumWithinBudget) {
+  for (uint64_t seed : {1, 2, 3}) {
+    Fixture f("guided-" + GetParam() + std::to_string(seed));
+    Engine e(f.task, f.space, f.store, f.backend, config(GetParam(), 100, seed));
+    e.begin({});
+    std::string why = e.run();
+    SCOPED_TRACE(why + " evals " + std::to_string(e.stats().evaluations) + " dups " + std::to_string(e.stats().duplicates));
+    EXPECT_TRUE(found_optimum(e)) << GetParam() << " seed " << seed << ": best "
+                                  << (e.best() ? knobs_to_string(e.best()->point.knobs) : "none");
+    EXPECT_EQ(f.backend.invalid, 0);
+    EXPECT_EQ(e.stats().invalid, 0);
+    EXPECT_LE(e.stats().evaluations, 100);
+  }
+}
+INSTANTIATE_TEST_SUITE_P(Strategies, Guided, ::testing::Values("evolution", "mcts"));
+
+TEST(Search, StopConditions) {
+  {
+    Fixture f("stop-evals");
+    Engine e(f.task, f.space, f.store, f.backend, config("random", 17));
+    e.begin({});
+    EXPECT_NE(e.run().find("17 evaluations"), std::string::npos);
+    EXPECT_EQ(e.stats().evaluations, 17);
+  }
+  {
+    Fixture f("stop-time");
+    SearchConfig c = config("random", 0);
+    c.stop.max_seconds = 10;  // the fake backend charges 1 s per evaluation
+    Engine e(f.task, f.space, f.store, f.backend, c);
+    e.begin({});
+    EXPECT_NE(e.run().find("time budget"), std::string::npos);
+    EXPECT_EQ(e.stats().evaluations, 10);
+  }
+  {
+    Fixture f("stop-target");
+    SearchConfig c = config("grid", 0);
+    c.stop.target_seconds = 1.0001e-3;  // only the optimum meets it
+    Engine e(f.task, f.space, f.store, f.backend, c);
+    e.begin({});
+    EXPECT_NE(e.run().find("target met"), std::string::npos);
+    EXPECT_TRUE(found_optimum(e));
+  }
+  {
+    Fixture f("stop-fraction");
+    SearchConfig c = config("mcts", 500);
+    c.stop.target_fraction = 0.9;  // roof_fraction = 1 ms / time: near the optimum only
+    Engine e(f.task, f.space, f.store, f.backend, c);
+    e.begin({});
+    EXPECT_NE(e.run().find("of the roof"), std::string::npos);
+    EXPECT_GE(e.best()->obs.roof_fraction, 0.9);
+  }
+  {
+    Fixture f("stop-speedup");
+    SearchConfig c = config("mcts", 500);
+    c.stop.target_speedup = 2;  // the fast seed (A=B=C=0) takes 17.2: 2x is 8.6
+    Engine e(f.task, f.space, f.store, f.backend, c);
+    e.begin({});
+    EXPECT_NE(e.run().find("x the seed"), std::string::npos);
+    EXPECT_GE(e.best_seed()->obs.seconds / e.best()->obs.seconds, 2);
+  }
+  {
+    Fixture f("stop-stagnation");
+    SearchConfig c = config("grid", 0);
+    c.stop.stagnation = 5;
+    Engine e(f.task, f.space, f.store, f.backend, c);
+    e.begin({});
+    EXPECT_NE(e.run().find("no 1% improvement in 5"), std::string::npos);
+    EXPECT_LT(e.stats().evaluations, 100);
+  }
+}
+
+int64_t count(Store& s, const std::string& sql, int64_t run) {
+  return std::get<int64_t>(s.query(sql, {SqlValue(run)}).rows.at(0).at(0));
+}
+
+TEST(Search, ResumeMeasuresNothingTwice) {
+  Fixture f("resume");
+  int64_t run = 0;
+  {
+    Engine e(f.task, f.space, f.store, f.backend, config("evolution", 20));
+    run = e.begin({});
+    e.run();
+    EXPECT_EQ(e.stats().evaluations, 20);
+  }
+  // A candidate left unevaluated, as a kill between storing it and its result leaves it.
+  const Point pending{0, {{"A", 7}, {"B", 7}, {"C", 3}}};
+  f.store.add_candidate(run, f.space.family(0).source_hash, pending.knobs, "fast", "knob:memory");
+  const int calls_before = f.backend.calls;
+  Engine e(f.task, f.space, f.store, f.backend, config("evolution", 45, 2));
+  e.resume(run);
+  EXPECT_EQ(e.stats().evaluations, 20);
+  e.run();
+  EXPECT_EQ(e.stats().evaluations, 45);
+  EXPECT_EQ(f.backend.calls - calls_before, 25);
+  // The left-over candidate was evaluated first, once.
+  EXPECT_EQ(f.backend.measured[calls_before], f.space.key(pending));
+  // Every point of the run was measured once.
+  EXPECT_EQ(std::set<std::string>(f.backend.measured.begin(), f.backend.measured.end()).size(),
+            f.backend.measured.size());
+  EXPECT_EQ(count(f.store,
+                  "SELECT COUNT(*) - COUNT(DISTINCT c.source_hash || c.knobs_json) FROM candidates c "
+                  "WHERE c.run_id = ?",
+                  run),
+            0);
+  EXPECT_EQ(count(f.store,
+                  "SELECT COUNT(*) FROM evaluations e JOIN candidates c ON c.id = e.candidate_id "
+                  "WHERE c.run_id = ?",
+                  run),
+            45);
+}
+
+TEST(Search, ANewRunReusesEarlierMeasurementsOfTheSameTask) {
+  Fixture f("reuse");
+  {
+    Engine e(f.task, f.space, f.store, f.backend, config("random", 30, 5));
+    e.begin({});
+    e.run();
+  }
+  const int calls_before = f.backend.calls;
+  Engine e(f.task, f.space, f.store, f.backend, config("grid", 100000));
+  e.begin({});
+  e.run();
+  EXPECT_EQ(e.stats().reused, 30);
+  EXPECT_EQ(static_cast<uint64_t>(f.backend.calls - calls_before), f.space.size() - 30);
+  // A different task (another shape) does not share measurements.
+  Task other = test::quick_task("scaled_softmax", {{"x", {8, 64}}});
+  Engine o(other, f.space, f.store, f.backend, config("random", 5));
+  o.begin({});
+  o.run();
+  EXPECT_EQ(o.stats().reused, 0);
+}
+
+TEST(Search, TreeIsPersistedAndExportsDot) {
+  Fixture f("tree");
+  Engine e(f.task, f.space, f.store, f.backend, config("evolution", 40));
+  const int64_t run = e.begin({});
+  e.run();
+  CandidateTree t = CandidateTree::load(f.store, run);
+  EXPECT_EQ(t.size(), e.tree().size());
+  bool crossover = false;
+  for (const auto& o : e.observations()) {
+    EXPECT_EQ(t.parents(o.candidate).size(), e.tree().parents(o.candidate).size());
+    if (t.parents(o.candidate).size() == 2) crossover = true;
+  }
+  EXPECT_TRUE(crossover) << "a crossover joins two parents";
+  std::ostringstream dot;
+  t.write_dot(dot, e.best()->candidate);
+  EXPECT_NE(dot.str().find("digraph"), std::string::npos);
+  EXPECT_NE(dot.str().find("->"), std::string::npos);
+  EXPECT_NE(dot.str().find("penwidth=3"), std::string::npos);
+}
+
+TEST(Search, ReplayReproducesTheRecordedNumbersExactly) {
+  Fixture f("replay");
+  int64_t grid = 0;
+  {
+    Engine e(f.task, f.space, f.store, f.backend, config("grid", 100000));
+    grid = e.begin({});
+    e.run();
+  }
+  ReplayBackend replay(f.store, grid);
+  SearchSpace space = synthetic_space();
+  std::set<std::string> keys;
+  for (const auto& [k, r] : replay.recorded()) keys.insert(k);
+  space.restrict_to(keys);
+  // The same task: the store's answers are reused (free), the rest replayed.
+  SearchConfig c = config("mcts", 60);
+  Engine e(f.task, space, f.store, replay, c);
+  e.begin({}, "replay");
+  e.run();
+  EXPECT_EQ(e.stats().evaluations + e.stats().reused, static_cast<int64_t>(e.observations().size()));
+  for (const auto& o : e.observations()) {
+    const EvalResult& rec = replay.recorded().at(space.key(o.point));
+    EXPECT_EQ(o.status, rec.status);
+    if (o.ok()) EXPECT_EQ(o.seconds, rec.timing->median_s);  // bit for bit
+  }
+  // The charged time is the recorded compile + run time of what was replayed.
+  EXPECT_DOUBLE_EQ(replay.clock(), 1.0 * e.stats().evaluations);
+}
+
+TEST(Search, BadStrategyParametersNameTheKey) {
+  try {
+    parse_search_config({{"strategy", "evolution"}, {"params", {{"islandz", 2}}}}, "$.search");
+    SearchConfig c = parse_search_config({{"strategy", "evolution"}, {"params", {{"islandz", 2}}}},
+                                         "$.search");
+    Fixture f("badparams");
+    Engine e(f.task, f.space, f.store, f.backend, c);
+    FAIL() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("islandz"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(parse_search_config({{"strategy", "anneal"}}, "$.search"), UserError);
+  EXPECT_THROW(parse_search_config({{"stop", {{"max_evals", -1}}}}, "$.search"), UserError);
+  EXPECT_THROW(parse_search_config({{"stop", {{"target", {{"gflops", 1}}}}}}, "$.search"), UserError);
+}
+
+}  // namespace
+}  // namespace kevo
