@@ -124,6 +124,9 @@ int cmd_run(const Argv& argv) {
                               "kernels (for comparing strategies)"},
           {"--strategy", "NAME", "grid | random | evolution | mcts (overrides search.strategy)"},
           {"--seed", "N", "the strategy's random seed (overrides search.seed)"},
+          {"--knob", "K=V[,V...]", "search only these values of knob K (e.g. THREADS=1); kept "
+                                   "with the run",
+           true},
           {"-o", "BEST_FILE", "write the best kernel there, knobs baked in"},
           {"--dot", "FILE", "write the candidate tree as Graphviz DOT"},
           json_option()},
@@ -160,6 +163,26 @@ int cmd_run(const Argv& argv) {
     cfg = parse_search_config(run_config["search"], "$.search");
   } else {
     task = load_task(a.positional()[0]);
+    if (!a.values("--knob").empty()) {
+      // Restrictions become part of the config, so a resumed run keeps them.
+      nlohmann::json config = task.config;
+      for (const auto& k : a.values("--knob")) {
+        auto eq = k.find('=');
+        if (eq == std::string::npos || eq == 0)
+          throw UserError(fmt::format("--knob expects NAME=VALUE[,VALUE...], got '{}'", k));
+        nlohmann::json values = nlohmann::json::array();
+        std::string rest = k.substr(eq + 1);
+        for (size_t pos = 0; pos <= rest.size();) {
+          size_t comma = rest.find(',', pos);
+          if (comma == std::string::npos) comma = rest.size();
+          values.push_back(parse_knob_assignment(k.substr(0, eq) + "=" +
+                                                 rest.substr(pos, comma - pos)).second);
+          pos = comma + 1;
+        }
+        config["knobs"][k.substr(0, eq)] = values;
+      }
+      task = parse_task(config, a.positional()[0]);
+    }
     cfg = parse_search_config(task.search, "$.search");
     run_config = {{"config", task.config},
                   {"origin", std::filesystem::absolute(a.positional()[0]).string()}};

@@ -17,5 +17,6 @@ int cmd_operators(const Argv& args);
 int cmd_knobs(const Argv& args);
 int cmd_run(const Argv& args);
 int cmd_tree(const Argv& args);
+int cmd_bench(const Argv& args);
 
 }  // namespace kevo::cli

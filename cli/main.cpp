@@ -29,6 +29,8 @@ const Command kCommands[] = {
      kevo::cli::cmd_operators},
     {"knobs", "show a kernel's knob space and how many points are valid", kevo::cli::cmd_knobs},
     {"tree", "write a run's candidate tree as Graphviz DOT", kevo::cli::cmd_tree},
+    {"bench", "compare the search strategies in replay: kevo bench strategies",
+     kevo::cli::cmd_bench},
 };
 
 void print_overview() {

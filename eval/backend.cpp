@@ -106,7 +106,9 @@ void ReplayBackend::evaluate(const std::vector<EvalJob>& jobs,
                                   knobs_to_string(jobs[i].knobs)));
     // The budget pays what the recorded measurement cost.
     charged_s_ += it->second.compile_s + it->second.run_s;
-    done(i, it->second);
+    EvalResult r = it->second;
+    if (detach_roofs) r.roof_id = 0;
+    done(i, std::move(r));
   }
 }
 

@@ -53,6 +53,9 @@ class ReplayBackend final : public EvalBackend {
                 const std::function<void(size_t, EvalResult)>& done,
                 const std::function<bool()>& keep_going, const ProgressFn& stage) override;
   double clock() const override { return charged_s_; }
+  void reset_clock() { charged_s_ = 0; }
+  // Answers without their roof id, for storing them in another store.
+  bool detach_roofs = false;
   // The keys ("source_hash|knobs json") the recording holds.
   const std::map<std::string, EvalResult>& recorded() const { return recorded_; }
 

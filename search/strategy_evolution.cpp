@@ -1,9 +1,10 @@
-// evolution: islands of candidates, each evolving by tournament selection,
-// elitism, mutation (the knob and family synthesizers) and crossover, with
+// evolution: islands of candidates, each evolving (steady state) by
+// tournament selection, elitism, mutation (the knob and family synthesizers) and crossover, with
 // migration of the best between islands in a ring, and a MAP-Elites archive
 // (the best candidate of each cell of kernel features: family, vector width,
 // tile size, threads) that parents are also drawn from to keep diversity.
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "core/error.h"
@@ -24,6 +25,7 @@ struct EvolutionParams {
   double archive_parent = 0.2;  // probability a parent comes from the archive
   int64_t migration_interval = 4;  // generations between migrations
   int64_t migrants = 1;
+  double random_init = 0.5;  // share of the first generation drawn at random
 };
 
 struct Member {
@@ -49,6 +51,14 @@ class EvolutionStrategy final : public Strategy {
       }
       out.push_back({std::move(p), {}, "seed", make_tag(out.size())});
     }
+    // Then random immigrants, for a diverse first generation.
+    const uint64_t size = env_.space->size();
+    for (int tries = 0; out.size() < n && immigrants_ < initial_immigrants() && tries < 64; ++tries) {
+      Point p = env_.space->at(std::uniform_int_distribution<uint64_t>(0, size - 1)(rng_));
+      if (env_.known && env_.known(p)) continue;
+      ++immigrants_;
+      out.push_back({std::move(p), {}, "random", make_tag(immigrants_)});
+    }
     int stalls = 0;
     while (out.size() < n && stalls < 64) {
       size_t island = next_island_++ % islands_.size();
@@ -73,7 +83,10 @@ class EvolutionStrategy final : public Strategy {
   }
 
  private:
-  uint64_t make_tag(size_t island) { return 1 + island; }
+  uint64_t make_tag(size_t island) { return 1 + island % islands_.size(); }
+  int64_t initial_immigrants() const {
+    return static_cast<int64_t>(std::ceil(p_.random_init * static_cast<double>(p_.islands * p_.population)));
+  }
 
   static void sort(std::vector<Member>& v) {
     std::stable_sort(v.begin(), v.end(),
@@ -83,32 +96,32 @@ class EvolutionStrategy final : public Strategy {
     return std::any_of(v.begin(), v.end(), [&](const Member& m) { return m.obs.point == p; });
   }
 
-  // Fills the island's population first; then offspring form a brood, and a
-  // full brood becomes the next generation: the elites of the old one plus
-  // the best of the brood.
+  // Steady state: the population fills first; then each result takes the
+  // place of the worst of `tournament` members drawn outside the elites,
+  // when it is better. The elites are never replaced, so the best survive.
   void add(size_t island, const Observation& o) {
     Island& isl = islands_[island];
     const size_t size = static_cast<size_t>(p_.population);
-    if (contains(isl.pop, o.point) || contains(isl.brood, o.point)) return;
+    if (contains(isl.pop, o.point)) return;
+    Member m{o};
     if (isl.pop.size() < size) {
-      isl.pop.push_back({o});
+      isl.pop.push_back(std::move(m));
       sort(isl.pop);
-      return;
+    } else {
+      const size_t elites = std::min<size_t>(static_cast<size_t>(p_.elites), size - 1);
+      std::uniform_int_distribution<size_t> pick(elites, size - 1);
+      size_t worst = pick(rng_);
+      for (int64_t k = 1; k < p_.tournament; ++k) {
+        size_t j = pick(rng_);
+        if (isl.pop[j].fitness() > isl.pop[worst].fitness()) worst = j;
+      }
+      if (m.fitness() < isl.pop[worst].fitness()) {
+        isl.pop[worst] = std::move(m);
+        sort(isl.pop);
+      }
     }
-    isl.brood.push_back({o});
-    if (isl.brood.size() < size) return;
-    sort(isl.pop);
-    sort(isl.brood);
-    std::vector<Member> next(isl.pop.begin(),
-                             isl.pop.begin() + std::min<size_t>(p_.elites, isl.pop.size()));
-    for (const Member& m : isl.brood)
-      if (next.size() < size && !contains(next, m.obs.point)) next.push_back(m);
-    for (const Member& m : isl.pop)
-      if (next.size() < size && !contains(next, m.obs.point)) next.push_back(m);
-    sort(next);
-    isl.pop = std::move(next);
-    isl.brood.clear();
-    if (++isl.generation % static_cast<uint64_t>(p_.migration_interval) == 0) migrate(island);
+    if (++isl.born % size == 0 && ++isl.generation % static_cast<uint64_t>(p_.migration_interval) == 0)
+      migrate(island);
   }
 
   // The island's best go to the next island in the ring, replacing its worst.
@@ -188,13 +201,15 @@ class EvolutionStrategy final : public Strategy {
   EvolutionParams p_;
   std::mt19937_64 rng_;
   struct Island {
-    std::vector<Member> pop, brood;
-    uint64_t generation = 0;
+    std::vector<Member> pop;
+    uint64_t born = 0;        // results added, for counting generations
+    uint64_t generation = 0;  // `population` results make one
   };
   std::vector<Island> islands_;
   std::map<Features, Observation> archive_;
   size_t next_island_ = 0;
   int next_seed_ = 0;
+  int64_t immigrants_ = 0;
 };
 
 double probability(JsonObject& o, const char* key, double dflt) {
@@ -224,7 +239,8 @@ void register_evolution(StrategyRegistry& r) {
           {"family_switch", d.family_switch},
           {"archive_parent", d.archive_parent},
           {"migration_interval", d.migration_interval},
-          {"migrants", d.migrants}},
+          {"migrants", d.migrants},
+          {"random_init", d.random_init}},
          [d](const nlohmann::json& params, const std::string& path, const StrategyEnv& env) {
            JsonObject o(params, path);
            EvolutionParams p;
@@ -242,6 +258,7 @@ void register_evolution(StrategyRegistry& r) {
            p.archive_parent = probability(o, "archive_parent", d.archive_parent);
            p.migration_interval = positive_int(o, "migration_interval", d.migration_interval);
            p.migrants = positive_int(o, "migrants", d.migrants);
+           p.random_init = probability(o, "random_init", d.random_init);
            o.finish();
            return std::make_unique<EvolutionStrategy>(env, p);
          }});

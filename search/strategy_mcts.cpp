@@ -24,6 +24,7 @@ struct MctsParams {
   double exploration = 0.5;  // c in UCT
   double widen_c = 1.0;
   double widen_alpha = 0.5;
+  double root_widen_c = 2.0;  // the root's children: seeds, then random points
   bool puct = false;  // weight exploration by a prior per action
 };
 
@@ -128,8 +129,9 @@ class MctsStrategy final : public Strategy {
   bool can_widen(const Node& n) const {
     if (n.saturated) return false;
     const double visits = n.visits + n.virtual_visits;
+    const double c = &n == &nodes_[0] ? p_.root_widen_c : p_.widen_c;
     return static_cast<double>(n.children.size()) <
-           std::max(1.0, p_.widen_c * std::pow(std::max(visits, 1.0), p_.widen_alpha));
+           std::max(1.0, c * std::pow(std::max(visits, 1.0), p_.widen_alpha));
   }
 
   // PUCT prior of a child: the parent's diagnosis favours what moved it.
@@ -170,7 +172,17 @@ class MctsStrategy final : public Strategy {
       if (batch.count(p)) continue;
       return finish({std::move(p), {}, "seed", 0}, {0});
     }
-    if (dead(0)) return std::nullopt;
+    // The root widens too: its new children are uniform random points, so
+    // the tree keeps a way out of the seeds' neighbourhoods.
+    if (can_widen(nodes_[0]) || dead(0)) {
+      const uint64_t size = env_.space->size();
+      for (int attempt = 0; attempt < 12; ++attempt) {
+        Point p = env_.space->at(std::uniform_int_distribution<uint64_t>(0, size - 1)(rng_));
+        if (batch.count(p) || (env_.known && env_.known(p))) continue;
+        return finish({std::move(p), {}, "random", 0}, {0});
+      }
+      if (dead(0)) return std::nullopt;
+    }
     // Descend while the node may not widen; expand where it may.
     std::vector<size_t> path = {0};
     size_t cur = select_child(nodes_[0]);
@@ -252,6 +264,7 @@ void register_mcts(StrategyRegistry& r) {
          {{"exploration", d.exploration},
           {"widen_c", d.widen_c},
           {"widen_alpha", d.widen_alpha},
+          {"root_widen_c", d.root_widen_c},
           {"puct", d.puct}},
          [d](const nlohmann::json& params, const std::string& path, const StrategyEnv& env) {
            JsonObject o(params, path);
@@ -263,6 +276,8 @@ void register_mcts(StrategyRegistry& r) {
            p.widen_alpha = o.get_number("widen_alpha", d.widen_alpha);
            if (p.widen_alpha < 0 || p.widen_alpha > 1)
              throw ConfigError(o.path_of("widen_alpha"), "expected a number in [0, 1]");
+           p.root_widen_c = o.get_number("root_widen_c", d.root_widen_c);
+           if (p.root_widen_c < 0) throw ConfigError(o.path_of("root_widen_c"), "expected >= 0");
            p.puct = o.get_bool("puct", d.puct);
            o.finish();
            return std::make_unique<MctsStrategy>(env, p);

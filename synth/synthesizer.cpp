@@ -93,21 +93,30 @@ size_t pick(size_t n, std::mt19937_64& rng) {
   return std::uniform_int_distribution<size_t>(0, n - 1)(rng);
 }
 
-// Moves knob `d` of `p` one step in `direction` (0: to any other value).
+// Moves knob `d` one step in `direction`; direction 0 is a step either way
+// (declared values are mostly ordered: widths, unrolls, tile sizes) or, one
+// time in four, a jump to any other value.
 bool move_knob(const KnobDecl& d, int direction, KnobValues& knobs, std::mt19937_64& rng) {
   const auto& vals = d.values;
   if (vals.size() < 2) return false;
   auto pos = std::find(vals.begin(), vals.end(), knobs.at(d.name));
-  size_t i = static_cast<size_t>(pos - vals.begin());
+  const size_t i = static_cast<size_t>(pos - vals.begin());
+  if (direction == 0) {
+    if (std::uniform_int_distribution<int>(0, 3)(rng) == 0) {
+      size_t j = pick(vals.size() - 1, rng);
+      knobs[d.name] = vals[j >= i ? j + 1 : j];
+      return true;
+    }
+    direction = std::bernoulli_distribution(0.5)(rng) ? 1 : -1;
+    if (i == 0) direction = 1;
+    if (i + 1 == vals.size()) direction = -1;
+  }
   if (direction > 0) {
     if (i + 1 >= vals.size()) return false;
     knobs[d.name] = vals[i + 1];
-  } else if (direction < 0) {
+  } else {
     if (i == 0) return false;
     knobs[d.name] = vals[i - 1];
-  } else {
-    size_t j = pick(vals.size() - 1, rng);
-    knobs[d.name] = vals[j >= i ? j + 1 : j];
   }
   return true;
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <set>
 
+#include "bench/strategy_bench.h"
 #include "core/hash.h"
 #include "core/store.h"
 #include "eval/backend.h"
@@ -346,6 +347,47 @@ TEST(Search, BadStrategyParametersNameTheKey) {
   EXPECT_THROW(parse_search_config({{"strategy", "anneal"}}, "$.search"), UserError);
   EXPECT_THROW(parse_search_config({{"stop", {{"max_evals", -1}}}}, "$.search"), UserError);
   EXPECT_THROW(parse_search_config({{"stop", {{"target", {{"gflops", 1}}}}}}, "$.search"), UserError);
+}
+
+TEST(StrategyBench, RandomExpectationIsExact) {
+  // Brute force over all 3-subsets of 6 values (one failed).
+  std::vector<double> v = {5, 3, 9, std::numeric_limits<double>::infinity(), 1, 7};
+  auto e = expected_random_best(v, 6);
+  std::vector<double> finite = {5, 3, 9, 9, 1, 7};  // the failure counts as the worst
+  double sum = 0;
+  int n = 0;
+  for (int a = 0; a < 6; ++a)
+    for (int b = a + 1; b < 6; ++b)
+      for (int c = b + 1; c < 6; ++c, ++n) sum += std::min({finite[a], finite[b], finite[c]});
+  EXPECT_NEAR(e[2], sum / n, 1e-12);
+  EXPECT_NEAR(e[0], (5 + 3 + 9 + 9 + 1 + 7) / 6.0, 1e-12);
+  EXPECT_NEAR(e[5], 1, 1e-12);
+}
+
+TEST(StrategyBench, ScoresStrategiesAgainstRandomInReplay) {
+  Fixture f("bench");
+  {
+    Engine e(f.task, f.space, f.store, f.backend, config("grid", 100000));
+    e.begin({{"config", f.task.config}});
+    e.run();
+  }
+  StrategyBenchOptions o;
+  o.repeats = 30;
+  o.budget = 0.2;
+  auto scores = bench_strategies(f.store, o, nullptr);
+  ASSERT_EQ(scores.size(), 1u);
+  const SpaceScore& s = scores[0];
+  EXPECT_EQ(s.points, f.space.size());
+  EXPECT_DOUBLE_EQ(s.f_opt, 1e-3);
+  std::map<std::string, double> score;
+  for (const auto& st : s.strategies) score[st.strategy] = st.score;
+  // Random sampling in replay scores near its own analytic expectation...
+  EXPECT_NEAR(score["random"], 0, 0.2);
+  // ...and the guided strategies beat it on this smooth space.
+  EXPECT_GT(score["evolution"], 0.15);
+  EXPECT_GT(score["mcts"], 0.15);
+  auto j = to_json(scores);
+  EXPECT_EQ(j[0]["strategies"]["mcts"]["checkpoints"].size(), 4u);
 }
 
 }  // namespace

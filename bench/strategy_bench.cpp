@@ -1,0 +1,234 @@
+#include "bench/strategy_bench.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <random>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/store.h"
+#include "core/task.h"
+#include "eval/backend.h"
+#include "search/engine.h"
+
+namespace kevo {
+
+namespace {
+
+double log_choose(double n, double k) {
+  return std::lgamma(n + 1) - std::lgamma(k + 1) - std::lgamma(n - k + 1);
+}
+
+std::string text_of(const SqlValue& v) {
+  auto* s = std::get_if<std::string>(&v);
+  return s ? *s : std::string();
+}
+
+// The families of a recorded run, from the sources the store kept (not the
+// files of today's checkout, which may have changed since).
+SearchSpace recorded_space(Store& store, int64_t run, const Task& task) {
+  QueryResult q = store.query(
+      "SELECT DISTINCT c.family, s.hash, s.text, s.origin, s.language FROM candidates c "
+      "JOIN sources s ON s.hash = c.source_hash WHERE c.run_id = ? ORDER BY c.family",
+      {SqlValue(run)});
+  std::vector<Family> families;
+  for (const auto& row : q.rows) {
+    Family f;
+    f.name = text_of(row[0]);
+    f.source_hash = text_of(row[1]);
+    f.text = text_of(row[2]);
+    f.origin = text_of(row[3]);
+    f.language = text_of(row[4]);
+    f.space = KnobSpace::parse_source(f.text, f.origin.string());
+    for (const auto& [name, values] : task.knob_restrictions)
+      if (f.space.find(name)) f.space.restrict(name, values);
+    families.push_back(std::move(f));
+  }
+  return SearchSpace(std::move(families));
+}
+
+double percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const size_t i = static_cast<size_t>(pos);
+  const double frac = pos - static_cast<double>(i);
+  return i + 1 < v.size() ? v[i] * (1 - frac) + v[i + 1] * frac : v[i];
+}
+
+// Median and a 95% bootstrap interval of the median.
+void median_ci(const std::vector<double>& v, std::mt19937_64& rng, CurveSummary& out) {
+  out.median = percentile(v, 0.5);
+  std::vector<double> medians;
+  std::uniform_int_distribution<size_t> pick(0, v.size() - 1);
+  for (int b = 0; b < 400; ++b) {
+    std::vector<double> s(v.size());
+    for (auto& x : s) x = v[pick(rng)];
+    medians.push_back(percentile(s, 0.5));
+  }
+  out.lo = percentile(medians, 0.025);
+  out.hi = percentile(medians, 0.975);
+}
+
+}  // namespace
+
+std::vector<double> expected_random_best(std::vector<double> values, size_t budget) {
+  KEVO_ASSERT(!values.empty());
+  double worst = -std::numeric_limits<double>::infinity();
+  for (double v : values)
+    if (std::isfinite(v)) worst = std::max(worst, v);
+  for (double& v : values)
+    if (!std::isfinite(v)) v = worst;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  std::vector<double> out;
+  for (size_t t = 1; t <= budget && t <= n; ++t) {
+    // P(the minimum is the i-th smallest) = C(n - i, t - 1) / C(n, t), i from 1.
+    double e = 0;
+    const double lc = log_choose(static_cast<double>(n), static_cast<double>(t));
+    for (size_t i = 1; i + t - 1 <= n; ++i)
+      e += values[i - 1] *
+           std::exp(log_choose(static_cast<double>(n - i), static_cast<double>(t - 1)) - lc);
+    out.push_back(e);
+  }
+  while (out.size() < budget) out.push_back(values.front());
+  return out;
+}
+
+std::vector<int64_t> exhaustive_runs(Store& store) {
+  QueryResult q = store.query(
+      "SELECT id FROM runs WHERE kind = 'search' AND status = 'done' "
+      "AND json_extract(config_json, '$.search.strategy') = 'grid' "
+      "AND json_extract(summary_json, '$.stop_reason') LIKE '%exhausted%' ORDER BY id");
+  std::vector<int64_t> out;
+  for (const auto& row : q.rows) out.push_back(std::get<int64_t>(row[0]));
+  return out;
+}
+
+std::vector<SpaceScore> bench_strategies(Store& store, const StrategyBenchOptions& o,
+                                         const std::function<void(std::string_view)>& progress) {
+  std::vector<int64_t> runs = o.runs.empty() ? exhaustive_runs(store) : o.runs;
+  if (runs.empty())
+    throw UserError(fmt::format("no exhaustive grid run in {} to replay (record some with "
+                                "bench/record_spaces.sh)",
+                                store.path().string()));
+  std::vector<SpaceScore> out;
+  for (int64_t run : runs) {
+    QueryResult q = store.query("SELECT config_json, task_name FROM runs WHERE id = ?", {SqlValue(run)});
+    if (q.rows.empty()) throw UserError(fmt::format("no run {} in {}", run, store.path().string()));
+    auto cfg = nlohmann::json::parse(text_of(q.rows[0][0]), nullptr, false);
+    if (!cfg.is_object() || !cfg.contains("config"))
+      throw UserError(fmt::format("run {} is not a search run", run));
+    Task task = parse_task(cfg["config"], cfg.value("origin", std::string("task")));
+    ReplayBackend replay(store, run);
+    replay.detach_roofs = true;  // the scratch stores hold no roofs
+    SearchSpace space = recorded_space(store, run, task);
+    std::set<std::string> keys;
+    for (const auto& [k, r] : replay.recorded()) keys.insert(k);
+    space.restrict_to(keys);
+
+    SpaceScore s;
+    s.run = run;
+    s.task = task.name;
+    s.points = static_cast<size_t>(space.size());
+    if (s.points < 2) throw UserError(fmt::format("run {} recorded fewer than 2 points", run));
+    std::vector<double> values;
+    for (uint64_t i = 0; i < space.size(); ++i) {
+      const EvalResult& r = replay.recorded().at(space.key(space.at(i)));
+      values.push_back(r.status == Status::ok && r.timing ? r.timing->median_s
+                                                          : std::numeric_limits<double>::infinity());
+    }
+    s.f_opt = *std::min_element(values.begin(), values.end());
+    if (!std::isfinite(s.f_opt)) throw UserError(fmt::format("run {} has no correct point", run));
+    s.budget = o.budget < 1 ? std::max<size_t>(2, static_cast<size_t>(std::ceil(o.budget * s.points)))
+                            : std::min<size_t>(s.points, static_cast<size_t>(o.budget));
+    s.random_curve = expected_random_best(values, s.budget);
+    double worst = 0;
+    for (double v : values)
+      if (std::isfinite(v)) worst = std::max(worst, v);
+
+    std::mt19937_64 boot(12345);
+    for (const auto& name : o.strategies) {
+      if (progress) progress(fmt::format("{}: {} x {} in replay", task.name, name, o.repeats));
+      std::vector<std::vector<double>> curves;
+      int found = 0;
+      for (int rep = 0; rep < o.repeats; ++rep) {
+        Store scratch(":memory:");
+        replay.reset_clock();
+        SearchConfig c;
+        c.strategy = name;
+        c.seed = static_cast<uint64_t>(rep + 1);
+        c.stop.max_evals = static_cast<int64_t>(s.budget);
+        c.seeds_first = false;
+        c.batch = o.batch;
+        Engine e(task, space, scratch, replay, c);
+        e.begin({});
+        e.run();
+        std::vector<double> curve;
+        double best = worst;
+        for (const auto& ob : e.observations()) {
+          if (ob.ok()) best = std::min(best, ob.seconds);
+          curve.push_back(best);
+        }
+        curve.resize(s.budget, best);
+        if (best <= s.f_opt) ++found;
+        curves.push_back(std::move(curve));
+      }
+      StrategyScore sc;
+      sc.strategy = name;
+      sc.found_optimum = static_cast<double>(found) / o.repeats;
+      sc.mean_curve.assign(s.budget, 0);
+      for (const auto& c : curves)
+        for (size_t t = 0; t < s.budget; ++t) sc.mean_curve[t] += c[t] / o.repeats;
+      double sum = 0;
+      size_t counted = 0;
+      std::vector<double> p(s.budget, 1.0);
+      for (size_t t = 0; t < s.budget; ++t) {
+        const double denom = s.random_curve[t] - s.f_opt;
+        if (denom <= 1e-12 * s.f_opt) continue;  // random has surely found it by now
+        p[t] = (s.random_curve[t] - sc.mean_curve[t]) / denom;
+        sum += p[t];
+        ++counted;
+      }
+      sc.score = counted ? sum / static_cast<double>(counted) : 1.0;
+      for (double frac : {0.1, 0.25, 0.5, 1.0}) {
+        CurveSummary cs;
+        cs.t = std::max<size_t>(1, static_cast<size_t>(std::round(frac * s.budget)));
+        std::vector<double> at;
+        for (const auto& c : curves) at.push_back(c[cs.t - 1]);
+        median_ci(at, boot, cs);
+        cs.p = p[cs.t - 1];
+        sc.checkpoints.push_back(cs);
+      }
+      s.strategies.push_back(std::move(sc));
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+nlohmann::json to_json(const std::vector<SpaceScore>& scores) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& s : scores) {
+    nlohmann::json j = {{"run", s.run},       {"task", s.task},
+                        {"points", s.points}, {"budget", s.budget},
+                        {"f_opt_s", s.f_opt}, {"random_expected_best_s", s.random_curve}};
+    for (const auto& st : s.strategies) {
+      nlohmann::json cps = nlohmann::json::array();
+      for (const auto& c : st.checkpoints)
+        cps.push_back({{"t", c.t}, {"median_best_s", c.median}, {"ci95", {c.lo, c.hi}}, {"P", c.p}});
+      j["strategies"][st.strategy] = {{"score", st.score},
+                                      {"found_optimum", st.found_optimum},
+                                      {"checkpoints", cps},
+                                      {"mean_best_s", st.mean_curve}};
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+}  // namespace kevo

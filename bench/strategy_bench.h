@@ -1,0 +1,65 @@
+// kevo bench strategies: each strategy run many times (different seeds) in
+// replay on recorded exhaustive spaces, scored by the methodology of
+// Willemsen et al. (2024): P(t) = (f_random(t) - f_strategy(t)) /
+// (f_random(t) - f_opt) for minimized times, with f_random the analytic
+// expectation of the best of t draws without replacement, f_strategy the
+// mean best-so-far over the repeats and t counted in evaluations. P = 0 is
+// as good as random sampling, 1 finds the optimum at once.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kevo {
+
+class Store;
+
+// Expected best (minimum) of t draws without replacement from `values`
+// (infinite = failed; counted as the worst finite value), for t = 1..budget.
+std::vector<double> expected_random_best(std::vector<double> values, size_t budget);
+
+struct StrategyBenchOptions {
+  std::vector<int64_t> runs;  // empty: every exhaustive grid run in the store
+  std::vector<std::string> strategies = {"random", "evolution", "mcts"};
+  int repeats = 20;
+  double budget = 0.25;  // < 1: a fraction of the space; else a number of evaluations
+  size_t batch = 4;
+};
+
+struct CurveSummary {
+  size_t t = 0;
+  double median = 0, lo = 0, hi = 0;  // best-so-far median, 95% bootstrap CI
+  double p = 0;                       // P(t)
+};
+
+struct StrategyScore {
+  std::string strategy;
+  double score = 0;  // mean P(t) over t = 1..budget
+  double found_optimum = 0;  // fraction of repeats that found f_opt
+  std::vector<CurveSummary> checkpoints;
+  std::vector<double> mean_curve;  // f_strategy(t)
+};
+
+struct SpaceScore {
+  int64_t run = 0;
+  std::string task;
+  size_t points = 0;
+  size_t budget = 0;
+  double f_opt = 0;
+  std::vector<double> random_curve;  // f_random(t)
+  std::vector<StrategyScore> strategies;
+};
+
+// Grid runs of `store` that measured their whole space.
+std::vector<int64_t> exhaustive_runs(Store& store);
+
+std::vector<SpaceScore> bench_strategies(Store& store, const StrategyBenchOptions& options,
+                                         const std::function<void(std::string_view)>& progress);
+
+nlohmann::json to_json(const std::vector<SpaceScore>& scores);
+
+}  // namespace kevo
