@@ -161,6 +161,7 @@ std::vector<SpaceScore> bench_strategies(Store& store, const StrategyBenchOption
         replay.reset_clock();
         SearchConfig c;
         c.strategy = name;
+        if (auto it = o.params.find(name); it != o.params.end()) c.params = it->second;
         c.seed = static_cast<uint64_t>(rep + 1);
         c.stop.max_evals = static_cast<int64_t>(s.budget);
         c.seeds_first = false;

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,8 @@ std::vector<double> expected_random_best(std::vector<double> values, size_t budg
 struct StrategyBenchOptions {
   std::vector<int64_t> runs;  // empty: every exhaustive grid run in the store
   std::vector<std::string> strategies = {"random", "evolution", "mcts"};
-  int repeats = 20;
+  std::map<std::string, nlohmann::json> params;  // by strategy; default: its defaults
+  int repeats = 50;
   double budget = 0.25;  // < 1: a fraction of the space; else a number of evaluations
   size_t batch = 4;
 };

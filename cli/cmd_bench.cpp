@@ -27,7 +27,9 @@ int bench_strategies_cmd(const Argv& argv) {
          {db_option(),
           {"--run", "RUN", "a recorded run to replay (default: every exhaustive grid run)", true},
           {"--strategy", "NAME", "a strategy to score (default: random, evolution, mcts)", true},
-          {"--repeats", "N", "runs per strategy and space (default 20)"},
+          {"--params", "S=JSON", "parameters of strategy S, e.g. 'mcts={\"exploration\": 0.2}'",
+           true},
+          {"--repeats", "N", "runs per strategy and space (default 50)"},
           {"--budget", "B", "evaluations per run: a fraction of the space if < 1 (default 0.25)"},
           json_option()},
          0, 0);
@@ -48,6 +50,14 @@ int bench_strategies_cmd(const Argv& argv) {
   for (const auto& s : o.strategies)
     if (!StrategyRegistry::builtin().find(s))
       throw UserError(fmt::format("--strategy: unknown strategy '{}'", s));
+  for (const auto& p : a.values("--params")) {
+    auto eq = p.find('=');
+    if (eq == std::string::npos) throw UserError(fmt::format("--params expects S=JSON, got '{}'", p));
+    auto j = nlohmann::json::parse(p.substr(eq + 1), nullptr, false);
+    if (!j.is_object())
+      throw UserError(fmt::format("--params {}: expected a JSON object", p.substr(0, eq)));
+    o.params[p.substr(0, eq)] = j;
+  }
   if (auto v = a.value("--repeats")) {
     o.repeats = std::atoi(v->c_str());
     if (o.repeats < 1) throw UserError(fmt::format("--repeats expects an integer >= 1, got '{}'", *v));

@@ -190,7 +190,13 @@ int cmd_run(const Argv& argv) {
   if (auto v = a.value("--max-evals"))
     cfg.stop.max_evals = static_cast<int64_t>(parse_positive(*v, "--max-evals"));
   if (auto v = a.value("--max-minutes")) cfg.stop.max_seconds = 60 * parse_positive(*v, "--max-minutes");
-  if (auto v = a.value("--seed")) cfg.seed = static_cast<uint64_t>(parse_id(*v, "--seed"));
+  if (auto v = a.value("--seed")) {
+    char* end = nullptr;
+    const unsigned long long seed = std::strtoull(v->c_str(), &end, 10);
+    if (v->empty() || *end || (*v)[0] == '-')
+      throw UserError(fmt::format("--seed expects an integer >= 0, got '{}'", *v));
+    cfg.seed = seed;
+  }
   if (auto v = a.value("--strategy")) {
     if (resume && *v != cfg.strategy)
       throw UserError(fmt::format("run {} used strategy {}: a resumed run keeps it", *resume,
