@@ -68,11 +68,14 @@ class FakeBackend final : public EvalBackend {
       EvalResult r;
       r.compile_s = 0.25;
       r.run_s = 0.75;
-      if (f.name == "fast" && jobs[i].knobs.at("A") == 0 && jobs[i].knobs.at("C") == 1) {
+      if (f.name == "fast" && jobs[i].knobs.at("A") == 0 && jobs[i].knobs.at("C") == 1) {  // NOLINT
         r.status = Status::compile_error;
         r.detail = "synthetic compile error";
       } else {
-        double t = synthetic_time(f.name, jobs[i].knobs) * 1e-3;
+        const bool synthetic = f.name == "fast" || f.name == "slow";
+        double t = synthetic ? synthetic_time(f.name, jobs[i].knobs) * 1e-3
+                             : (1 + static_cast<double>(std::hash<std::string>{}(
+                                        knobs_to_json(jobs[i].knobs)) % 1000) / 100) * 1e-3;
         r.timing = TimingStats::from_samples({t * 0.99, t, t * 1.01, t * 1.02, t}, 1, 2);
         Diagnosis d;
         d.bound = "memory";
@@ -388,6 +391,42 @@ TEST(StrategyBench, ScoresStrategiesAgainstRandomInReplay) {
   EXPECT_GT(score["mcts"], 0.15);
   auto j = to_json(scores);
   EXPECT_EQ(j[0]["strategies"]["mcts"]["checkpoints"].size(), 4u);
+}
+
+// The real gemm family has constraints that most random moves break: every
+// synthesizer and every strategy still only proposes valid points.
+TEST(Search, ConstraintsNeverProduceAnInvalidCandidate) {
+  const auto file = test::repo_dir() / "targets" / "cpu" / "kernels" / "gemm" / "blocked.c";
+  SearchSpace space = load_space({file}, {}, [](const std::filesystem::path&) { return "c"; });
+  Synthesizers synth = Synthesizers::offline(KnobRules::load_default());
+  std::mt19937_64 rng(3);
+  Observation a, b;
+  a.point = space.seed(0);
+  a.bound = "compute";
+  b.point = *random_point(space, 0, rng);
+  int made = 0;
+  for (int i = 0; i < 2000; ++i) {
+    for (const Synthesizer* s : {synth.knob.get(), synth.crossover.get()}) {
+      std::vector<const Observation*> parents = {&a};
+      if (s->arity() == 2) parents.push_back(&b);
+      auto child = s->apply(space, parents, rng);
+      if (!child) continue;
+      ++made;
+      ASSERT_TRUE(space.valid(child->point)) << knobs_to_string(child->point.knobs);
+      ASSERT_NE(child->point, a.point);
+      (i % 2 ? a : b).point = child->point;  // wander
+    }
+  }
+  EXPECT_GT(made, 2000);
+  for (const char* strategy : {"random", "evolution", "mcts"}) {
+    Fixture f(std::string("constraints-") + strategy);
+    Engine e(f.task, space, f.store, f.backend, config(strategy, 150));
+    e.begin({});
+    e.run();
+    EXPECT_EQ(f.backend.invalid, 0) << strategy;
+    EXPECT_EQ(e.stats().invalid, 0) << strategy;
+    EXPECT_EQ(e.stats().evaluations, 150) << strategy;
+  }
 }
 
 }  // namespace
