@@ -77,13 +77,18 @@ void print_summary(const Engine& engine, const Task& task, const nlohmann::json&
     std::string knobs;
     for (auto it = b["knobs"].begin(); it != b["knobs"].end(); ++it)
       knobs += fmt::format(" {}={}", it.key(), it.value().get<int64_t>());
-    std::string extra;
+    std::string detail = fmt::format("candidate {}; {:.0f}% of the {} roof",
+                                     b["candidate"].get<int64_t>(),
+                                     100 * b["roof_fraction"].get<double>(),
+                                     b["bound"].get<std::string>());
+    if (b.value("confirmed", false))
+      detail += fmt::format("; re-measured, {} when found",
+                            format_seconds(b["search_median_s"].get<double>()));
+    std::string speedup;
     if (extra_key && j.contains(extra_key))
-      extra = fmt::format("  -> best is {:.2f}x faster", j[extra_key].get<double>());
-    fmt::print("{:<12}{} {}{} (candidate {}; {:.0f}% of the {} roof){}\n", label,
-               format_seconds(b["median_s"].get<double>()), b["family"].get<std::string>(), knobs,
-               b["candidate"].get<int64_t>(), 100 * b["roof_fraction"].get<double>(),
-               b["bound"].get<std::string>(), extra);
+      speedup = fmt::format("  -> best is {:.2f}x faster", j[extra_key].get<double>());
+    fmt::print("{:<12}{} {}{} ({}){}\n", label, format_seconds(b["median_s"].get<double>()),
+               b["family"].get<std::string>(), knobs, detail, speedup);
   };
   line("best", j["best"], nullptr);
   line("seed", j["seed"], "speedup_over_seed");
@@ -222,8 +227,11 @@ int cmd_run(const Argv& argv) {
   std::unique_ptr<CompileCache> compiles;
   std::unique_ptr<Evaluator> evaluator;
   Roof roof;
-  if (auto r = a.value("--replay")) {
-    const int64_t replayed = parse_id(*r, "--replay");
+  std::optional<std::string> replay_arg = a.value("--replay");
+  if (!replay_arg && resume && run_config.contains("replay"))  // a replay resumes as one
+    replay_arg = std::to_string(run_config["replay"].get<int64_t>());
+  if (replay_arg) {
+    const int64_t replayed = parse_id(*replay_arg, "--replay");
     QueryResult q = store.query("SELECT task_hash FROM runs WHERE id = ?", {SqlValue(replayed)});
     if (q.rows.empty()) throw UserError(fmt::format("--replay: no run {} in {}", replayed, db));
     if (std::get<std::string>(q.rows[0][0]) != task.hash)
@@ -248,12 +256,13 @@ int cmd_run(const Argv& argv) {
   }
 
   Engine engine(task, space, store, *backend, cfg);
+  engine.reuse_earlier_runs = !replay_arg;
   if (resume) {
     engine.resume(*resume);
     progress(fmt::format("resuming run {}: {} evaluations already stored", *resume,
                          engine.stats().evaluations));
   } else {
-    engine.begin(run_config, a.value("--replay") ? "replay" : "search");
+    engine.begin(run_config, replay_arg ? "replay" : "search");
   }
 
   std::signal(SIGINT, on_signal);
@@ -261,7 +270,7 @@ int cmd_run(const Argv& argv) {
   engine.interrupted = [] { return g_interrupted != 0; };
   StatusLine status;
   const bool tty = stderr_is_tty();
-  const bool quiet = a.value("--replay").has_value() && !tty;
+  const bool quiet = replay_arg.has_value() && !tty;
   auto budget = [&](const Engine& e) {
     std::string b = fmt::format("{}", e.stats().evaluations);
     if (cfg.stop.max_evals) b += fmt::format("/{}", cfg.stop.max_evals);

@@ -44,6 +44,7 @@ struct SearchConfig {
   std::vector<std::string> families;  // empty: every family of the operator
   size_t batch = 0;                   // 0: 2 x CPUs
   bool seeds_first = true;            // evaluate each family's default point first
+  int64_t confirm = 3;                // re-measure the best k (and seed, naive) at the end
   StopConditions stop;
   uint64_t seed = 1;
 
@@ -68,6 +69,7 @@ struct EngineStats {
   int64_t reused = 0;       // answered from earlier runs' measurements
   int64_t duplicates = 0;   // proposals of points this run already had
   int64_t invalid = 0;      // proposals outside the space (a strategy bug; never evaluated)
+  int64_t confirmations = 0;  // re-measurements of the best at the end (not in the budget)
   std::map<std::string, int64_t> by_status;
   double elapsed_s = 0;     // on the backend's clock, including before a resume
   double searcher_s = 0;    // strategy ask/tell and synthesizers
@@ -81,7 +83,9 @@ struct Best {
   int64_t candidate = 0;
   Point point;
   std::string synthesizer;
-  Observation obs;
+  Observation obs;  // seconds and roof fraction as re-measured when confirmed
+  double search_seconds = 0;  // as first measured during the search
+  bool confirmed = false;
 };
 
 class Engine {
@@ -111,6 +115,10 @@ class Engine {
   std::optional<Best> naive() const;
   const SearchSpace& space() const { return space_; }
 
+  // Whether points measured by earlier runs of the task are answered from
+  // the store (true) or evaluated (false: a replay, whose recording is
+  // itself in the store, must charge its budget for every point).
+  bool reuse_earlier_runs = true;
   // Checked between evaluations: true stops the run ("interrupted").
   std::function<bool()> interrupted;
   // Called after each result is stored.
@@ -123,6 +131,9 @@ class Engine {
 
  private:
   std::optional<std::string> should_stop() const;
+  void confirm();
+  std::optional<Best> make_best(const Observation& o) const;
+  std::optional<Best> best_default(bool naive) const;
   void process(std::vector<Proposal> proposals, std::vector<Observation>& told);
   void evaluate_pending(std::vector<std::pair<int64_t, Proposal>> pending,
                         std::vector<Observation>& told);
@@ -144,6 +155,8 @@ class Engine {
   std::map<int64_t, Observation> by_candidate_;
   std::vector<Observation> history_;  // evaluated (or reused), in order
   EngineStats stats_;
+  std::vector<KnobValues> defaults_;  // each family's default point
+  std::map<int64_t, double> confirmed_;  // candidate -> re-measured median (inf: failed)
   double clock_offset_ = 0;  // elapsed before a resume
   double best_seconds_ = 0;  // for stagnation
   int64_t since_improvement_ = 0;

@@ -60,10 +60,12 @@ class EvolutionStrategy final : public Strategy {
       out.push_back({std::move(p), {}, "random", make_tag(immigrants_)});
     }
     int stalls = 0;
-    while (out.size() < n && stalls < 64) {
+    while (out.size() < n && stalls < 256) {
       size_t island = next_island_++ % islands_.size();
       auto prop = offspring(island);
-      if (!prop) {
+      // A child someone already measured teaches nothing: try again.
+      if (!prop || (env_.known && env_.known(prop->point)) ||
+          std::any_of(out.begin(), out.end(), [&](const Proposal& q) { return q.point == prop->point; })) {
         ++stalls;
         continue;
       }

@@ -40,6 +40,8 @@ class MctsStrategy final : public Strategy {
     int misses = 0;
     while (out.size() < n && misses < 64) {
       auto prop = expand_once(batch);
+      // A tree that keeps landing on measured points restarts at a random one.
+      if (!prop && misses >= 8) prop = random_child(batch);
       if (!prop) {
         ++misses;
         continue;
@@ -175,12 +177,7 @@ class MctsStrategy final : public Strategy {
     // The root widens too: its new children are uniform random points, so
     // the tree keeps a way out of the seeds' neighbourhoods.
     if (can_widen(nodes_[0]) || dead(0)) {
-      const uint64_t size = env_.space->size();
-      for (int attempt = 0; attempt < 12; ++attempt) {
-        Point p = env_.space->at(std::uniform_int_distribution<uint64_t>(0, size - 1)(rng_));
-        if (batch.count(p) || (env_.known && env_.known(p))) continue;
-        return finish({std::move(p), {}, "random", 0}, {0});
-      }
+      if (auto p = random_child(batch)) return p;
       if (dead(0)) return std::nullopt;
     }
     // Descend while the node may not widen; expand where it may.
@@ -205,6 +202,18 @@ class MctsStrategy final : public Strategy {
       return finish(std::move(*prop), path);
     }
     at.saturated = true;
+    return std::nullopt;
+  }
+
+  // A uniformly random point nobody has measured, as a child of the root.
+  std::optional<Proposal> random_child(const std::set<Point>& batch) {
+    const uint64_t size = env_.space->size();
+    if (size == 0) return std::nullopt;
+    for (int attempt = 0; attempt < 16; ++attempt) {
+      Point p = env_.space->at(std::uniform_int_distribution<uint64_t>(0, size - 1)(rng_));
+      if (batch.count(p) || (env_.known && env_.known(p))) continue;
+      return finish({std::move(p), {}, "random", 0}, {0});
+    }
     return std::nullopt;
   }
 

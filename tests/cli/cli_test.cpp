@@ -167,6 +167,8 @@ TEST_F(Cli, RunSearchesStoresAndWritesTheBest) {
   EXPECT_EQ(j["evaluations"], 6);
   ASSERT_FALSE(j["best"].is_null());
   ASSERT_FALSE(j["seed"].is_null());
+  EXPECT_EQ(j["best"]["confirmed"], true);
+  EXPECT_GE(j["confirmations"].get<int64_t>(), 2);
   EXPECT_GE(j["speedup_over_seed"].get<double>(), 1.0);
   EXPECT_LT(j["overhead_share"].get<double>(), 0.5);
   // The best file stands alone: kevo eval of it (no knobs left to set) is ok
@@ -187,6 +189,14 @@ TEST_F(Cli, RunSearchesStoresAndWritesTheBest) {
   auto j2 = nlohmann::json::parse(again.out);
   EXPECT_GT(j2["reused"].get<int64_t>(), 0);
   EXPECT_EQ(j2["evaluations"], 3);
+  // A replay of the first run answers from its recording, charging each point.
+  auto replay = kevo({"run", "search.json", "--replay", std::to_string(j["run"].get<int64_t>()),
+                      "--strategy", "random", "--max-evals", "4", "--json"});
+  ASSERT_EQ(replay.exit_code, 0) << replay.err;
+  auto j3 = nlohmann::json::parse(replay.out);
+  EXPECT_EQ(j3["evaluations"], 4);
+  EXPECT_EQ(j3["backend"], "replay");
+  EXPECT_GT(j3["elapsed_s"].get<double>(), 0);
 }
 
 TEST_F(Cli, RunRejectsBadInputWithOneLine) {
@@ -211,7 +221,9 @@ int64_t scalar(Store& s, const std::string& sql) {
 // kill -9 in the middle of a run, then --resume: nothing that finished is
 // lost or measured again, and the store is intact.
 TEST_F(Cli, KilledRunResumesWithoutRepeatingWork) {
-  write("search.json", kSearchTask);
+  nlohmann::json task = nlohmann::json::parse(kSearchTask);
+  task["search"]["confirm"] = 0;  // every evaluation below is then a search's
+  write("search.json", task.dump());
   SpawnOptions o;
   o.argv = {test::kevo_binary().string(), "run", "search.json", "--max-evals", "8"};
   o.cwd = dir_;
