@@ -37,6 +37,14 @@ int SearchSpace::find_family(std::string_view name) const {
   return -1;
 }
 
+std::vector<int> SearchSpace::seed_order() const {
+  std::vector<int> order;
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t f = 0; f < families_.size(); ++f)
+      if ((families_[f].name == "naive") == (pass == 1)) order.push_back(static_cast<int>(f));
+  return order;
+}
+
 bool SearchSpace::valid(const Point& p) const {
   if (p.family < 0 || static_cast<size_t>(p.family) >= families_.size()) return false;
   const KnobSpace& s = families_[p.family].space;

@@ -58,6 +58,9 @@ class SearchSpace {
   // Declared values, constraints, and (when restricted) recorded.
   bool valid(const Point& p) const;
   Point seed(int family) const { return {family, families_.at(family).space.defaults()}; }
+  // The families in the order a search should try their seeds: the baseline
+  // family named "naive" (a reference, slow by design) last.
+  std::vector<int> seed_order() const;
   // "source_hash|{"A":1}", the dedup key.
   std::string key(const Point& p) const;
   Features features(const Point& p) const;

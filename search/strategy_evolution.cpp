@@ -42,7 +42,7 @@ class EvolutionStrategy final : public Strategy {
     std::vector<Proposal> out;
     // Until every family's seed has been proposed, start from the seeds.
     while (out.size() < n && next_seed_ < static_cast<int>(env_.space->size_families())) {
-      Point p = env_.space->seed(next_seed_++);
+      Point p = env_.space->seed(env_.space->seed_order()[next_seed_++]);
       if (env_.known && env_.known(p)) continue;  // the engine ran the seeds already
       if (!env_.space->valid(p)) {
         auto r = random_point(*env_.space, p.family, rng_);

@@ -164,7 +164,7 @@ class MctsStrategy final : public Strategy {
   std::optional<Proposal> expand_once(const std::set<Point>& batch) {
     // Seeds first: one child of the root per family.
     while (next_seed_ < static_cast<int>(env_.space->size_families())) {
-      Point p = env_.space->seed(next_seed_++);
+      Point p = env_.space->seed(env_.space->seed_order()[next_seed_++]);
       if (env_.known && env_.known(p)) continue;  // the engine ran the seeds already
       if (!env_.space->valid(p)) {
         auto r = random_point(*env_.space, p.family, rng_);
