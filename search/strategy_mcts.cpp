@@ -24,8 +24,8 @@ struct MctsParams {
   double exploration = 0.5;  // c in UCT
   double widen_c = 1.0;
   double widen_alpha = 0.5;
-  double root_widen_c = 2.0;  // the root's children: seeds, then random points
-  bool puct = false;  // weight exploration by a prior per action
+  double root_widen_c = 1.5;  // the root's children: seeds, then random points
+  bool puct = true;  // weight exploration by a prior per action
 };
 
 class MctsStrategy final : public Strategy {
