@@ -17,9 +17,10 @@ echo
 status=0
 "$kevo" run configs/demo.json -o "$build/demo-best.c" --dot "$build/demo-tree.dot" || status=$?
 echo
-echo "-- the ten fastest correct candidates of that run"
+echo "-- the ten fastest correct candidates of that run (timed: 2 when re-measured to confirm)"
 "$kevo" query "
   SELECT c.id AS candidate, c.family, c.synthesizer,
+         (SELECT COUNT(*) FROM evaluations x WHERE x.candidate_id = c.id) AS timed,
          printf('%.3f', e.median_s * 1e3) AS median_ms,
          printf('%.0f%%', e.roof_fraction * 100) AS of_roof, c.knobs_json AS knobs
   FROM candidates c
