@@ -481,8 +481,8 @@ std::string Engine::run() {
   return reason;
 }
 
-// The fastest candidates are re-measured once more at the end, with the
-// best seed and the naive kernel: the minimum over many noisy measurements
+// The fastest candidates are re-measured once more at the end, with every
+// family's default point (the seeds, the naive kernel): the minimum over many noisy measurements
 // is biased low (the winner's curse), so the best is chosen, and reported,
 // by a measurement that did not select it.
 void Engine::confirm() {
@@ -499,10 +499,10 @@ void Engine::confirm() {
   };
   for (size_t i = 0; i < ok.size() && pick.size() < static_cast<size_t>(config_.confirm); ++i) add(ok[i]);
   if (pick.empty()) return;
-  auto seed = best_seed();
-  auto naive_ = naive();
-  if (seed) add(&by_candidate_.at(seed->candidate));
-  if (naive_) add(&by_candidate_.at(naive_->candidate));
+  // Every family's default point too, so that best, seeds and naive are all
+  // compared by measurements of the same kind.
+  for (const Observation* o : ok)
+    if (o->point.knobs == defaults_[static_cast<size_t>(o->point.family)]) add(o);
   std::vector<EvalJob> jobs;
   for (const Observation* o : pick) jobs.push_back({&space_.family(o->point.family), o->point.knobs});
   if (on_stage) on_stage(fmt::format("re-measuring the best {} to confirm them", jobs.size()));
@@ -553,6 +553,7 @@ std::optional<Best> Engine::best_default(bool naive) const {
   for (const auto& o : history_) {
     if (!o.ok() || (space_.family(o.point.family).name == "naive") != naive) continue;
     if (o.point.knobs != defaults_[static_cast<size_t>(o.point.family)]) continue;
+    if (!confirmed_.empty() && !confirmed_.count(o.candidate)) continue;
     auto b = make_best(o);
     if (b && (!best || b->obs.seconds < best->obs.seconds)) best = b;
   }

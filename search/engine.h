@@ -44,7 +44,7 @@ struct SearchConfig {
   std::vector<std::string> families;  // empty: every family of the operator
   size_t batch = 0;                   // 0: 2 x CPUs
   bool seeds_first = true;            // evaluate each family's default point first
-  int64_t confirm = 3;                // re-measure the best k (and seed, naive) at the end
+  int64_t confirm = 3;                // re-measure the best k (and the seeds) at the end
   StopConditions stop;
   uint64_t seed = 1;
 
