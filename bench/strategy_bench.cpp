@@ -127,9 +127,7 @@ std::vector<SpaceScore> bench_strategies(Store& store, const StrategyBenchOption
     ReplayBackend replay(store, run);
     replay.detach_roofs = true;  // the scratch stores hold no roofs
     SearchSpace space = recorded_space(store, run, task);
-    std::set<std::string> keys;
-    for (const auto& [k, r] : replay.recorded()) keys.insert(k);
-    space.restrict_to(keys);
+    space.restrict_to(replay.recorded_keys());
 
     SpaceScore s;
     s.run = run;

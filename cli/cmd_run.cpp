@@ -237,9 +237,7 @@ int cmd_run(const Argv& argv) {
     if (std::get<std::string>(q.rows[0][0]) != task.hash)
       throw UserError(fmt::format("--replay: run {} measured another task", replayed));
     auto replay = std::make_unique<ReplayBackend>(store, replayed);
-    std::set<std::string> keys;
-    for (const auto& [key, result] : replay->recorded()) keys.insert(key);
-    space.restrict_to(keys);
+    space.restrict_to(replay->recorded_keys());
     backend = std::move(replay);
     run_config["replay"] = replayed;
   } else {

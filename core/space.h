@@ -74,7 +74,6 @@ class SearchSpace {
   // Keeps only points whose key is in `keys` (a replay knows only what was
   // recorded). Families left without a point stay, with no points.
   void restrict_to(const std::set<std::string>& keys);
-  bool restricted() const { return restricted_; }
 
  private:
   struct Enumerated {

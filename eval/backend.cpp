@@ -94,6 +94,12 @@ ReplayBackend::ReplayBackend(Store& store, int64_t run) {
     throw UserError(fmt::format("run {} has no evaluations to replay", run));
 }
 
+std::set<std::string> ReplayBackend::recorded_keys() const {
+  std::set<std::string> keys;
+  for (const auto& [key, result] : recorded_) keys.insert(key);
+  return keys;
+}
+
 void ReplayBackend::evaluate(const std::vector<EvalJob>& jobs,
                              const std::function<void(size_t, EvalResult)>& done,
                              const std::function<bool()>& keep_going, const ProgressFn&) {

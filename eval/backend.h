@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,7 @@ class ReplayBackend final : public EvalBackend {
   bool detach_roofs = false;
   // The keys ("source_hash|knobs json") the recording holds.
   const std::map<std::string, EvalResult>& recorded() const { return recorded_; }
+  std::set<std::string> recorded_keys() const;
 
  private:
   std::map<std::string, EvalResult> recorded_;

@@ -39,6 +39,17 @@ class Timed {
   double t0_;
 };
 
+// What the strategy is told about proposal `p`, stored as `candidate`.
+Observation observed(const EvalResult& r, int64_t candidate, const Proposal& p) {
+  Observation o = observation_of(r);
+  o.candidate = candidate;
+  o.point = p.point;
+  o.parents = p.parents;
+  o.synthesizer = p.synthesizer;
+  o.tag = p.tag;
+  return o;
+}
+
 }  // namespace
 
 // ---- config --------------------------------------------------------------
@@ -203,13 +214,7 @@ void Engine::resume(int64_t run) {
   std::map<std::string, int> family_by_hash;
   for (size_t i = 0; i < space_.families().size(); ++i)
     family_by_hash[space_.families()[i].source_hash] = static_cast<int>(i);
-  QueryResult edges = store_.query(
-      "SELECT l.child_id, l.parent_id FROM lineage l JOIN candidates c ON c.id = l.child_id "
-      "WHERE c.run_id = ? ORDER BY l.child_id, l.parent_id",
-      {SqlValue(run)});
-  std::map<int64_t, std::vector<int64_t>> parents;
-  for (const auto& e : edges.rows)
-    parents[std::get<int64_t>(e[0])].push_back(std::get<int64_t>(e[1]));
+  tree_ = CandidateTree::load(store_, run);
   QueryResult cands = store_.query(
       "SELECT c.id, c.source_hash, c.knobs_json, c.family, c.synthesizer, c.reuses_evaluation, "
       "(SELECT MAX(e.id) FROM evaluations e WHERE e.candidate_id = c.id) "
@@ -218,33 +223,26 @@ void Engine::resume(int64_t run) {
   std::vector<Observation> told;
   for (const auto& c : cands.rows) {
     const int64_t id = std::get<int64_t>(c[0]);
-    Point p;
-    p.knobs = knobs_from_json(std::get<std::string>(c[2]));
     const std::string family = std::holds_alternative<std::string>(c[3]) ? std::get<std::string>(c[3]) : "";
     const std::string synth = std::holds_alternative<std::string>(c[4]) ? std::get<std::string>(c[4]) : "";
     auto fam = family_by_hash.find(std::get<std::string>(c[1]));
-    TreeNode node{id, family, knobs_to_string(p.knobs), synth};
-    tree_.add(node, parents[id]);
     if (fam == family_by_hash.end()) {
       log_warn("candidate {} of run {}: family '{}' has changed since; kept, not searched from",
                id, run, family);
       continue;
     }
-    p.family = fam->second;
-    known_[space_.key(p)] = id;
+    const Proposal prop{{fam->second, knobs_from_json(std::get<std::string>(c[2]))},
+                        tree_.parents(id), synth, 0};
+    known_[space_.key(prop.point)] = id;
     const auto* reused = std::get_if<int64_t>(&c[5]);
     const auto* own = std::get_if<int64_t>(&c[6]);
     if (!reused && !own) {
-      pending_.push_back({id, Proposal{p, parents[id], synth, 0}});
+      pending_.push_back({id, prop});
       continue;
     }
     std::optional<EvalResult> res = store_.evaluation(own ? *own : *reused);
     if (!res) continue;
-    Observation o = observation_of(*res);
-    o.candidate = id;
-    o.point = p;
-    o.parents = parents[id];
-    o.synthesizer = synth;
+    Observation o = observed(*res, id, prop);
     o.reused = reused != nullptr;
     if (own) {
       ++stats_.evaluations;
@@ -350,12 +348,7 @@ void Engine::process(std::vector<Proposal> proposals, std::vector<Observation>& 
       Timed t(stats_.store_s);
       r = store_.evaluation(*earlier);
     }
-    Observation o = observation_of(*r);
-    o.candidate = cand;
-    o.point = prop.point;
-    o.parents = prop.parents;
-    o.synthesizer = prop.synthesizer;
-    o.tag = prop.tag;
+    Observation o = observed(*r, cand, prop);
     o.reused = true;
     ++stats_.reused;
     record(o);
@@ -391,12 +384,7 @@ void Engine::evaluate_pending(std::vector<std::pair<int64_t, Proposal>> pending,
           Timed t(stats_.store_s);
           store_.add_evaluation(cand, r);
         }
-        Observation o = observation_of(r);
-        o.candidate = cand;
-        o.point = prop.point;
-        o.parents = prop.parents;
-        o.synthesizer = prop.synthesizer;
-        o.tag = prop.tag;
+        Observation o = observed(r, cand, prop);
         ++stats_.evaluations;
         ++stats_.by_status[std::string(status_name(r.status))];
         stats_.compile_s += r.compile_s;

@@ -53,7 +53,6 @@ using StrategyFactory = std::function<std::unique_ptr<Strategy>(
 struct StrategyInfo {
   std::string name;
   std::string summary;
-  nlohmann::json defaults;  // its parameters and their default values
   StrategyFactory make;
 };
 

@@ -233,16 +233,6 @@ void register_evolution(StrategyRegistry& r) {
   r.add({"evolution",
          "islands with migration, tournament selection, elitism, mutation and crossover, and a "
          "MAP-Elites archive over kernel features",
-         {{"islands", d.islands},
-          {"population", d.population},
-          {"tournament", d.tournament},
-          {"elites", d.elites},
-          {"crossover", d.crossover},
-          {"family_switch", d.family_switch},
-          {"archive_parent", d.archive_parent},
-          {"migration_interval", d.migration_interval},
-          {"migrants", d.migrants},
-          {"random_init", d.random_init}},
          [d](const nlohmann::json& params, const std::string& path, const StrategyEnv& env) {
            JsonObject o(params, path);
            EvolutionParams p;

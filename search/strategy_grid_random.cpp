@@ -67,7 +67,6 @@ class RandomStrategy final : public Strategy {
 
 void register_grid(StrategyRegistry& r) {
   r.add({"grid", "every valid point of every family, in order (exhaustive)",
-         nlohmann::json::object(),
          [](const nlohmann::json& params, const std::string& path, const StrategyEnv& env) {
            JsonObject(params, path).finish();
            return std::make_unique<GridStrategy>(env);
@@ -76,7 +75,6 @@ void register_grid(StrategyRegistry& r) {
 
 void register_random(StrategyRegistry& r) {
   r.add({"random", "uniform over the valid points, without replacement",
-         nlohmann::json::object(),
          [](const nlohmann::json& params, const std::string& path, const StrategyEnv& env) {
            JsonObject(params, path).finish();
            return std::make_unique<RandomStrategy>(env, env.seed);

@@ -102,7 +102,6 @@ class MctsStrategy final : public Strategy {
     double visits = 0;
     double virtual_visits = 0;  // proposals in flight below this node
     double subtree_best = std::numeric_limits<double>::infinity();
-    int tries = 0;  // expansions attempted here
     bool saturated = false;  // its synthesizers keep giving known points
   };
 
@@ -196,7 +195,6 @@ class MctsStrategy final : public Strategy {
     // A few tries for a point nobody has measured; a node whose moves all
     // land on known points is saturated and selection goes past it.
     for (int attempt = 0; attempt < 12; ++attempt) {
-      ++at.tries;
       auto prop = action(at);
       if (!prop || batch.count(prop->point) || (env_.known && env_.known(prop->point))) continue;
       return finish(std::move(*prop), path);
@@ -270,11 +268,6 @@ void register_mcts(StrategyRegistry& r) {
   r.add({"mcts",
          "Monte Carlo tree search over the candidate tree: UCT (or PUCT) selection, synthesizers "
          "as actions, progressive widening",
-         {{"exploration", d.exploration},
-          {"widen_c", d.widen_c},
-          {"widen_alpha", d.widen_alpha},
-          {"root_widen_c", d.root_widen_c},
-          {"puct", d.puct}},
          [d](const nlohmann::json& params, const std::string& path, const StrategyEnv& env) {
            JsonObject o(params, path);
            MctsParams p;

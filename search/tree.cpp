@@ -43,15 +43,6 @@ std::vector<int64_t> CandidateTree::parents(int64_t candidate) const {
   return out;
 }
 
-std::vector<int64_t> CandidateTree::children(int64_t candidate) const {
-  std::vector<int64_t> out;
-  auto it = by_candidate_.find(candidate);
-  if (it == by_candidate_.end()) return out;
-  for (auto [e, end] = boost::out_edges(it->second, g_); e != end; ++e)
-    out.push_back(g_[boost::target(*e, g_)].candidate);
-  return out;
-}
-
 std::vector<int64_t> CandidateTree::lineage(int64_t candidate) const {
   std::vector<int64_t> out;
   std::set<int64_t> seen;

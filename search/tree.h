@@ -40,7 +40,6 @@ class CandidateTree {
   size_t size() const { return boost::num_vertices(g_); }
   const TreeNode* find(int64_t candidate) const;
   std::vector<int64_t> parents(int64_t candidate) const;
-  std::vector<int64_t> children(int64_t candidate) const;
   // The candidate and all its ancestors, nearest first (each once).
   std::vector<int64_t> lineage(int64_t candidate) const;
   const Graph& graph() const { return g_; }

@@ -277,10 +277,4 @@ Synthesizers Synthesizers::offline(KnobRules rules) {
   return s;
 }
 
-const Synthesizer* Synthesizers::find(std::string_view name) const {
-  for (const Synthesizer* s : {knob.get(), family.get(), crossover.get()})
-    if (s && s->name() == name) return s;
-  return nullptr;
-}
-
 }  // namespace kevo

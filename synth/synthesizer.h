@@ -90,7 +90,6 @@ std::unique_ptr<Synthesizer> make_crossover_synthesizer();
 struct Synthesizers {
   std::unique_ptr<Synthesizer> knob, family, crossover;
   static Synthesizers offline(KnobRules rules);
-  const Synthesizer* find(std::string_view name) const;
 };
 
 // A uniformly random valid point of family `f` (rejection sampling over the

@@ -324,9 +324,7 @@ TEST(Search, ReplayReproducesTheRecordedNumbersExactly) {
   }
   ReplayBackend replay(f.store, grid);
   SearchSpace space = synthetic_space();
-  std::set<std::string> keys;
-  for (const auto& [k, r] : replay.recorded()) keys.insert(k);
-  space.restrict_to(keys);
+  space.restrict_to(replay.recorded_keys());
   // The recording is in this store: a replay charges every point it asks for.
   SearchConfig c = config("mcts", 60);
   Engine e(f.task, space, f.store, replay, c);
