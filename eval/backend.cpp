@@ -79,7 +79,7 @@ std::unique_ptr<EvalBackend> make_local_backend(Evaluator& evaluator, size_t thr
 ReplayBackend::ReplayBackend(Store& store, int64_t run) {
   QueryResult q = store.query(
       "SELECT c.source_hash, c.knobs_json, COALESCE(c.reuses_evaluation, "
-      "(SELECT MAX(e.id) FROM evaluations e WHERE e.candidate_id = c.id)) AS ev "
+      "(SELECT MIN(e.id) FROM evaluations e WHERE e.candidate_id = c.id)) AS ev "
       "FROM candidates c WHERE c.run_id = ? ORDER BY c.id",
       {SqlValue(run)});
   for (const auto& row : q.rows) {

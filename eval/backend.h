@@ -45,7 +45,7 @@ class EvalBackend {
 std::unique_ptr<EvalBackend> make_local_backend(Evaluator& evaluator, size_t threads = 0);
 
 // Answers from the evaluations of `run` in `store`, keyed by (source hash,
-// knobs). Throws UserError when the run has no evaluations.
+// knobs): each point's first evaluation, what the recorded search saw. Throws UserError when the run has no evaluations.
 class ReplayBackend final : public EvalBackend {
  public:
   ReplayBackend(Store& store, int64_t run);

@@ -215,9 +215,10 @@ void Engine::resume(int64_t run) {
   for (size_t i = 0; i < space_.families().size(); ++i)
     family_by_hash[space_.families()[i].source_hash] = static_cast<int>(i);
   tree_ = CandidateTree::load(store_, run);
+  // A candidate's result is its first evaluation; a later one confirmed it.
   QueryResult cands = store_.query(
       "SELECT c.id, c.source_hash, c.knobs_json, c.family, c.synthesizer, c.reuses_evaluation, "
-      "(SELECT MAX(e.id) FROM evaluations e WHERE e.candidate_id = c.id) "
+      "(SELECT MIN(e.id) FROM evaluations e WHERE e.candidate_id = c.id) "
       "FROM candidates c WHERE c.run_id = ? ORDER BY c.id",
       {SqlValue(run)});
   std::vector<Observation> told;

@@ -462,5 +462,23 @@ TEST(Search, ConfirmationUndoesALuckyMeasurement) {
   EXPECT_EQ(j["best"]["confirmed"], true);
 }
 
+// A resumed run sees each candidate as its search measured it, not as the
+// confirmation at the end re-measured it.
+TEST(Search, ResumeTellsTheSearchMeasurementNotTheConfirmation) {
+  Fixture f("resume-confirmed");
+  f.backend.lucky_key = f.space.key(f.space.seed(0));
+  SearchConfig c = config("grid", 30);
+  c.confirm = 3;
+  Engine first(f.task, f.space, f.store, f.backend, c);
+  const int64_t run = first.begin({});
+  first.run();
+  ASSERT_GT(first.stats().confirmations, 0);
+  Engine again(f.task, f.space, f.store, f.backend, c);
+  again.resume(run);
+  EXPECT_EQ(again.stats().evaluations, 30);
+  for (const auto& o : again.observations())
+    if (o.point == f.space.seed(0)) EXPECT_DOUBLE_EQ(o.seconds, 0.5e-3);
+}
+
 }  // namespace
 }  // namespace kevo
