@@ -39,13 +39,7 @@ int bench_strategies_cmd(const Argv& argv) {
     return 0;
   }
   StrategyBenchOptions o;
-  for (const auto& r : a.values("--run")) {
-    try {
-      o.runs.push_back(std::stoll(r));
-    } catch (const std::exception&) {
-      throw UserError(fmt::format("--run expects a run id, got '{}'", r));
-    }
-  }
+  for (const auto& r : a.values("--run")) o.runs.push_back(parse_id(r, "--run"));
   if (!a.values("--strategy").empty()) o.strategies = a.values("--strategy");
   for (const auto& s : o.strategies)
     if (!StrategyRegistry::builtin().find(s))
@@ -58,15 +52,8 @@ int bench_strategies_cmd(const Argv& argv) {
       throw UserError(fmt::format("--params {}: expected a JSON object", p.substr(0, eq)));
     o.params[p.substr(0, eq)] = j;
   }
-  if (auto v = a.value("--repeats")) {
-    o.repeats = std::atoi(v->c_str());
-    if (o.repeats < 1) throw UserError(fmt::format("--repeats expects an integer >= 1, got '{}'", *v));
-  }
-  if (auto v = a.value("--budget")) {
-    char* end = nullptr;
-    o.budget = std::strtod(v->c_str(), &end);
-    if (*end || !(o.budget > 0)) throw UserError(fmt::format("--budget expects a number > 0, got '{}'", *v));
-  }
+  if (auto v = a.value("--repeats")) o.repeats = static_cast<int>(parse_id(*v, "--repeats"));
+  if (auto v = a.value("--budget")) o.budget = parse_positive(*v, "--budget");
   Store store(store_path(a), true);
   StatusLine status;
   auto scores = bench_strategies(store, o, [&](std::string_view s) { status.set(s); });

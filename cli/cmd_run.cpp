@@ -26,26 +26,6 @@ namespace {
 volatile std::sig_atomic_t g_interrupted = 0;
 void on_signal(int) { g_interrupted = 1; }
 
-int64_t parse_id(const std::string& text, const char* what) {
-  try {
-    size_t used = 0;
-    long long v = std::stoll(text, &used);
-    if (used == text.size() && v > 0) return v;
-  } catch (const std::exception&) {
-  }
-  throw UserError(fmt::format("{} expects a run id (a positive integer), got '{}'", what, text));
-}
-
-double parse_positive(const std::string& text, const char* what) {
-  try {
-    size_t used = 0;
-    double v = std::stod(text, &used);
-    if (used == text.size() && v > 0) return v;
-  } catch (const std::exception&) {
-  }
-  throw UserError(fmt::format("{} expects a number > 0, got '{}'", what, text));
-}
-
 std::string result_text(const Observation& o) {
   if (o.ok())
     return fmt::format("{} ({:.0f}% of roof)", format_seconds(o.seconds), 100 * o.roof_fraction);

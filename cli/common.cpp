@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core/error.h"
 #include "core/log.h"
 
 namespace kevo::cli {
@@ -20,6 +21,26 @@ bool stdout_is_tty() { return isatty(1); }
 bool stderr_is_tty() { return isatty(2); }
 
 void progress(std::string_view line) { log_info("{}", line); }
+
+int64_t parse_id(const std::string& text, const char* what) {
+  try {
+    size_t used = 0;
+    long long v = std::stoll(text, &used);
+    if (used == text.size() && v > 0) return v;
+  } catch (const std::exception&) {
+  }
+  throw UserError(fmt::format("{} expects a positive integer, got '{}'", what, text));
+}
+
+double parse_positive(const std::string& text, const char* what) {
+  try {
+    size_t used = 0;
+    double v = std::stod(text, &used);
+    if (used == text.size() && v > 0) return v;
+  } catch (const std::exception&) {
+  }
+  throw UserError(fmt::format("{} expects a number > 0, got '{}'", what, text));
+}
 
 StatusLine::StatusLine() : enabled_(stderr_is_tty()) {}
 

@@ -11,6 +11,9 @@ namespace kevo::cli {
 
 // --db, else $KEVO_DB, else ./kevo.db.
 std::string store_path(const Args& args);
+// A positive integer id (a run) or a number > 0; UserError naming `what`.
+int64_t parse_id(const std::string& text, const char* what);
+double parse_positive(const std::string& text, const char* what);
 bool stdout_is_tty();
 bool stderr_is_tty();
 // A progress line on stderr ("kevo: ...").
