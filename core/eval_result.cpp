@@ -106,6 +106,15 @@ nlohmann::json EvalResult::to_json() const {
                       {"roof_gbps", diagnosis->roof_gbps},
                       {"roof_gflops", diagnosis->roof_gflops},
                       {"why", diagnosis->why}};
+    if (!diagnosis->bottleneck.empty()) j["diagnosis"]["bottleneck"] = diagnosis->bottleneck;
+  }
+  if (!profile.empty()) {
+    j["profile"] = nlohmann::json::array();
+    for (const auto& m : profile) {
+      nlohmann::json e = {{"metric", m.metric}, {"value", m.value}, {"unit", m.unit}};
+      if (m.source_line) e["line"] = m.source_line;
+      j["profile"].push_back(std::move(e));
+    }
   }
   return j;
 }

@@ -58,6 +58,19 @@ struct Diagnosis {
   double roof_gbps = 0;
   double roof_gflops = 0;
   std::string why;  // one sentence
+  // What a profiler (or the compiler's resource report) says limits the
+  // kernel: "dram-bandwidth", "memory-latency", "occupancy", "spills",
+  // "compute", "launch" or "" when nothing was profiled.
+  std::string bottleneck;
+};
+
+// One figure from a profiler or the compiler's resource report: for the whole
+// kernel (source_line 0) or for one line of the candidate's source.
+struct ProfileMetric {
+  std::string metric;  // "ncu.dram_pct", "ptxas.registers", "ncu.line.stall_samples"
+  double value = 0;
+  std::string unit;
+  int64_t source_line = 0;
 };
 
 struct EvalResult {
@@ -72,6 +85,7 @@ struct EvalResult {
   std::optional<Diagnosis> diagnosis;
   std::string stdout_text, stderr_text;
   int64_t roof_id = 0;
+  std::vector<ProfileMetric> profile;  // stored in the profiles table
 
   nlohmann::json to_json() const;
 };

@@ -41,6 +41,7 @@ nlohmann::json Roof::to_json() const {
   j["hostname"] = hostname;
   j["cpu_model"] = cpu_model;
   j["ncpu"] = ncpu;
+  if (!datasheet.empty()) j["datasheet"] = datasheet;
   j["measured_at"] = measured_at;
   j["bandwidth"] = nlohmann::json::array();
   for (const auto& p : bandwidth)
@@ -85,6 +86,7 @@ Roof Roof::from_json(const nlohmann::json& j) {
   r.hostname = j.value("hostname", "");
   r.cpu_model = j.value("cpu_model", "");
   r.ncpu = j.value("ncpu", 1);
+  r.datasheet = j.value("datasheet", "");
   r.measured_at = j.value("measured_at", "");
   for (const auto& p : j.value("bandwidth", nlohmann::json::array()))
     r.bandwidth.push_back({p.at("kind").get<std::string>(), p.at("threads").get<int>(),

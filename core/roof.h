@@ -56,6 +56,9 @@ struct Roof {
   // Keeps the newest roof's identity (id, date). `roofs` must not be empty.
   static Roof best_of(const std::vector<Roof>& roofs);
   int calibrations = 1;  // how many were merged
+  // The vendor's figures for this machine, shown beside the measured ones
+  // (never used as the roof); empty when kevo knows none.
+  std::string datasheet;
 };
 
 }  // namespace kevo

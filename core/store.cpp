@@ -154,6 +154,11 @@ ALTER TABLE candidates ADD COLUMN reuses_evaluation INTEGER REFERENCES evaluatio
 ALTER TABLE runs ADD COLUMN summary_json TEXT;
 CREATE INDEX lineage_by_parent ON lineage(parent_id);
 )sql",
+    // 3: profiled candidates (the cuda target runs the best under ncu): what
+    // limits the kernel, as the synthesizers read it.
+    R"sql(
+ALTER TABLE evaluations ADD COLUMN bottleneck TEXT;
+)sql",
 };
 
 constexpr int kLatest = sizeof(kMigrations) / sizeof(kMigrations[0]);
@@ -381,7 +386,7 @@ int64_t Store::add_evaluation(int64_t candidate, const EvalResult& r) {
          "median_s, p20_s, p80_s, mean_s, min_s, max_s, n_samples, calls_per_sample, max_abs_err, "
          "max_ulp, mismatches, first_mismatch, checks_json, bound, roof_fraction, floor_s, "
          "achieved_gbps, achieved_gflops, diagnosis, roof_id, compile_log, stdout, stderr, "
-         "created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+         "created_at, bottleneck) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   const bool t = r.timing.has_value();
   const bool d = r.diagnosis.has_value();
   double max_abs = 0, max_ulp = 0;
@@ -428,9 +433,25 @@ int64_t Store::add_evaluation(int64_t candidate, const EvalResult& r) {
       .bind(27, r.compile_log)
       .bind(28, r.stdout_text)
       .bind(29, r.stderr_text)
-      .bind(30, now_iso8601());
+      .bind(30, now_iso8601())
+      .bind(31, d && !r.diagnosis->bottleneck.empty() ? SqlValue(r.diagnosis->bottleneck)
+                                                      : SqlValue(nullptr));
   s.step();
   int64_t id = sqlite3_last_insert_rowid(db_);
+  if (!r.profile.empty()) {
+    Stmt ins(db_,
+             "INSERT INTO profiles(evaluation_id, metric, value, unit, source_line) "
+             "VALUES (?,?,?,?,?)");
+    for (const auto& m : r.profile) {
+      sqlite3_reset(ins.get());
+      ins.bind(1, id)
+          .bind(2, m.metric)
+          .bind(3, finite(m.value))
+          .bind(4, m.unit)
+          .bind(5, m.source_line ? SqlValue(m.source_line) : SqlValue(nullptr));
+      ins.step();
+    }
+  }
   if (t) {
     Stmt ins(db_, "INSERT INTO samples(evaluation_id, seq, seconds) VALUES (?,?,?)");
     for (size_t i = 0; i < r.timing->samples_s.size(); ++i) {
@@ -495,7 +516,7 @@ std::optional<EvalResult> Store::evaluation(int64_t id) {
   Stmt s(db_,
          "SELECT status, detail, compile_s, compile_cached, run_s, median_s, p20_s, p80_s, mean_s, "
          "min_s, max_s, calls_per_sample, bound, roof_fraction, floor_s, achieved_gbps, "
-         "achieved_gflops, diagnosis, roof_id, checks_json FROM evaluations WHERE id = ?");
+         "achieved_gflops, diagnosis, roof_id, checks_json, bottleneck FROM evaluations WHERE id = ?");
   s.bind(1, id);
   if (!s.step()) return std::nullopt;
   auto num = [&](int i) {
@@ -532,6 +553,7 @@ std::optional<EvalResult> Store::evaluation(int64_t id) {
     d.roof_fraction = num(13), d.floor_s = num(14), d.achieved_gbps = num(15);
     d.achieved_gflops = num(16);
     d.why = text(17);
+    d.bottleneck = text(20);
     r.diagnosis = std::move(d);
   }
   r.roof_id = static_cast<int64_t>(num(18));

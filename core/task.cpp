@@ -122,6 +122,7 @@ Task parse_task(const nlohmann::json& config, const std::filesystem::path& origi
     t.compile.cxx = c.get_string("cxx", dflt_str("cxx"));
     t.compile.flags = c.get_string_list("flags", dflt_list("flags"));
     t.compile.extra_flags = c.get_string_list("extra_flags", dflt_list("extra_flags"));
+    t.compile.arch = c.get_string("arch", dflt_str("arch"));
     c.finish();
   }
 
@@ -214,6 +215,7 @@ Task parse_task(const nlohmann::json& config, const std::filesystem::path& origi
                   {"cxx", t.compile.cxx},
                   {"flags", t.compile.flags},
                   {"extra_flags", t.compile.extra_flags}};
+  if (!t.compile.arch.empty()) r["compile"]["arch"] = t.compile.arch;
   r["compare"] = t.compare.str();
   r["check_shapes"] = nlohmann::json::array();
   for (const auto& c : t.check_shapes) r["check_shapes"].push_back(c.given);

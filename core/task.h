@@ -38,6 +38,7 @@ struct CompileConfig {
   std::string cxx = "c++";
   std::vector<std::string> flags;        // replace the defaults when given
   std::vector<std::string> extra_flags;  // appended to the flags
+  std::string arch;  // cuda: "sm_90a", "native", ...; empty elsewhere
 };
 
 // One set of shapes to run a kernel on, with all tensors bound.

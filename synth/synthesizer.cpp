@@ -21,6 +21,7 @@ Observation observation_of(const EvalResult& r) {
   if (r.diagnosis) {
     o.roof_fraction = r.diagnosis->roof_fraction;
     o.bound = r.diagnosis->bound;
+    o.bottleneck = r.diagnosis->bottleneck;
   }
   return o;
 }
@@ -44,6 +45,7 @@ KnobRules KnobRules::parse(const nlohmann::json& j, const std::string& origin) {
     rule.why = r.get_string("why", "");
     JsonObject when = r.get_object("when");
     rule.bound = when.get_string("bound", "");
+    rule.bottleneck = when.get_string("bottleneck", "");
     rule.max_roof_fraction = when.get_number("max_roof_fraction", 1e9);
     rule.min_spread = when.get_number("min_spread", 0);
     when.finish();
@@ -78,6 +80,7 @@ std::vector<const KnobRule*> KnobRules::matching(const Observation& parent) cons
   std::vector<const KnobRule*> out;
   for (const auto& r : rules) {
     if (!r.bound.empty() && r.bound != parent.bound) continue;
+    if (!r.bottleneck.empty() && r.bottleneck != parent.bottleneck) continue;
     if (parent.roof_fraction > r.max_roof_fraction) continue;
     if (parent.spread < r.min_spread) continue;
     out.push_back(&r);

@@ -32,6 +32,7 @@ struct Observation {
   double roof_fraction = 0;
   double spread = 0;  // (p80 - p20) / median
   std::string bound;  // "memory" | "compute" | ""
+  std::string bottleneck;  // from a profile: Diagnosis::bottleneck
   bool reused = false;  // answered from an earlier measurement, not measured now
   int64_t duplicate_of = 0;  // the candidate of this run that already has this point
 
@@ -51,6 +52,7 @@ struct KnobRule {
   std::string id;   // short, goes into the synthesizer label: "knob:memory"
   std::string why;  // for people
   std::string bound;  // matches Observation::bound when not empty
+  std::string bottleneck;  // matches Observation::bottleneck when not empty
   double max_roof_fraction = 1e9;
   double min_spread = 0;
   std::vector<KnobMove> moves;
