@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/paths.h"
 #include "targets/cpu/cpu_target.h"
+#include "targets/cuda/cuda_target.h"
 
 namespace kevo {
 
@@ -25,8 +26,8 @@ const std::vector<Entry>& entries() {
   static const std::vector<Entry> e = {
       {"cpu", "this machine's CPU: C/C++ kernels built with the host compiler, run in a sandboxed child",
        [] { return std::unique_ptr<Target>(make_cpu_target()); }, ""},
-      {"cuda", "NVIDIA GPUs: CUDA kernels built with nvcc", nullptr,
-       "not built into this kevo (the CUDA target is not implemented yet)"},
+      {"cuda", "NVIDIA GPUs: CUDA kernels built with nvcc, one kevo-cuda-runner per GPU",
+       [] { return make_cuda_target(); }, ""},
       {"trainium", "AWS Trainium / Inferentia: NKI kernels", nullptr,
        "not built into this kevo (the Trainium target is not implemented yet)"},
   };
@@ -48,7 +49,14 @@ std::unique_ptr<Target> make_target(std::string_view name) {
 
 std::vector<TargetInfo> list_targets() {
   std::vector<TargetInfo> out;
-  for (const auto& e : entries()) out.push_back({e.name, e.description, e.make != nullptr, e.why_not});
+  for (const auto& e : entries()) {
+    TargetInfo info{e.name, e.description, e.make != nullptr, e.why_not};
+    if (info.name == "cuda") {
+      info.why_not = cuda_unavailable_reason();
+      info.available = info.why_not.empty();
+    }
+    out.push_back(std::move(info));
+  }
   return out;
 }
 

@@ -68,6 +68,17 @@ struct RunOutcome {
   double seconds = 0;
 };
 
+// What profiling one candidate found: kernel metrics and per-line figures,
+// the bottleneck they point at, or why nothing could be read.
+struct ProfileOutcome {
+  bool ok = false;
+  std::string note;  // why not, when !ok ("ncu cannot read the counters here: ...")
+  std::vector<ProfileMetric> metrics;
+  std::string bottleneck;  // Diagnosis::bottleneck
+  std::string why;         // one sentence for the diagnosis
+  double seconds = 0;
+};
+
 class Target {
  public:
   virtual ~Target() = default;
@@ -98,6 +109,22 @@ class Target {
   // Measures the roof (bandwidth, peak rate); `progress` gets one line per
   // step. With `sizes`, bandwidth only at those working sets (bytes).
   virtual Roof calibrate(const ProgressFn& progress, const std::vector<double>& sizes) = 0;
+
+  // How many candidates can be timed at once without sharing a device (one
+  // per GPU); run() is then called from that many threads.
+  virtual int run_slots() { return 1; }
+  // Figures from the compiler's log of a successful build (registers,
+  // spills); empty where the compiler reports none.
+  virtual std::vector<ProfileMetric> compile_metrics(const std::string& log) { return {}; }
+  // Whether profile() can do anything on this target.
+  virtual bool can_profile() { return false; }
+  // Runs a checked candidate once more under the target's profiler, on
+  // `phase`'s shapes and inputs. `source_tag` is part of the path the
+  // artifact was compiled from (for per-line figures).
+  virtual ProfileOutcome profile(const Task& task, const std::filesystem::path& artifact,
+                                 const RunPhase& phase, const std::string& source_tag) {
+    return {false, "this target has no profiler", {}, "", "", 0};
+  }
 };
 
 struct TargetInfo {

@@ -19,6 +19,7 @@ nlohmann::json Job::to_json() const {
                  {"warmup_s", timing.warmup_s},
                  {"min_warmup", timing.min_warmup}};
   j["output_bytes"] = output_bytes;
+  if (!output_path.empty()) j["output_path"] = output_path;
   j["points"] = nlohmann::json::array();
   for (const auto& p : points)
     j["points"].push_back({{"kind", p.kind}, {"threads", p.threads}, {"bytes", p.bytes}});
@@ -44,6 +45,7 @@ Job Job::from_json(const nlohmann::json& j) {
   job.timing.warmup_s = t.at("warmup_s").get<double>();
   job.timing.min_warmup = t.at("min_warmup").get<int64_t>();
   job.output_bytes = j.at("output_bytes").get<size_t>();
+  job.output_path = j.value("output_path", std::string());
   for (const auto& p : j.at("points"))
     job.points.push_back(
         {p.at("kind").get<std::string>(), p.at("threads").get<int>(), p.at("bytes").get<double>()});

@@ -42,6 +42,7 @@ struct Job {
   std::vector<Phase> phases;
   TimingConfig timing;
   size_t output_bytes = 0;  // size of the shared output file
+  std::string output_path;  // cuda: the file check outputs are written to
   std::vector<CalibrationPoint> points;
   double min_point_s = 0.15;  // calibration: time per point
 

@@ -1,0 +1,790 @@
+// The cuda target: candidates are .cu files built by nvcc into shared
+// objects; kevo-cuda-runner processes, one per GPU, load and run them (see
+// runner_main.cu for the protocol and what a runner guards against). A
+// runner that crashed, hung or lost its CUDA context is replaced by a fresh
+// one at the next candidate.
+#include "targets/cuda/cuda_target.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/log.h"
+#include "core/paths.h"
+#include "core/process.h"
+#include "targets/cpu/runner_protocol.h"
+#include "targets/cuda/reports.h"
+#include "targets/runner_io.h"
+
+namespace kevo {
+
+namespace {
+
+std::optional<std::filesystem::path> find_program(const std::string& name, const char* env,
+                                                  const std::vector<std::filesystem::path>& also) {
+  if (const char* e = std::getenv(env); e && *e) {
+    if (std::filesystem::exists(e)) return std::filesystem::path(e);
+    return std::nullopt;
+  }
+  if (const char* path = std::getenv("PATH")) {
+    std::string p = path;
+    size_t start = 0;
+    while (start <= p.size()) {
+      size_t end = p.find(':', start);
+      if (end == std::string::npos) end = p.size();
+      auto candidate = std::filesystem::path(p.substr(start, end - start)) / name;
+      if (end > start && access(candidate.c_str(), X_OK) == 0) return candidate;
+      start = end + 1;
+    }
+  }
+  for (const auto& a : also)
+    if (access((a / name).c_str(), X_OK) == 0) return a / name;
+  return std::nullopt;
+}
+
+const std::vector<std::filesystem::path>& cuda_bins() {
+  static const std::vector<std::filesystem::path> dirs = {"/usr/local/cuda/bin",
+                                                           "/opt/nvidia/nsight-compute"};
+  return dirs;
+}
+
+// Datasheet figures, shown beside the measured roof (never used as the roof).
+struct Datasheet {
+  const char* match;  // substring of the device name
+  double gbps;        // memory bandwidth
+  double bf16_tflops;  // dense bf16 tensor rate
+  const char* source;
+};
+const Datasheet kDatasheets[] = {
+    {"H200", 4800, 989.4, "NVIDIA H200 datasheet (SXM): 4.8 TB/s HBM3e, 989 TFLOP/s dense bf16"},
+    {"H100", 3350, 989.4, "NVIDIA H100 datasheet (SXM): 3.35 TB/s HBM3, 989 TFLOP/s dense bf16"},
+    {"A100", 2039, 312, "NVIDIA A100 datasheet (80 GB SXM): 2.04 TB/s HBM2e, 312 TFLOP/s bf16"},
+};
+
+const Datasheet* datasheet_for(const std::string& name) {
+  for (const auto& d : kDatasheets)
+    if (name.find(d.match) != std::string::npos) return &d;
+  return nullptr;
+}
+
+std::string describe_exit(const ChildProcess& c) {
+  if (int sig = c.term_signal()) return "the runner died of " + signal_description(sig);
+  if (auto code = c.exit_code()) return fmt::format("the runner exited with status {}", *code);
+  return "the runner stopped";
+}
+
+// One GPU and the runner process that owns it.
+struct Slot {
+  int device = 0;
+  std::unique_ptr<ChildProcess> child;
+  std::unique_ptr<EventReader> events;
+  nlohmann::json info;
+  std::filesystem::path output_path;
+  bool busy = false;
+  int restarts = 0;
+
+  bool alive() { return child && events && events->open() && !child->try_wait(); }
+  void stop() {
+    if (child) child->kill_group();
+    child.reset();
+    events.reset();
+  }
+};
+
+class CudaTarget final : public Target {
+ public:
+  CudaTarget() { signal(SIGPIPE, SIG_IGN); }
+  ~CudaTarget() override {
+    for (auto& s : slots_) {
+      if (s->alive()) write_line(s->child->stdin_fd(), "quit");
+      s->stop();
+      std::error_code ec;
+      std::filesystem::remove(s->output_path, ec);
+    }
+  }
+
+  std::string_view name() const override { return "cuda"; }
+  std::string_view description() const override {
+    return "NVIDIA GPUs: CUDA kernels built with nvcc, run by one kevo-cuda-runner per GPU";
+  }
+
+  std::string language_of(const std::filesystem::path& source) const override {
+    std::string ext = source.extension().string();
+    if (ext == ".cu") return "cuda";
+    throw UserError(fmt::format("the cuda target compiles .cu files, not '{}' ({})",
+                                ext.empty() ? "(no extension)" : ext, source.string()));
+  }
+
+  std::string artifact_extension() const override { return ".so"; }
+
+  std::string toolchain_id(const Task& task, const std::string&) override {
+    std::string id = fmt::format("{}|{}|{}|{}|{}", task.compile.cc, nvcc_version(task.compile.cc),
+                                 arch_flags(task), fmt::join(task.compile.flags, " "),
+                                 fmt::join(task.compile.extra_flags, " "));
+    // "native" builds for the GPU that is here: part of the key.
+    if (task.compile.arch == "native") id += "|" + host_key();
+    return id + "|" + abi_hash();
+  }
+
+  CompileOutcome compile(const CompileRequest& req) override {
+    const Task& task = *req.task;
+    SpawnOptions opt;
+    opt.argv.push_back(nvcc_path(task.compile.cc));
+    opt.argv.push_back(arch_flags(task));
+    for (const auto& f : task.compile.flags) opt.argv.push_back(f);
+    for (const auto& f : task.compile.extra_flags) opt.argv.push_back(f);
+    for (const char* f : {"-std=c++17", "-Xptxas", "-v", "-shared", "-Xcompiler", "-fPIC",
+                          "-cudart", "shared"})
+      opt.argv.emplace_back(f);
+    opt.argv.push_back("-I" + (kevo_home() / "targets" / "abi").string());
+    for (const auto& d : req.include_dirs) opt.argv.push_back("-I" + d.string());
+    for (const auto& [k, v] : req.knobs) opt.argv.push_back(fmt::format("-D{}={}", k, v));
+    opt.argv.push_back(req.source.string());
+    opt.argv.push_back("-o");
+    opt.argv.push_back(req.output.string());
+    opt.limits.file_size_bytes = int64_t{512} << 20;
+    ProcessResult r = run_process(opt, task.limits.compile_timeout_s,
+                                  std::max<size_t>(static_cast<size_t>(task.limits.output_kb) * 1024,
+                                                   256 * 1024));
+    CompileOutcome out;
+    out.seconds = r.seconds;
+    out.timed_out = r.timed_out;
+    out.ok = r.exit_code && *r.exit_code == 0 && std::filesystem::exists(req.output);
+    out.log = r.err;
+    if (!r.out.empty()) out.log = r.out + (out.log.empty() ? "" : "\n" + out.log);
+    if (r.timed_out)
+      out.log += fmt::format("\n[kevo: compile killed after {:.0f} s]", task.limits.compile_timeout_s);
+    else if (r.signal)
+      out.log += fmt::format("\n[kevo: compiler killed by {}]", signal_description(r.signal));
+    return out;
+  }
+
+  std::vector<ProfileMetric> compile_metrics(const std::string& log) override {
+    return cuda::ptxas_metrics(cuda::parse_ptxas(log));
+  }
+
+  RunOutcome run(const Task& task, const std::filesystem::path& artifact,
+                 const std::vector<RunPhase>& phases, const CheckFn& check,
+                 const ProgressFn& progress) override;
+
+  std::string host_key() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ensure_slots_locked();
+    const nlohmann::json& info = slots_.front()->info;
+    return fmt::format("{} (cc {}) x{}", info.value("name", std::string("GPU")),
+                       info.value("cc", std::string("?")), slots_.size());
+  }
+
+  Roof calibrate(const ProgressFn& progress, const std::vector<double>& sizes) override;
+
+  int run_slots() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ensure_slots_locked();
+    return static_cast<int>(slots_.size());
+  }
+
+  bool can_profile() override { return find_program("ncu", "KEVO_NCU", cuda_bins()).has_value(); }
+
+  ProfileOutcome profile(const Task& task, const std::filesystem::path& artifact,
+                         const RunPhase& phase, const std::string& source_tag) override;
+
+ private:
+  static std::string arch_flags(const Task& task) {
+    const std::string& a = task.compile.arch.empty() ? std::string("sm_90a") : task.compile.arch;
+    if (a == "native") return "-arch=native";
+    // sm_90a: the -gencode form (the -arch shorthand also runs a plain sm_90
+    // pass that rejects wgmma and setmaxnreg).
+    if (a.rfind("sm_", 0) == 0)
+      return fmt::format("-gencode=arch=compute_{0},code=sm_{0}", a.substr(3));
+    return "-arch=" + a;
+  }
+
+  std::string nvcc_path(const std::string& configured) {
+    if (configured != "nvcc") return configured;
+    auto p = find_program("nvcc", "KEVO_NVCC", cuda_bins());
+    return p ? p->string() : configured;
+  }
+
+  std::string nvcc_version(const std::string& nvcc) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = versions_.find(nvcc);
+    if (it != versions_.end()) return it->second;
+    std::string v = "unknown";
+    try {
+      SpawnOptions opt;
+      opt.argv = {nvcc_path(nvcc), "--version"};
+      ProcessResult r = run_process(opt, 60);
+      if (r.exit_code && *r.exit_code == 0) {
+        auto pos = r.out.rfind("Build ");
+        v = pos == std::string::npos ? r.out : r.out.substr(pos);
+        while (!v.empty() && (v.back() == '\n' || v.back() == '\r')) v.pop_back();
+      }
+    } catch (const UserError&) {
+      // Not startable: compile() reports it as the candidate's error.
+    }
+    versions_[nvcc] = v;
+    return v;
+  }
+
+  std::string abi_hash() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (abi_hash_.empty()) {
+      auto header = kevo_home() / "targets" / "abi" / "kevo_kernel.h";
+      abi_hash_ = std::filesystem::exists(header) ? sha256_hex(read_text_file(header)).substr(0, 16)
+                                                  : std::string("missing");
+    }
+    return abi_hash_;
+  }
+
+  // Starts the runner of slot 0, learns how many GPUs there are, and makes a
+  // slot for each one kevo may use (KEVO_CUDA_DEVICES=0,2 restricts them).
+  void ensure_slots_locked() {
+    if (!slots_.empty()) return;
+    auto first = std::make_unique<Slot>();
+    first->device = 0;
+    std::vector<int> devices;
+    if (const char* env = std::getenv("KEVO_CUDA_DEVICES"); env && *env) {
+      std::string s = env;
+      size_t start = 0;
+      while (start < s.size()) {
+        size_t end = s.find(',', start);
+        if (end == std::string::npos) end = s.size();
+        try {
+          devices.push_back(std::stoi(s.substr(start, end - start)));
+        } catch (const std::exception&) {
+          throw UserError(fmt::format("KEVO_CUDA_DEVICES='{}': expected GPU numbers like 0,1", s));
+        }
+        start = end + 1;
+      }
+      first->device = devices.front();
+    }
+    start_runner(*first);
+    int count = first->info.value("device_count", 1);
+    if (devices.empty())
+      for (int d = 0; d < count; ++d) devices.push_back(d);
+    for (int d : devices)
+      if (d < 0 || d >= count)
+        throw UserError(fmt::format("KEVO_CUDA_DEVICES names GPU {}, but there are {}", d, count));
+    slots_.push_back(std::move(first));
+    for (size_t i = 1; i < devices.size(); ++i) {
+      auto s = std::make_unique<Slot>();
+      s->device = devices[i];
+      s->output_path = output_file(s->device);
+      slots_.push_back(std::move(s));
+    }
+  }
+
+  static std::filesystem::path output_file(int device) {
+    std::filesystem::path dir = std::filesystem::exists("/dev/shm") ? std::filesystem::path("/dev/shm")
+                                                                    : std::filesystem::temp_directory_path();
+    return dir / fmt::format("kevo-cuda-{}-{}.out", getpid(), device);
+  }
+
+  // Spawns the slot's runner and waits for its "ready". Throws UserError
+  // when it cannot start (no GPU, no driver): that is kevo's environment,
+  // not a candidate's fault.
+  void start_runner(Slot& s) {
+    s.stop();
+    s.output_path = output_file(s.device);
+    int ev[2];
+    if (pipe2(ev, O_CLOEXEC) != 0)
+      throw UserError(fmt::format("cannot create a pipe: {}", strerror(errno)));
+    SpawnOptions opt;
+    opt.argv = {cuda_runner_path().string(), "--device", std::to_string(s.device)};
+    opt.extra_fds = {ev[1]};
+    opt.limits.file_size_bytes = -1;
+    try {
+      s.child = std::make_unique<ChildProcess>(opt);
+    } catch (...) {
+      close(ev[0]);
+      close(ev[1]);
+      throw;
+    }
+    close(ev[1]);
+    fcntl(ev[0], F_SETFL, fcntl(ev[0], F_GETFL) | O_NONBLOCK);
+    s.events = std::make_unique<EventReader>(ev[0]);
+    CappedBuffer so(65536), se(65536);
+    const double deadline = monotonic_seconds() + 120;
+    std::vector<std::string> lines;
+    while (s.events->open() && monotonic_seconds() < deadline) {
+      struct pollfd fds[3] = {{s.events->fd(), POLLIN, 0},
+                              {s.child->stdout_fd(), POLLIN, 0},
+                              {s.child->stderr_fd(), POLLIN, 0}};
+      poll(fds, 3, 250);
+      s.child->drain(so, se);
+      lines.clear();
+      s.events->read_available(lines);
+      for (const auto& line : lines) {
+        auto e = nlohmann::json::parse(line, nullptr, false);
+        if (e.is_discarded()) continue;
+        std::string kind = e.value("event", "");
+        if (kind == "ready") {
+          s.info = e.value("info", nlohmann::json::object());
+          return;
+        }
+        if (kind == "setup_error") {
+          s.stop();
+          throw UserError(fmt::format("the cuda target cannot start on GPU {}: {}", s.device,
+                                      e.value("what", std::string("?"))));
+        }
+      }
+    }
+    bool timed_out = s.events->open();
+    s.stop();
+    throw UserError(fmt::format("the cuda runner for GPU {} {}{}", s.device,
+                                timed_out ? "did not start within 120 s" : "exited at start",
+                                se.text().empty() ? "" : ": " + se.text()));
+  }
+
+  Slot& acquire() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ensure_slots_locked();
+    for (;;) {
+      for (auto& s : slots_)
+        if (!s->busy) {
+          s->busy = true;
+          return *s;
+        }
+      freed_.wait(lock);
+    }
+  }
+  void release(Slot& s) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      s.busy = false;
+    }
+    freed_.notify_one();
+  }
+
+  std::mutex mutex_;
+  std::condition_variable freed_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::map<std::string, std::string> versions_;
+  std::string abi_hash_;
+};
+
+RunOutcome CudaTarget::run(const Task& task, const std::filesystem::path& artifact,
+                           const std::vector<RunPhase>& phases, const CheckFn& check,
+                           const ProgressFn& progress) {
+  Slot& slot = acquire();
+  struct Release {
+    CudaTarget* t;
+    Slot& s;
+    ~Release() { t->release(s); }
+  } release{this, slot};
+
+  RunOutcome out;
+  const double start = monotonic_seconds();
+  if (!slot.alive()) {
+    if (slot.child) ++slot.restarts;
+    start_runner(slot);
+  }
+  runner::Job job;
+  job.mode = "kernel";
+  job.artifact = std::filesystem::absolute(artifact).string();
+  job.entry = "kevo_launch";
+  job.op = std::string(task.op->name());
+  job.dtype = task.dtype;
+  job.scalars = task.scalars;
+  for (const auto& p : phases)
+    job.phases.push_back({p.kind == RunPhase::time, p.shapes.shapes, p.seed});
+  job.timing = task.timing;
+  job.output_path = slot.output_path.string();
+
+  const size_t cap = static_cast<size_t>(task.limits.output_kb) * 1024;
+  CappedBuffer so(cap), se(cap);
+  {
+    // Whatever the runner printed between candidates is not this one's.
+    CappedBuffer drop(1);
+    slot.child->drain(drop, drop);
+  }
+  write_line(slot.child->stdin_fd(), job.to_json().dump());
+
+  const double hard = start + task.limits.max_total_s;
+  double deadline = monotonic_seconds() + task.limits.timeout_s;
+  bool settled = false;
+  out.kind = RunOutcome::crashed;
+  out.detail = "the runner stopped without reporting";
+  std::vector<std::string> lines;
+  auto phase_label = [&](const nlohmann::json& e) {
+    size_t ph = e.value("phase", size_t{0});
+    return ph < phases.size() ? phases[ph].label : std::string("?");
+  };
+  while (!settled) {
+    const double now = monotonic_seconds();
+    if (now >= std::min(deadline, hard)) {
+      slot.stop();  // a hung kernel: only ending the process frees the GPU
+      out.kind = RunOutcome::timed_out;
+      out.detail = now >= hard
+                       ? fmt::format("killed after the {:.0f} s limit per candidate", task.limits.max_total_s)
+                       : fmt::format("no progress within {:.1f} s (the kernel hangs or is far too slow); "
+                                     "the runner was restarted",
+                                     task.limits.timeout_s);
+      break;
+    }
+    if (!slot.events || !slot.events->open()) {
+      if (slot.child) {
+        slot.child->wait();
+        out.detail = describe_exit(*slot.child);
+      }
+      slot.stop();
+      out.kind = RunOutcome::crashed;
+      break;
+    }
+    struct pollfd fds[3] = {{slot.events->fd(), POLLIN, 0},
+                            {slot.child->stdout_fd(), POLLIN, 0},
+                            {slot.child->stderr_fd(), POLLIN, 0}};
+    int ms = static_cast<int>(std::min(std::min(deadline, hard) - now, 0.25) * 1000) + 1;
+    poll(fds, 3, ms);
+    slot.child->drain(so, se);
+    lines.clear();
+    slot.events->read_available(lines);
+    for (const auto& line : lines) {
+      auto e = nlohmann::json::parse(line, nullptr, false);
+      if (e.is_discarded()) continue;
+      const std::string kind = e.value("event", "");
+      if (kind == "check") {
+        size_t ph = e.value("phase", size_t{0});
+        size_t bytes = e.value("bytes", size_t{0});
+        if (ph >= phases.size()) continue;
+        int fd = open(slot.output_path.c_str(), O_RDONLY | O_CLOEXEC);
+        void* map = fd >= 0 ? mmap(nullptr, std::max<size_t>(bytes, 1), PROT_READ, MAP_SHARED, fd, 0)
+                            : MAP_FAILED;
+        if (fd >= 0) close(fd);
+        if (map == MAP_FAILED) {
+          write_line(slot.child->stdin_fd(), "stop");
+          out.kind = RunOutcome::crashed;
+          out.detail = fmt::format("kevo cannot read the outputs from {}", slot.output_path.string());
+          settled = true;
+          break;
+        }
+        const auto& shapes = phases[ph].shapes.shapes;
+        const size_t n_in = task.op->n_inputs();
+        auto offsets = runner::output_offsets(n_in, task.dtype, shapes, nullptr);
+        std::vector<ConstTensorView> views;
+        for (size_t i = 0; i < offsets.size(); ++i)
+          views.push_back({task.dtype, shapes[n_in + i], static_cast<const char*>(map) + offsets[i]});
+        CheckReport report = check(ph, views);
+        munmap(map, std::max<size_t>(bytes, 1));
+        out.checks.push_back(report);
+        if (!report.passed) {
+          write_line(slot.child->stdin_fd(), "stop");
+          out.kind = RunOutcome::check_failed;
+          settled = true;
+          break;
+        }
+        write_line(slot.child->stdin_fd(), "continue");
+        if (ph + 1 < phases.size() && progress)
+          progress(fmt::format("{} {}", phases[ph + 1].kind == RunPhase::time ? "timing" : "checking",
+                               phases[ph + 1].label));
+        deadline = monotonic_seconds() + task.limits.timeout_s;
+      } else if (kind == "timing_start") {
+        // Warm-ups are done; the samples take about min_time plus flushes.
+        deadline = monotonic_seconds() + task.limits.timeout_s + 20 * task.timing.min_time_s;
+      } else if (kind == "timing") {
+        out.samples_s = e.value("samples", std::vector<double>{});
+        out.calls_per_sample = e.value("calls_per_sample", int64_t{1});
+        out.warmup_calls = e.value("warmup_calls", int64_t{0});
+        deadline = monotonic_seconds() + task.limits.timeout_s;
+      } else if (kind == "done") {
+        out.kind = RunOutcome::finished;
+        out.detail.clear();
+        settled = true;
+        break;
+      } else if (kind == "kernel_error") {
+        int rc = e.value("rc", 0);
+        out.kind = RunOutcome::kernel_error;
+        out.detail = fmt::format("the kernel returned {} ({}) on {}", rc, kernel_rc_name(rc),
+                                 phase_label(e));
+        settled = true;
+        break;
+      } else if (kind == "cuda_error") {
+        bool sticky = e.value("sticky", false);
+        out.kind = RunOutcome::crashed;
+        out.detail = fmt::format("CUDA error on {}: {}{}", phase_label(e),
+                                 e.value("what", std::string("?")),
+                                 sticky ? " (sticky: the context was lost; the runner is restarted)" : "");
+        if (sticky) slot.stop();
+        settled = true;
+        break;
+      } else if (kind == "input_written") {
+        out.kind = RunOutcome::crashed;
+        out.detail = fmt::format("wrote to input '{}' ({} words changed) on {}: inputs are read-only",
+                                 e.value("tensor", std::string("?")), e.value("words", 0),
+                                 phase_label(e));
+        settled = true;
+        break;
+      } else if (kind == "overrun") {
+        out.kind = RunOutcome::crashed;
+        out.detail = fmt::format("wrote past the end of output '{}' on {}",
+                                 e.value("tensor", std::string("?")), phase_label(e));
+        settled = true;
+        break;
+      } else if (kind == "load_error" || kind == "setup_error") {
+        out.kind = RunOutcome::crashed;
+        out.detail = fmt::format("{}: {}", kind == "load_error" ? "cannot load the module" : "runner setup failed",
+                                 e.value("what", std::string("?")));
+        settled = true;
+        break;
+      }
+    }
+  }
+  if (slot.child) slot.child->drain(so, se);
+  out.stdout_text = so.summary();
+  out.stderr_text = se.summary();
+  out.seconds = monotonic_seconds() - start;
+  return out;
+}
+
+Roof CudaTarget::calibrate(const ProgressFn& progress, const std::vector<double>& only_sizes) {
+  Slot& slot = acquire();
+  struct Release {
+    CudaTarget* t;
+    Slot& s;
+    ~Release() { t->release(s); }
+  } release{this, slot};
+  if (!slot.alive()) start_runner(slot);
+  runner::Job job;
+  job.mode = "calibrate";
+  job.op = "gemm";
+  job.min_point_s = 0.2;
+  // Working sets from a little over the L2 to several GiB.
+  std::vector<double> sizes = {256.0 * (1 << 20), 1024.0 * (1 << 20), 4096.0 * (1 << 20)};
+  if (!only_sizes.empty()) sizes = only_sizes;
+  for (double s : sizes) job.points.push_back({"copy", 1, s});
+  job.points.push_back({"bf16_tensor", 1, 8192});
+  const std::string gpu = slot.info.value("name", std::string("GPU"));
+  Roof roof;
+  roof.target = "cuda";
+  roof.hostname = hostname_str();
+  roof.cpu_model = gpu;
+  roof.ncpu = static_cast<int>(slots_.size());
+  roof.measured_at = now_iso8601();
+  write_line(slot.child->stdin_fd(), job.to_json().dump());
+  const double deadline = monotonic_seconds() + 300;
+  std::vector<std::string> lines;
+  bool done = false;
+  while (!done) {
+    if (monotonic_seconds() > deadline || !slot.events->open()) {
+      slot.stop();
+      throw UserError("GPU roof calibration failed: the runner stopped or hung");
+    }
+    struct pollfd fds[1] = {{slot.events->fd(), POLLIN, 0}};
+    poll(fds, 1, 250);
+    CappedBuffer drop(1);
+    slot.child->drain(drop, drop);
+    lines.clear();
+    slot.events->read_available(lines);
+    for (const auto& line : lines) {
+      auto e = nlohmann::json::parse(line, nullptr, false);
+      if (e.is_discarded()) continue;
+      std::string kind = e.value("event", "");
+      if (kind == "done") done = true;
+      if (kind == "cuda_error") {
+        if (e.value("sticky", false)) slot.stop();
+        throw UserError("GPU roof calibration failed: " + e.value("what", std::string("?")));
+      }
+      if (kind != "point") continue;
+      size_t i = e.value("index", size_t{0});
+      double v = e.value("value", -1.0);
+      if (i >= job.points.size() || v <= 0) continue;
+      const auto& p = job.points[i];
+      if (p.kind == "bf16_tensor") {
+        roof.peak.push_back({p.kind, 1, v});
+        if (progress)
+          progress(fmt::format("bf16 tensor-core rate (cuBLAS {0}x{0}x{0}): {1:.0f} TFLOP/s",
+                               static_cast<int>(p.bytes), v / 1e3));
+      } else {
+        roof.bandwidth.push_back({p.kind, 1, p.bytes, v});
+        if (progress)
+          progress(fmt::format("device copy, {:>5.0f} MiB working set: {:.0f} GB/s", p.bytes / (1 << 20), v));
+      }
+    }
+  }
+  if (roof.bandwidth.empty() || roof.peak.empty())
+    throw UserError("GPU roof calibration measured nothing");
+  if (const Datasheet* d = datasheet_for(gpu)) {
+    roof.datasheet = d->source;
+    if (progress) {
+      double bw = 0;
+      for (const auto& b : roof.bandwidth) bw = std::max(bw, b.gbps);
+      progress(fmt::format("datasheet: {} (measured: {:.0f}% of its bandwidth, {:.0f}% of its bf16 rate)",
+                           d->source, 100 * bw / d->gbps, 100 * roof.peak.front().gflops / (d->bf16_tflops * 1e3)));
+    }
+  }
+  roof.host_key = fmt::format("{} (cc {}) x{}", gpu, slot.info.value("cc", std::string("?")), slots_.size());
+  return roof;
+}
+
+ProfileOutcome CudaTarget::profile(const Task& task, const std::filesystem::path& artifact,
+                                   const RunPhase& phase, const std::string& source_tag) {
+  ProfileOutcome out;
+  const double t0 = monotonic_seconds();
+  auto ncu = find_program("ncu", "KEVO_NCU", cuda_bins());
+  if (!ncu) {
+    out.note = "ncu (Nsight Compute) not found: set KEVO_NCU or put it on PATH";
+    return out;
+  }
+  Slot& slot = acquire();  // the GPU must not be running another candidate
+  struct Release {
+    CudaTarget* t;
+    Slot& s;
+    ~Release() { t->release(s); }
+  } release{this, slot};
+
+  auto dir = cache_dir() / "cuda" / "profiles" / fmt::format("{}-{}", getpid(), slot.device);
+  std::filesystem::create_directories(dir);
+  runner::Job job;
+  job.mode = "kernel";
+  job.artifact = std::filesystem::absolute(artifact).string();
+  job.entry = "kevo_launch";
+  job.op = std::string(task.op->name());
+  job.dtype = task.dtype;
+  job.scalars = task.scalars;
+  job.phases.push_back({false, phase.shapes.shapes, phase.seed});
+  job.timing = task.timing;
+  const auto job_file = dir / "job.json";
+  std::string text = job.to_json().dump();
+  write_file_atomic(job_file, text.data(), text.size());
+  const auto report = dir / "profile";
+  std::error_code ec;
+  std::filesystem::remove(dir / "profile.ncu-rep", ec);
+
+  auto tail = [](const std::string& s) {
+    std::string t = s.size() > 600 ? s.substr(s.size() - 600) : s;
+    while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+    auto pos = t.rfind("==ERROR==");
+    return pos == std::string::npos ? t : t.substr(pos);
+  };
+  SpawnOptions opt;
+  opt.argv = {ncu->string(), "--clock-control", "none", "--profile-from-start", "off",
+              "--metrics", cuda::ncu_metric_list(), "--section", "SourceCounters",
+              "--import-source", "no", "-f", "-o", report.string(),
+              cuda_runner_path().string(), "--device", std::to_string(slot.device), "--profile",
+              job_file.string()};
+  ProcessResult r = run_process(opt, 300, 1 << 20);
+  if (!r.exit_code || *r.exit_code != 0 || !std::filesystem::exists(dir / "profile.ncu-rep")) {
+    out.note = fmt::format("ncu could not profile it ({}): {}",
+                           r.timed_out ? "timed out" : "failed", tail(r.out + r.err));
+    out.seconds = monotonic_seconds() - t0;
+    return out;
+  }
+  if (r.err.find("ERR_NVGPUCTRPERM") != std::string::npos) {
+    out.note = "ncu cannot read the GPU's performance counters here (ERR_NVGPUCTRPERM)";
+    return out;
+  }
+  auto import = [&](std::vector<std::string> extra) {
+    SpawnOptions o;
+    o.argv = {ncu->string(), "--import", (dir / "profile.ncu-rep").string(), "--csv",
+              "--print-kernel-base", "mangled"};
+    for (auto& x : extra) o.argv.push_back(x);
+    return run_process(o, 120, 64 << 20);
+  };
+  std::vector<cuda::NcuKernel> kernels;
+  try {
+    kernels = cuda::parse_ncu_raw(import({"--page", "raw"}).out);
+  } catch (const UserError& e) {
+    out.note = std::string("ncu's report could not be read: ") + e.what();
+    return out;
+  }
+  if (kernels.empty()) {
+    out.note = "ncu profiled no kernel launch (did the candidate launch a kernel?)";
+    return out;
+  }
+  // The launch that took longest is the one to look at.
+  const cuda::NcuKernel* k = &kernels.front();
+  for (const auto& x : kernels)
+    if (x.value("gpu__time_duration.sum") > k->value("gpu__time_duration.sum")) k = &x;
+  out.ok = true;
+  out.metrics = cuda::ncu_metrics(*k);
+  out.metrics.push_back({"ncu.launches", static_cast<double>(kernels.size()), "", 0});
+  cuda::Bottleneck b = cuda::classify(*k, {});
+  out.bottleneck = b.kind;
+  out.why = "ncu: " + b.why;
+
+  // Per source line: ncu's per-instruction stall samples, mapped to lines of
+  // the candidate by the line table nvdisasm reads from the module.
+  auto sass = cuda::parse_ncu_sass(import({"--page", "source", "--print-source", "sass"}).out);
+  const cuda::SassKernel* sk = nullptr;
+  for (const auto& s : sass)
+    if (s.name == k->name) sk = &s;
+  auto cuobjdump = find_program("cuobjdump", "KEVO_CUOBJDUMP", cuda_bins());
+  auto nvdisasm = find_program("nvdisasm", "KEVO_NVDISASM", cuda_bins());
+  if (sk && cuobjdump && nvdisasm) {
+    SpawnOptions x;
+    x.argv = {cuobjdump->string(), "-xelf", "all", std::filesystem::absolute(artifact).string()};
+    x.cwd = dir;
+    run_process(x, 60);
+    cuda::LineMap lines;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      if (entry.path().extension() != ".cubin") continue;
+      SpawnOptions d;
+      d.argv = {nvdisasm->string(), "-g", "-c", entry.path().string()};
+      ProcessResult dr = run_process(d, 60, 64 << 20);
+      for (auto& [fn, m] : cuda::parse_nvdisasm_lines(dr.out, source_tag)) lines[fn] = m;
+      std::filesystem::remove(entry.path(), ec);
+    }
+    auto it = lines.find(k->name);
+    if (it != lines.end()) {
+      auto hot = cuda::hot_lines(*sk, it->second);
+      std::vector<std::string> parts;
+      for (size_t i = 0; i < hot.size() && i < 5; ++i) {
+        out.metrics.push_back({"ncu.line.stall_share", hot[i].share, "fraction", hot[i].line});
+        if (i < 3) parts.push_back(fmt::format("line {} ({:.0f}%)", hot[i].line, 100 * hot[i].share));
+      }
+      if (!parts.empty()) out.why += fmt::format("; hottest source lines by stall samples: {}", fmt::join(parts, ", "));
+    } else {
+      out.why += "; no line table for the kernel (built without -lineinfo?)";
+    }
+  }
+  out.seconds = monotonic_seconds() - t0;
+  return out;
+}
+
+}  // namespace
+
+std::filesystem::path cuda_runner_path() {
+  if (const char* r = std::getenv("KEVO_CUDA_RUNNER"); r && *r) {
+    if (!std::filesystem::exists(r))
+      throw UserError(fmt::format("KEVO_CUDA_RUNNER='{}' does not exist", r));
+    return r;
+  }
+  auto next_to_me = executable_dir() / "kevo-cuda-runner";
+  if (std::filesystem::exists(next_to_me)) return next_to_me;
+#ifdef KEVO_CUDA_RUNNER_BUILD_PATH
+  if (std::filesystem::exists(KEVO_CUDA_RUNNER_BUILD_PATH)) return KEVO_CUDA_RUNNER_BUILD_PATH;
+#endif
+  throw UserError(fmt::format(
+      "kevo-cuda-runner not found next to kevo ({}): build kevo where nvcc is installed, or set "
+      "KEVO_CUDA_RUNNER",
+      next_to_me.string()));
+}
+
+std::string cuda_unavailable_reason() {
+  try {
+    cuda_runner_path();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::unique_ptr<Target> make_cuda_target() {
+  cuda_runner_path();  // a clear error now rather than at the first candidate
+  return std::make_unique<CudaTarget>();
+}
+
+}  // namespace kevo

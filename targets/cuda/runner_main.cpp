@@ -1,0 +1,626 @@
+// kevo-cuda-runner: the persistent process that runs candidates on one GPU.
+//
+// kevo starts one per GPU (`kevo-cuda-runner --device N`) and keeps it for the
+// whole search. It reads one JSON command per line on stdin and answers with
+// JSON event lines on descriptor 3 (stdout and stderr belong to the kernels).
+// Commands are runner::Job objects (targets/cpu/runner_protocol.h):
+//   mode "kernel":    load the artifact, run the phases (checks and timing)
+//   mode "calibrate": device-to-device copy bandwidth and bf16 tensor rate
+//   mode "quit"
+// A check copies the outputs into the file `output_path` and waits for
+// "continue" or "stop" on stdin; kevo compares them with its CPU reference.
+//
+// What it guards against: outputs are poisoned (all bits set: NaN for floats)
+// before each checked call; inputs come from pristine copies kept on the
+// device and are compared with them after each checked call (a kernel that
+// writes its inputs is caught); each output has a canary tail; every call's
+// CUDA errors are read, and a sticky one (the context is lost) ends the
+// process after reporting, so kevo starts a fresh runner.
+//
+// `--profile JOBFILE` runs the job's first phase once for a profiler: one
+// warm-up call, then one call between cudaProfilerStart and cudaProfilerStop.
+#include <cublas_v2.h>
+#include <cuda_profiler_api.h>
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/operator.h"
+#include "targets/abi/kevo_kernel.h"
+#include "targets/cpu/runner_protocol.h"
+
+// Device code, in runner_kernels.cu.
+void kevo_count_diff(const void* a, const void* b, size_t words, unsigned long long* count,
+                     cudaStream_t stream);
+void kevo_copy16(const void* src, void* dst, size_t bytes, int blocks, cudaStream_t stream);
+
+namespace kevo::cuda_runner {
+namespace {
+
+using runner::Job;
+using runner::Phase;
+
+constexpr int kEventsFd = 3;
+constexpr size_t kCanaryBytes = 4096;
+constexpr unsigned char kCanary = 0xA5;
+constexpr int kMaxTensors = 16;
+constexpr int kMaxScalars = 16;
+
+void write_all(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      _exit(3);  // kevo is gone
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+int g_events_fd = kEventsFd;
+
+void emit(const nlohmann::json& event) {
+  std::string line = event.dump() + "\n";
+  write_all(g_events_fd, line.data(), line.size());
+}
+
+std::string read_line() {
+  std::string line;
+  char c;
+  for (;;) {
+    ssize_t n = read(0, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return line.empty() ? std::string("quit") : line;
+    if (c == '\n') return line;
+    line += c;
+  }
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string err_text(cudaError_t e) {
+  return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+}
+
+// ---- device buffers ----------------------------------------------------------------
+
+struct DevBuf {
+  void* p = nullptr;
+  size_t bytes = 0;
+  DevBuf() = default;
+  explicit DevBuf(size_t n) : bytes(n) {
+    if (cudaMalloc(&p, std::max<size_t>(n, 256)) != cudaSuccess) {
+      p = nullptr;
+      cudaGetLastError();
+    }
+  }
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+  ~DevBuf() {
+    if (p) cudaFree(p);
+  }
+};
+
+struct State {
+  int device = 0;
+  cudaDeviceProp prop{};
+  cudaStream_t stream = nullptr;
+  std::unique_ptr<DevBuf> flush;  // written before each timed call: evicts L2
+  // Pristine inputs by (op, dtype, tensor, shape, seed): generated once on the
+  // host, kept on the device for every later candidate.
+  std::map<std::string, std::shared_ptr<DevBuf>> inputs;
+  std::vector<std::string> input_order;  // oldest first, for eviction
+  unsigned long long* diff_count = nullptr;
+};
+
+State g;
+
+std::string input_key(const Job& job, size_t i, const Shape& shape, uint64_t seed) {
+  std::ostringstream k;
+  k << job.op << '|' << dtype_name(job.dtype) << '|' << i << '|' << seed << '|';
+  for (auto d : shape) k << d << ',';
+  return k.str();
+}
+
+size_t free_device_bytes() {
+  size_t free_b = 0, total_b = 0;
+  cudaMemGetInfo(&free_b, &total_b);
+  return free_b;
+}
+
+std::shared_ptr<DevBuf> allocate(size_t bytes) {
+  // Evict cached inputs (oldest first) until the allocation fits.
+  for (;;) {
+    auto b = std::make_shared<DevBuf>(bytes);
+    if (b->p) return b;
+    if (g.input_order.empty()) return nullptr;
+    g.inputs.erase(g.input_order.front());
+    g.input_order.erase(g.input_order.begin());
+  }
+}
+
+std::shared_ptr<DevBuf> pristine_input(const Job& job, const Operator& op, size_t i,
+                                       const Shape& shape, uint64_t seed) {
+  std::string key = input_key(job, i, shape, seed);
+  auto it = g.inputs.find(key);
+  if (it != g.inputs.end()) return it->second;
+  size_t bytes = static_cast<size_t>(numel(shape)) * dtype_size(job.dtype);
+  std::vector<unsigned char> host(std::max<size_t>(bytes, 1));
+  generate_input(op, i, TensorView{job.dtype, shape, host.data()}, seed);
+  auto buf = allocate(bytes);
+  if (!buf) return nullptr;
+  if (bytes && cudaMemcpy(buf->p, host.data(), bytes, cudaMemcpyHostToDevice) != cudaSuccess)
+    return nullptr;
+  g.inputs[key] = buf;
+  g.input_order.push_back(key);
+  return buf;
+}
+
+kevo_tensor make_tensor(void* data, DType dtype, const Shape& shape) {
+  kevo_tensor t{};
+  t.data = data;
+  t.dtype = static_cast<int32_t>(dtype);
+  t.rank = static_cast<int32_t>(shape.size());
+  int64_t stride = 1;
+  for (int d = t.rank - 1; d >= 0; --d) {
+    t.shape[d] = shape[static_cast<size_t>(d)];
+    t.stride[d] = stride;
+    stride *= shape[static_cast<size_t>(d)];
+  }
+  return t;
+}
+
+// After a failed call or a CUDA error: clear what can be cleared and find out
+// whether the context survived. A sticky error ends the runner.
+bool context_lost() {
+  cudaGetLastError();
+  cudaError_t e = cudaDeviceSynchronize();
+  if (e == cudaSuccess) e = cudaMemsetAsync(g.diff_count, 0, sizeof(unsigned long long), g.stream);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(g.stream);
+  return e != cudaSuccess;
+}
+
+// Reports a CUDA error seen at `phase`; exits when the context is lost.
+void report_cuda_error(size_t phase, cudaError_t e) {
+  bool sticky = context_lost();
+  emit({{"event", "cuda_error"}, {"phase", phase}, {"what", err_text(e)}, {"sticky", sticky}});
+  if (sticky) _exit(3);
+}
+
+using LaunchFn = int (*)(const kevo_tensor*, int, kevo_tensor*, int, const double*, int,
+                         cudaStream_t);
+
+struct Loaded {
+  void* lib = nullptr;
+  LaunchFn fn = nullptr;
+  ~Loaded() {
+    if (lib) dlclose(lib);
+  }
+};
+
+// ---- one candidate ---------------------------------------------------------------
+
+int run_kernel(const Job& job, bool profile_only) {
+  const Operator* opp = operators().find(job.op);
+  if (!opp) {
+    emit({{"event", "setup_error"}, {"what", "unknown operator " + job.op}});
+    return 0;
+  }
+  const Operator& op = *opp;
+  Loaded mod;
+  mod.lib = dlopen(job.artifact.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!mod.lib) {
+    emit({{"event", "load_error"}, {"what", std::string(dlerror())}});
+    return 0;
+  }
+  mod.fn = reinterpret_cast<LaunchFn>(dlsym(mod.lib, job.entry.c_str()));
+  if (!mod.fn) {
+    emit({{"event", "load_error"}, {"what", "no entry point " + job.entry}});
+    return 0;
+  }
+  // Loading a module can leave an error behind (a kernel image for another GPU).
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) {
+    emit({{"event", "load_error"}, {"what", err_text(e)}});
+    return 0;
+  }
+  const size_t n_in = op.n_inputs(), n_out = op.n_outputs();
+  if (n_in + n_out > kMaxTensors || job.scalars.size() > kMaxScalars) {
+    emit({{"event", "setup_error"}, {"what", "too many tensors or scalars for the runner"}});
+    return 0;
+  }
+  const int n_scalars = static_cast<int>(job.scalars.size());
+  const size_t esize = dtype_size(job.dtype);
+
+  for (size_t ph = 0; ph < job.phases.size(); ++ph) {
+    const Phase& phase = job.phases[ph];
+    // Inputs: a working copy of each pristine input.
+    std::vector<std::shared_ptr<DevBuf>> pristine, work, outs;
+    for (size_t i = 0; i < n_in; ++i) {
+      auto p = pristine_input(job, op, i, phase.shapes[i], phase.seed);
+      auto w = p ? allocate(p->bytes) : nullptr;
+      if (!p || !w) {
+        emit({{"event", "setup_error"}, {"what", "out of device memory for the inputs"}});
+        return 0;
+      }
+      cudaMemcpyAsync(w->p, p->p, p->bytes, cudaMemcpyDeviceToDevice, g.stream);
+      pristine.push_back(p);
+      work.push_back(w);
+    }
+    for (size_t i = 0; i < n_out; ++i) {
+      size_t bytes = static_cast<size_t>(numel(phase.shapes[n_in + i])) * esize;
+      auto o = allocate(bytes + kCanaryBytes);
+      if (!o) {
+        emit({{"event", "setup_error"}, {"what", "out of device memory for the outputs"}});
+        return 0;
+      }
+      o->bytes = bytes;
+      outs.push_back(o);
+    }
+    kevo_tensor in_t[kMaxTensors], out_t[kMaxTensors];
+    for (size_t i = 0; i < n_in; ++i) in_t[i] = make_tensor(work[i]->p, job.dtype, phase.shapes[i]);
+    for (size_t i = 0; i < n_out; ++i)
+      out_t[i] = make_tensor(outs[i]->p, job.dtype, phase.shapes[n_in + i]);
+    auto call = [&]() {
+      // Fresh descriptors every call: a kernel may scribble on the ones it got.
+      kevo_tensor in[kMaxTensors], out[kMaxTensors];
+      double scalars[kMaxScalars];
+      std::memcpy(in, in_t, n_in * sizeof(kevo_tensor));
+      std::memcpy(out, out_t, n_out * sizeof(kevo_tensor));
+      if (n_scalars) std::memcpy(scalars, job.scalars.data(), n_scalars * sizeof(double));
+      return mod.fn(in, static_cast<int>(n_in), out, static_cast<int>(n_out),
+                    n_scalars ? scalars : nullptr, n_scalars, g.stream);
+    };
+    // Runs one call and waits for the whole device; false after reporting.
+    auto call_and_wait = [&](double* seconds) -> bool {
+      double t0 = now_s();
+      int rc = call();
+      cudaError_t e = cudaDeviceSynchronize();
+      if (seconds) *seconds = now_s() - t0;
+      if (e == cudaSuccess) e = cudaGetLastError();
+      if (e != cudaSuccess) {
+        report_cuda_error(ph, e);
+        return false;
+      }
+      if (rc != 0) {
+        emit({{"event", "kernel_error"}, {"phase", ph}, {"rc", rc}});
+        return false;
+      }
+      return true;
+    };
+    cudaError_t setup = cudaStreamSynchronize(g.stream);
+    if (setup != cudaSuccess) {
+      report_cuda_error(ph, setup);
+      return 0;
+    }
+
+    if (profile_only) {
+      if (!call_and_wait(nullptr)) return 0;
+      cudaProfilerStart();
+      bool ok = call_and_wait(nullptr);
+      cudaProfilerStop();
+      if (ok) emit({{"event", "done"}});
+      return 0;
+    }
+
+    if (!phase.timed) {
+      for (size_t i = 0; i < n_out; ++i) {
+        cudaMemsetAsync(outs[i]->p, 0xFF, outs[i]->bytes, g.stream);  // NaN poison
+        cudaMemsetAsync(static_cast<char*>(outs[i]->p) + outs[i]->bytes, kCanary, kCanaryBytes,
+                        g.stream);
+      }
+      cudaStreamSynchronize(g.stream);
+      double seconds = 0;
+      if (!call_and_wait(&seconds)) return 0;
+      // Inputs untouched?
+      for (size_t i = 0; i < n_in; ++i) {
+        size_t words = pristine[i]->bytes / 4;
+        if (!words) continue;
+        cudaMemsetAsync(g.diff_count, 0, sizeof(unsigned long long), g.stream);
+        kevo_count_diff(work[i]->p, pristine[i]->p, words, g.diff_count, g.stream);
+        unsigned long long diff = 0;
+        cudaMemcpyAsync(&diff, g.diff_count, sizeof(diff), cudaMemcpyDeviceToHost, g.stream);
+        cudaStreamSynchronize(g.stream);
+        if (diff) {
+          emit({{"event", "input_written"}, {"phase", ph}, {"tensor", op.tensor(i).name},
+                {"words", diff}});
+          return 0;
+        }
+      }
+      // Canaries intact?
+      for (size_t i = 0; i < n_out; ++i) {
+        std::vector<unsigned char> tail(kCanaryBytes);
+        cudaMemcpy(tail.data(), static_cast<char*>(outs[i]->p) + outs[i]->bytes, kCanaryBytes,
+                   cudaMemcpyDeviceToHost);
+        for (size_t k = 0; k < kCanaryBytes; ++k)
+          if (tail[k] != kCanary) {
+            emit({{"event", "overrun"}, {"phase", ph}, {"tensor", op.tensor(n_in + i).name},
+                  {"offset", k}});
+            return 0;
+          }
+      }
+      // Outputs to kevo through the shared file.
+      size_t total = 0;
+      auto offsets = runner::output_offsets(n_in, job.dtype, phase.shapes, &total);
+      int fd = open(job.output_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+      if (fd < 0 || ftruncate(fd, static_cast<off_t>(std::max<size_t>(total, 1))) != 0) {
+        emit({{"event", "setup_error"}, {"what", "cannot write the output file " + job.output_path}});
+        if (fd >= 0) close(fd);
+        return 0;
+      }
+      void* map = mmap(nullptr, std::max<size_t>(total, 1), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      close(fd);
+      if (map == MAP_FAILED) {
+        emit({{"event", "setup_error"}, {"what", "cannot map the output file"}});
+        return 0;
+      }
+      for (size_t i = 0; i < n_out; ++i)
+        cudaMemcpy(static_cast<char*>(map) + offsets[i], outs[i]->p, outs[i]->bytes,
+                   cudaMemcpyDeviceToHost);
+      munmap(map, std::max<size_t>(total, 1));
+      emit({{"event", "check"}, {"phase", ph}, {"seconds", seconds}, {"bytes", total}});
+      if (read_line() != "continue") return 0;
+      continue;
+    }
+
+    // Timing: warm-ups, then one sample per call with L2 flushed before it.
+    const TimingConfig& tc = job.timing;
+    int64_t warm = 0;
+    double start = now_s(), last = 0;
+    while (warm < tc.min_warmup || now_s() - start < tc.warmup_s) {
+      if (!call_and_wait(&last)) return 0;
+      ++warm;
+    }
+    emit({{"event", "timing_start"}, {"phase", ph}, {"estimate_s", last}, {"calls_per_sample", 1}});
+    cudaEvent_t ev0, ev1;
+    cudaEventCreate(&ev0);
+    cudaEventCreate(&ev1);
+    std::vector<double> samples;
+    double timed = 0;
+    int flush_value = 0;
+    while ((static_cast<int64_t>(samples.size()) < tc.min_samples || timed < tc.min_time_s) &&
+           static_cast<int64_t>(samples.size()) < tc.max_samples) {
+      // Everything the last call started, on any stream, is finished...
+      cudaDeviceSynchronize();
+      // ...the L2 holds nothing of the inputs...
+      cudaMemsetAsync(g.flush->p, ++flush_value & 0xFF, g.flush->bytes, g.stream);
+      cudaEventRecord(ev0, g.stream);
+      int rc = call();
+      // ...and the end event is recorded on the legacy default stream, which
+      // waits for all work on every blocking stream, not only ours.
+      cudaEventRecord(ev1, nullptr);
+      cudaError_t e = cudaEventSynchronize(ev1);
+      if (e == cudaSuccess) e = cudaGetLastError();
+      if (e != cudaSuccess) {
+        report_cuda_error(ph, e);
+        return 0;
+      }
+      if (rc != 0) {
+        emit({{"event", "kernel_error"}, {"phase", ph}, {"rc", rc}});
+        return 0;
+      }
+      float ms = 0;
+      cudaEventElapsedTime(&ms, ev0, ev1);
+      samples.push_back(ms * 1e-3);
+      timed += ms * 1e-3;
+    }
+    cudaEventDestroy(ev0);
+    cudaEventDestroy(ev1);
+    emit({{"event", "timing"},
+          {"phase", ph},
+          {"samples", samples},
+          {"calls_per_sample", 1},
+          {"warmup_calls", warm}});
+  }
+  emit({{"event", "done"}});
+  return 0;
+}
+
+// ---- roof calibration ------------------------------------------------------------------
+
+// Best device-to-device copy bandwidth for a working set of `bytes` (source
+// plus destination), over cudaMemcpyAsync and a 16-byte copy kernel, in GB/s
+// counting bytes read plus bytes written.
+double copy_gbps(double bytes, double min_s) {
+  size_t half = static_cast<size_t>(bytes / 2) / 16 * 16;
+  DevBuf a(half), b(half);
+  if (!a.p || !b.p) return 0;
+  cudaMemset(a.p, 1, half);
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  double best = 0;
+  for (int method = 0; method < 2; ++method) {
+    double spent = 0;
+    int reps = 0;
+    while (spent < min_s / 2 || reps < 5) {
+      cudaEventRecord(e0, g.stream);
+      if (method == 0)
+        cudaMemcpyAsync(b.p, a.p, half, cudaMemcpyDeviceToDevice, g.stream);
+      else
+        kevo_copy16(a.p, b.p, half, g.prop.multiProcessorCount * 8, g.stream);
+      cudaEventRecord(e1, g.stream);
+      cudaEventSynchronize(e1);
+      float ms = 0;
+      cudaEventElapsedTime(&ms, e0, e1);
+      if (ms > 0 && reps > 0) best = std::max(best, 2.0 * half / (ms * 1e-3) / 1e9);
+      spent += ms * 1e-3;
+      ++reps;
+    }
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  return best;
+}
+
+// bf16 tensor-core rate (GFLOP/s) of cuBLAS on an n x n x n product of random
+// data (never zeros: they run faster than real data).
+double bf16_gemm_gflops(int n, double min_s) {
+  size_t elems = static_cast<size_t>(n) * n;
+  DevBuf a(elems * 2), b(elems * 2), c(elems * 2);
+  if (!a.p || !b.p || !c.p) return 0;
+  std::vector<uint16_t> host(elems);
+  uint32_t s = 12345;
+  for (auto& h : host) {
+    s = s * 1664525u + 1013904223u;
+    // bf16 in [-1, 1): sign, exponent 0x7E or lower, random mantissa.
+    h = static_cast<uint16_t>(((s >> 16) & 0x807F) | (0x3C00 + ((s >> 8) & 0x0180)));
+  }
+  cudaMemcpy(a.p, host.data(), elems * 2, cudaMemcpyHostToDevice);
+  cudaMemcpy(b.p, host.data(), elems * 2, cudaMemcpyHostToDevice);
+  cublasHandle_t h;
+  if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) return 0;
+  cublasSetStream(h, g.stream);
+  float alpha = 1, beta = 0;
+  auto gemm = [&] {
+    return cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a.p, CUDA_R_16BF, n, b.p,
+                        CUDA_R_16BF, n, &beta, c.p, CUDA_R_16BF, n, CUBLAS_COMPUTE_32F,
+                        CUBLAS_GEMM_DEFAULT);
+  };
+  for (int i = 0; i < 3; ++i) gemm();
+  cudaStreamSynchronize(g.stream);
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  double best = 0, spent = 0;
+  int reps = 0;
+  while (spent < min_s || reps < 5) {
+    cudaEventRecord(e0, g.stream);
+    if (gemm() != CUBLAS_STATUS_SUCCESS) break;
+    cudaEventRecord(e1, g.stream);
+    cudaEventSynchronize(e1);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, e0, e1);
+    if (ms > 0) best = std::max(best, 2.0 * n * double(n) * n / (ms * 1e-3) / 1e9);
+    spent += ms * 1e-3;
+    ++reps;
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cublasDestroy(h);
+  return best;
+}
+
+int run_calibration(const Job& job) {
+  // The input cache would leave less memory for the large points.
+  g.inputs.clear();
+  g.input_order.clear();
+  for (size_t i = 0; i < job.points.size(); ++i) {
+    const runner::CalibrationPoint& p = job.points[i];
+    double v = 0;
+    if (p.kind == "copy")
+      v = copy_gbps(p.bytes, job.min_point_s);
+    else if (p.kind == "bf16_tensor")
+      v = bf16_gemm_gflops(static_cast<int>(p.bytes), job.min_point_s);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) {
+      report_cuda_error(i, e);
+      return 0;
+    }
+    emit({{"event", "point"}, {"index", i}, {"value", v}});
+  }
+  emit({{"event", "done"}});
+  return 0;
+}
+
+nlohmann::json device_info() {
+  int count = 0, driver = 0, runtime = 0;
+  cudaGetDeviceCount(&count);
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  const cudaDeviceProp& p = g.prop;
+  int clock_khz = 0, mem_clock_khz = 0;
+  cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, g.device);
+  cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, g.device);
+  return {{"device", g.device},
+          {"device_count", count},
+          {"name", p.name},
+          {"cc", std::to_string(p.major) + "." + std::to_string(p.minor)},
+          {"sms", p.multiProcessorCount},
+          {"l2_bytes", p.l2CacheSize},
+          {"memory_bytes", p.totalGlobalMem},
+          {"smem_per_block_optin", p.sharedMemPerBlockOptin},
+          {"clock_khz", clock_khz},
+          {"memory_clock_khz", mem_clock_khz},
+          {"bus_width", p.memoryBusWidth},
+          {"driver", driver},
+          {"runtime", runtime}};
+}
+
+}  // namespace
+}  // namespace kevo::cuda_runner
+
+int main(int argc, char** argv) {
+  using namespace kevo::cuda_runner;
+  signal(SIGPIPE, SIG_DFL);
+  std::string profile_job;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--device" && i + 1 < argc) g.device = std::atoi(argv[++i]);
+    else if (a == "--profile" && i + 1 < argc) profile_job = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: kevo-cuda-runner [--device N] [--profile JOBFILE]\n");
+      return 2;
+    }
+  }
+  // Under a profiler the events go to stderr: there is no descriptor 3.
+  if (!profile_job.empty()) g_events_fd = 2;
+  cudaError_t e = cudaSetDevice(g.device);
+  if (e == cudaSuccess) e = cudaFree(nullptr);  // creates the context
+  if (e == cudaSuccess) e = cudaGetDeviceProperties(&g.prop, g.device);
+  if (e == cudaSuccess) e = cudaStreamCreate(&g.stream);  // blocking: see the timing loop
+  if (e == cudaSuccess) e = cudaMalloc(&g.diff_count, sizeof(unsigned long long));
+  if (e != cudaSuccess) {
+    emit({{"event", "setup_error"}, {"what", "no usable CUDA device " + std::to_string(g.device) + ": " + err_text(e)}});
+    return 4;
+  }
+  // Twice the L2, at least 64 MiB.
+  g.flush = std::make_unique<DevBuf>(std::max<size_t>(size_t(2) * g.prop.l2CacheSize, size_t(64) << 20));
+  if (!g.flush->p) {
+    emit({{"event", "setup_error"}, {"what", "cannot allocate the L2 flush buffer"}});
+    return 4;
+  }
+  if (!profile_job.empty()) {
+    std::ifstream in(profile_job);
+    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded()) {
+      emit({{"event", "setup_error"}, {"what", "cannot read " + profile_job}});
+      return 2;
+    }
+    return run_kernel(kevo::runner::Job::from_json(j), true);
+  }
+  emit({{"event", "ready"}, {"pid", getpid()}, {"info", device_info()}});
+  for (;;) {
+    std::string line = read_line();
+    if (line == "quit") return 0;
+    kevo::runner::Job job;
+    try {
+      job = kevo::runner::Job::from_json(nlohmann::json::parse(line));
+    } catch (const std::exception& ex) {
+      emit({{"event", "setup_error"}, {"what", std::string("bad job: ") + ex.what()}});
+      continue;
+    }
+    if (job.mode == "quit") return 0;
+    if (job.mode == "calibrate")
+      run_calibration(job);
+    else
+      run_kernel(job, false);
+  }
+}
