@@ -28,9 +28,15 @@ int cmd_targets(const Argv& argv) {
   for (const auto& t : list_targets()) {
     nlohmann::json j = {{"name", t.name}, {"available", t.available}, {"description", t.description}};
     if (t.available) {
-      auto target = make_target(t.name);
-      j["host"] = target->host_key();
-      j["kernels"] = target->kernels_dir().string();
+      // Built, but the machine may still lack it (no GPU, no driver).
+      try {
+        auto target = make_target(t.name);
+        j["host"] = target->host_key();
+        j["kernels"] = target->kernels_dir().string();
+      } catch (const UserError& e) {
+        j["available"] = false;
+        j["why_not"] = e.what();
+      }
     } else {
       j["why_not"] = t.why_not;
     }

@@ -1,6 +1,10 @@
 #include "eval/backend.h"
 
+#include <condition_variable>
+#include <deque>
 #include <latch>
+#include <mutex>
+#include <thread>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
@@ -51,6 +55,8 @@ class LocalBackend final : public EvalBackend {
       });
     }
     compiled.wait();
+    const size_t slots = static_cast<size_t>(std::max(1, evaluator_.run_slots()));
+    if (slots > 1) return measure_in_parallel(jobs, prepared, slots, done, keep_going, stage);
     // 2. Run them one at a time, nothing else on the machine.
     for (size_t i = 0; i < jobs.size(); ++i) {
       if (keep_going && !keep_going()) return;
@@ -64,6 +70,66 @@ class LocalBackend final : public EvalBackend {
   double clock() const override { return monotonic_seconds() - start_; }
 
  private:
+  // One worker per device (a GPU each): never two candidates on one device,
+  // results handed to `done` on this thread as they arrive.
+  void measure_in_parallel(const std::vector<EvalJob>& jobs, std::vector<PreparedCandidate>& prepared,
+                           size_t slots, const std::function<void(size_t, EvalResult)>& done,
+                           const std::function<bool()>& keep_going, const ProgressFn& stage) {
+    std::mutex m;
+    std::condition_variable cv;
+    std::deque<std::pair<size_t, EvalResult>> finished;
+    size_t next = 0, running = 0;
+    bool stop = false;
+    auto worker = [&] {
+      for (;;) {
+        size_t i;
+        {
+          std::lock_guard<std::mutex> lock(m);
+          if (stop || next >= jobs.size()) return;
+          i = next++;
+          ++running;
+        }
+        EvalResult r;
+        try {
+          r = evaluator_.measure(std::move(prepared[i]));
+        } catch (const std::exception& e) {
+          r.status = Status::crash;
+          r.detail = fmt::format("kevo could not run it: {}", e.what());
+        }
+        {
+          std::lock_guard<std::mutex> lock(m);
+          finished.emplace_back(i, std::move(r));
+          --running;
+        }
+        cv.notify_all();
+      }
+    };
+    if (stage)
+      stage(fmt::format("running {} candidate{} on {} devices", jobs.size(), jobs.size() == 1 ? "" : "s",
+                        slots));
+    std::vector<std::thread> workers;
+    for (size_t w = 0; w < std::min(slots, jobs.size()); ++w) workers.emplace_back(worker);
+    size_t delivered = 0;
+    std::unique_lock<std::mutex> lock(m);
+    while (delivered < jobs.size()) {
+      cv.wait(lock, [&] { return !finished.empty() || (running == 0 && (stop || next >= jobs.size())); });
+      if (finished.empty()) break;
+      auto [i, r] = std::move(finished.front());
+      finished.pop_front();
+      lock.unlock();
+      done(i, std::move(r));
+      ++delivered;
+      bool go = !keep_going || keep_going();
+      lock.lock();
+      if (!go) stop = true;
+    }
+    stop = true;
+    lock.unlock();
+    for (auto& t : workers) t.join();
+    // Candidates that finished after a stop was asked for are still results.
+    for (auto& [i, r] : finished) done(i, std::move(r));
+  }
+
   Evaluator& evaluator_;
   size_t threads_;
   boost::asio::thread_pool pool_;

@@ -36,14 +36,18 @@ CompiledCandidate CompileCache::get(Target& target, const Task& task,
   const auto artifact = dir / (c.key + target.artifact_extension());
   const auto error_log = dir / (c.key + ".err");
   c.artifact = artifact;
+  const auto ok_log = dir / (c.key + ".log");
   if (std::filesystem::exists(artifact)) {
     c.ok = c.cache_hit = true;
+    // The compiler's report (warnings, ptxas resource usage) of the build.
+    if (std::filesystem::exists(ok_log)) c.log = read_text_file(ok_log);
     return c;
   }
   // Logs are stored with a placeholder for the file name and shown with the
   // name of the file this candidate came from.
   const std::string ext = origin.has_extension() ? origin.extension().string()
                           : language == "c"      ? ".c"
+                          : language == "cuda"   ? ".cu"
                                                  : ".cpp";
   const std::string shown = origin.empty() ? "candidate" + ext : origin.string();
   auto show = [&](std::string log) {
@@ -77,6 +81,7 @@ CompiledCandidate CompileCache::get(Target& target, const Task& task,
     log.replace(pos, src.string().size(), kPlaceholder);
   c.log = show(log);
   if (out.ok) {
+    write_file_atomic(ok_log, c.log.data(), c.log.size());
     std::filesystem::rename(tmp, artifact);
     c.ok = true;
   } else {

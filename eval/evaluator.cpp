@@ -1,5 +1,7 @@
 #include "eval/evaluator.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "core/clock.h"
@@ -51,7 +53,8 @@ PreparedCandidate Evaluator::prepare(const CandidateSource& source,
   PreparedCandidate p;
   EvalResult& r = p.result;
   r.roof_id = roof_.id;
-  if (auto why = static_check(source.text, "kevo_kernel")) {
+  const bool cuda = source.language == "cuda";
+  if (auto why = static_check(source.text, cuda ? "kevo_launch" : "kevo_kernel", source.language)) {
     r.status = Status::rejected;
     r.detail = *why;
     return p;
@@ -73,7 +76,10 @@ PreparedCandidate Evaluator::prepare(const CandidateSource& source,
 EvalResult Evaluator::measure(PreparedCandidate prepared) {
   if (!prepared.ready) return std::move(prepared.result);
   EvalResult r = std::move(prepared.result);
-  r.roof_id = roof_.id;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    r.roof_id = roof_.id;
+  }
   const CompiledCandidate& c = prepared.compiled;
   const double t0 = monotonic_seconds();
   auto check = [&](size_t phase, const std::vector<ConstTensorView>& outputs) {
@@ -83,8 +89,15 @@ EvalResult Evaluator::measure(PreparedCandidate prepared) {
     report.label = p.label;
     return report;
   };
-  if (on_stage) on_stage(fmt::format("checking {}", plan_.front().label));
-  RunOutcome run = target_.run(task_, c.artifact, plan_, check, on_stage);
+  // Several GPUs measure at once: their stage lines take turns.
+  ProgressFn stage;
+  if (on_stage)
+    stage = [this](std::string_view s) {
+      std::lock_guard<std::mutex> lock(stage_mutex_);
+      on_stage(s);
+    };
+  if (stage) stage(fmt::format("checking {}", plan_.front().label));
+  RunOutcome run = target_.run(task_, c.artifact, plan_, check, stage);
   r.run_s = monotonic_seconds() - t0;
   r.checks = run.checks;
   r.stdout_text = run.stdout_text;
@@ -121,6 +134,7 @@ EvalResult Evaluator::measure(PreparedCandidate prepared) {
     return r;
   }
   r.timing = TimingStats::from_samples(run.samples_s, run.calls_per_sample, run.warmup_calls);
+  std::unique_lock<std::mutex> lock(mutex_);
   r.diagnosis = diagnose(task_, *r.timing, roof_);
   if (is_suspect(*r.diagnosis, *r.timing) && remeasure_roof && !remeasured_) {
     // The stored roof may be low (measured while the machine was busy):
@@ -136,7 +150,50 @@ EvalResult Evaluator::measure(PreparedCandidate prepared) {
   if (r.status == Status::suspect)
     r.detail = fmt::format("median {} is below the roofline floor {}: not a credible time",
                            format_seconds(r.timing->median_s), format_seconds(r.diagnosis->floor_s));
+  lock.unlock();
+  // The compiler's resource report (registers, spills) goes with every
+  // measured candidate; spills are a bottleneck of their own.
+  r.profile = target_.compile_metrics(c.log);
+  for (const auto& m : r.profile)
+    if (m.metric == "ptxas.spill_store_bytes" && m.value > 0) {
+      r.diagnosis->bottleneck = "spills";
+      r.diagnosis->why += fmt::format("; ptxas: {:.0f} bytes of registers spilled to local memory", m.value);
+    }
+  if (r.status == Status::ok && should_profile(r.timing->median_s)) {
+    if (stage) stage("profiling");
+    add_profile(c, r);
+  }
   return r;
+}
+
+bool Evaluator::should_profile(double median_s) {
+  if (profile_top <= 0 || !target_.can_profile()) return false;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto pos = std::lower_bound(best_times_.begin(), best_times_.end(), median_s);
+  if (pos - best_times_.begin() >= profile_top) return false;
+  best_times_.insert(pos, median_s);
+  if (static_cast<int>(best_times_.size()) > profile_top) best_times_.pop_back();
+  return true;
+}
+
+void Evaluator::add_profile(const CompiledCandidate& c, EvalResult& r) {
+  // The full-size check phase: the task's shape on the inputs checks use.
+  const RunPhase* phase = nullptr;
+  for (const auto& p : plan_)
+    if (p.kind == RunPhase::check && p.shapes.shapes == task_.main.shapes) {
+      phase = &p;
+      break;
+    }
+  if (!phase) return;
+  ProfileOutcome p = target_.profile(task_, c.artifact, *phase, c.key);
+  r.profile.insert(r.profile.end(), p.metrics.begin(), p.metrics.end());
+  if (!p.ok) {
+    r.diagnosis->why += "; not profiled: " + p.note;
+    return;
+  }
+  if (r.diagnosis->bottleneck.empty() || r.diagnosis->bottleneck != "spills")
+    r.diagnosis->bottleneck = p.bottleneck;
+  r.diagnosis->why += "; " + p.why;
 }
 
 }  // namespace kevo

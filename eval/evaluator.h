@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,12 @@ class Evaluator {
   std::function<Roof(double bytes)> remeasure_roof;
 
   const Roof& roof() const { return roof_; }
+  // How many candidates measure() may run at once (one per GPU).
+  int run_slots() const { return target_.run_slots(); }
+
+  // Profiling: candidates whose time ranks among the best `profile_top` this
+  // evaluator has measured are run again under the target's profiler (0: never).
+  int profile_top = 3;
 
  private:
   const Task& task_;
@@ -65,6 +72,11 @@ class Evaluator {
   ReferenceCache& references_;
   CompileCache& compiles_;
   std::vector<RunPhase> plan_;
+  std::mutex mutex_;              // measure() runs on several threads (one per GPU)
+  std::mutex stage_mutex_;
+  std::vector<double> best_times_;  // the best medians so far, ascending
+  bool should_profile(double median_s);
+  void add_profile(const CompiledCandidate& c, EvalResult& r);
 };
 
 // The first line of a compiler log that says "error", or its first line.

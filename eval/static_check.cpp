@@ -22,6 +22,19 @@ const Banned kBanned[] = {
     {"loads code or makes raw system calls", "dlopen|dlsym|syscall|mprotect|setrlimit|prctl"},
 };
 
+// CUDA: work on a stream of its own escapes the timing (the runner measures
+// the stream it passes and every blocking stream); the rest changes the
+// device for whoever runs next.
+const Banned kBannedCuda[] = {
+    {"makes streams of its own (launch on the stream kevo passes)",
+     "cudaStreamCreate|cudaStreamCreateWithFlags|cudaStreamCreateWithPriority|cudaStreamPerThread"},
+    {"changes or resets the device",
+     "cudaDeviceReset|cudaSetDevice|cudaDeviceSetLimit|cudaDeviceSetCacheConfig|cudaSetDeviceFlags|"
+     "cudaCtxResetPersistingL2Cache|cudaDeviceSetMemPool"},
+    {"uses managed or host-mapped memory", "cudaMallocManaged|cudaHostAlloc|cudaMallocHost|cudaHostRegister"},
+    {"creates multicast objects", "cuMulticastCreate"},
+};
+
 }  // namespace
 
 std::string strip_comments_and_strings(const std::string& s) {
@@ -67,7 +80,8 @@ std::string strip_comments_and_strings(const std::string& s) {
   return out;
 }
 
-std::optional<std::string> static_check(const std::string& source, const std::string& entry_point) {
+std::optional<std::string> static_check(const std::string& source, const std::string& entry_point,
+                                        const std::string& language) {
   const std::string code = strip_comments_and_strings(source);
   if (!std::regex_search(code, std::regex("\\b" + entry_point + "\\s*\\(")))
     return fmt::format("does not define the entry point {}()", entry_point);
@@ -80,6 +94,16 @@ std::optional<std::string> static_check(const std::string& source, const std::st
                          m[2].str(), b.what);
     }
   }
+  if (language == "cuda")
+    for (const Banned& b : kBannedCuda) {
+      std::regex use(std::string("(^|[^A-Za-z0-9_])(") + b.names + ")\\b");
+      std::smatch m;
+      if (std::regex_search(code, m, use)) {
+        size_t line =
+            1 + static_cast<size_t>(std::count(code.begin(), code.begin() + m.position(2), '\n'));
+        return fmt::format("line {}: uses {}, which {}", line, m[2].str(), b.what);
+      }
+    }
   return std::nullopt;
 }
 

@@ -9,7 +9,11 @@
 namespace kevo {
 
 // The reason a source is refused, or nullopt when it may be compiled.
-std::optional<std::string> static_check(const std::string& source, const std::string& entry_point);
+// With language "cuda", CUDA calls that would escape the measurement or harm
+// the GPU's other users are refused too (own streams, device resets,
+// managed memory, changing device limits).
+std::optional<std::string> static_check(const std::string& source, const std::string& entry_point,
+                                        const std::string& language = "c");
 
 // The source with comments and string/char literals blanked (same length,
 // newlines kept), so checks see only code.
