@@ -5,6 +5,9 @@ BUILD ?= build
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CTEST_ARGS ?=
+# nvcc builds kevo-cuda-runner (the cuda target); found on PATH or in the
+# toolkit's usual place. Without it kevo builds without the cuda runner.
+NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 
 .PHONY: all setup configure build test demo clean format tidy
 
@@ -14,7 +17,7 @@ setup:
 	@scripts/setup.sh
 
 $(BUILD)/CMakeCache.txt: | setup
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(if $(NVCC),-DCMAKE_CUDA_COMPILER=$(NVCC))
 
 configure: setup $(BUILD)/CMakeCache.txt
 

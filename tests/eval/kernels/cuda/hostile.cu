@@ -1,0 +1,65 @@
+/* hostile.cu — the GPU hostile set for kevo's cuda target, on swiglu
+ * (y = g / (1 + exp(-g)) * u). MODE picks the misbehaviour; each must be
+ * classified right and none may stop the search:
+ *   0  correct (the control)                       -> ok
+ *   1  writes far out of bounds (illegal address)  -> crash, sticky: runner restarted
+ *   2  never finishes (spins forever)              -> timeout, runner restarted
+ *   3  launch failure (2048 threads per block)     -> crash (not sticky)
+ *   4  returns without launching anything          -> mismatch (outputs stay poisoned)
+ *   5  computes only on its first call, then copies that answer
+ *                                                  -> mismatch on the fresh inputs after timing
+ *   6  writes into its input g                     -> crash: inputs are read-only
+ *   7  writes one element past the end of y        -> crash: wrote past the end
+ */
+// @kevo knob MODE 0 {0, 1, 2, 3, 4, 5, 6, 7}
+#ifndef MODE
+#define MODE 0
+#endif
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "kevo_kernel.h"
+
+__global__ void swiglu(const __nv_bfloat16* g, const __nv_bfloat16* u, __nv_bfloat16* y, long n,
+                       int mode) {
+  long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+  if (mode == 2) {
+    volatile int spin = 1;
+    while (spin) {
+    }
+  }
+  if (i >= n + (mode == 7 ? 1 : 0)) return;
+  if (mode == 1 && i == 0) *(volatile float*)(0x10) = 1.0f;
+  float gv = __bfloat162float(g[i < n ? i : 0]);
+  float r = gv / (1.0f + __expf(-gv)) * __bfloat162float(u[i < n ? i : 0]);
+  y[i] = __float2bfloat16(r);
+  if (mode == 6 && i == 0) ((__nv_bfloat16*)g)[0] = __float2bfloat16(123.0f);
+}
+
+static __nv_bfloat16* g_saved = nullptr;  // MODE 5: the first answer, kept
+static long g_saved_n = 0;
+
+extern "C" KEVO_EXPORT int kevo_launch(const kevo_tensor* in, int n_in, kevo_tensor* out, int n_out,
+                                       const double* scalars, int n_scalars, cudaStream_t stream) {
+  if (n_in != 2 || n_out != 1 || in[0].dtype != KEVO_BF16) return KEVO_ERR_UNSUPPORTED;
+  long n = (long)kevo_numel(&in[0]);
+  if (MODE == 4) return KEVO_OK;
+  int threads = MODE == 3 ? 2048 : 256;
+  long blocks = (n + 255) / 256;
+  __nv_bfloat16* y = (__nv_bfloat16*)out[0].data;
+  if (MODE == 5) {
+    if (g_saved && g_saved_n == n) {
+      cudaMemcpyAsync(y, g_saved, n * 2, cudaMemcpyDeviceToDevice, stream);
+      return cudaGetLastError() == cudaSuccess ? KEVO_OK : KEVO_ERR_RUNTIME;
+    }
+  }
+  swiglu<<<blocks, threads, 0, stream>>>((const __nv_bfloat16*)in[0].data,
+                                         (const __nv_bfloat16*)in[1].data, y, n, MODE);
+  if (MODE == 5) {
+    if (g_saved) cudaFree(g_saved);
+    cudaMalloc(&g_saved, n * 2);
+    g_saved_n = n;
+    cudaMemcpyAsync(g_saved, y, n * 2, cudaMemcpyDeviceToDevice, stream);
+  }
+  return cudaGetLastError() == cudaSuccess ? KEVO_OK : KEVO_ERR_RUNTIME;
+}

@@ -1,0 +1,345 @@
+// The cuda target. Three parts:
+//  - parsing what the CUDA tools print (ptxas -v, ncu's CSV pages, nvdisasm's
+//    line table), on files recorded on an H200;
+//  - the runner protocol and recovery, against fake_cuda_runner (a process
+//    that speaks the protocol without a GPU) and fake_nvcc.sh: runs anywhere;
+//  - the real thing on a GPU: the hostile set and every seed family. These
+//    skip, saying why, where no GPU answers.
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "core/paths.h"
+#include "core/space.h"
+#include "eval/evaluator.h"
+#include "support/test_support.h"
+#include "targets/cuda/cuda_target.h"
+#include "targets/cuda/reports.h"
+
+namespace kevo {
+namespace {
+
+std::string fixture(const std::string& name) {
+  return read_text_file(test::source_dir() / "targets" / "cuda_data" / name);
+}
+
+#define EXPECT_STATUS(r, s) EXPECT_EQ(status_name((r).status), status_name(s)) << (r).detail
+
+// ---- parsing ------------------------------------------------------------------------
+
+TEST(CudaReports, PtxasResourceReport) {
+  auto k = cuda::parse_ptxas(fixture("ptxas_v.txt"));
+  ASSERT_EQ(k.size(), 1u);
+  EXPECT_EQ(k[0].kernel, "_Z3rmsPK13__nv_bfloat16PS_i");
+  EXPECT_EQ(k[0].registers, 16);
+  EXPECT_EQ(k[0].smem_bytes, 128);
+  EXPECT_EQ(k[0].barriers, 1);
+  EXPECT_EQ(k[0].spill_store_bytes, 0);
+  auto m = cuda::ptxas_metrics(k);
+  ASSERT_FALSE(m.empty());
+  EXPECT_EQ(m[1].metric, "ptxas.registers");
+  EXPECT_EQ(m[1].value, 16);
+}
+
+TEST(CudaReports, PtxasSpillsAndSeveralKernels) {
+  const std::string log =
+      "ptxas info    : Compiling entry function '_Z1aPf' for 'sm_90a'\n"
+      "ptxas info    : Function properties for _Z1aPf\n"
+      "    48 bytes stack frame, 40 bytes spill stores, 36 bytes spill loads\n"
+      "ptxas info    : Used 255 registers, used 1 barriers, 16384 bytes smem, 368 bytes cmem[0]\n"
+      "ptxas info    : Compiling entry function '_Z1bPf' for 'sm_90a'\n"
+      "ptxas info    : Function properties for _Z1bPf\n"
+      "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Used 32 registers, used 0 barriers, 360 bytes cmem[0]\n";
+  auto k = cuda::parse_ptxas(log);
+  ASSERT_EQ(k.size(), 2u);
+  EXPECT_EQ(k[0].registers, 255);
+  EXPECT_EQ(k[0].spill_store_bytes, 40);
+  EXPECT_EQ(k[0].spill_load_bytes, 36);
+  EXPECT_EQ(k[0].smem_bytes, 16384);
+  EXPECT_EQ(k[1].registers, 32);
+  EXPECT_EQ(k[1].smem_bytes, 0);
+  auto m = cuda::ptxas_metrics(k);
+  double spills = 0;
+  for (const auto& x : m)
+    if (x.metric == "ptxas.spill_store_bytes") spills = x.value;
+  EXPECT_EQ(spills, 40);
+}
+
+TEST(CudaReports, NcuRawPage) {
+  // Recorded on an H200: ncu --csv --page raw with kevo's metric list, with
+  // the profiler's own lines before the table.
+  auto kernels = cuda::parse_ncu_raw(fixture("ncu_raw.csv"));
+  ASSERT_EQ(kernels.size(), 1u);
+  const auto& k = kernels[0];
+  EXPECT_NE(k.name.find("rms"), std::string::npos);
+  EXPECT_EQ(k.grid, "(16384, 1, 1)");
+  EXPECT_NEAR(k.value("dram__throughput.avg.pct_of_peak_sustained_elapsed"), 34.82, 1e-9);
+  EXPECT_NEAR(k.value("dram__bytes_read.sum"), 134226176, 0.5);  // "134,226,176"
+  EXPECT_NEAR(k.value("gpu__time_duration.sum"), 148384, 0.5);
+  EXPECT_EQ(k.units.at("gpu__time_duration.sum"), "ns");
+  auto m = cuda::ncu_metrics(k);
+  bool dram = false, stall = false;
+  for (const auto& x : m) {
+    if (x.metric == "ncu.dram_pct") dram = true;
+    if (x.metric == "ncu.stall.long_scoreboard") stall = x.value > 30;
+  }
+  EXPECT_TRUE(dram);
+  EXPECT_TRUE(stall);
+  // 35% of DRAM peak, occupancy 96%, long-scoreboard stalls dominate.
+  auto b = cuda::classify(k, {});
+  EXPECT_EQ(b.kind, "memory-latency");
+  EXPECT_NE(b.why.find("long scoreboard"), std::string::npos) << b.why;
+}
+
+TEST(CudaReports, NcuRawRejectsOtherText) {
+  EXPECT_THROW(cuda::parse_ncu_raw("==ERROR== The application returned an error code (1).\n"),
+               UserError);
+}
+
+TEST(CudaReports, ClassifyByFigures) {
+  cuda::NcuKernel k;
+  k.values["gpu__time_duration.sum"] = 60000;
+  k.values["dram__throughput.avg.pct_of_peak_sustained_elapsed"] = 91;
+  k.values["sm__throughput.avg.pct_of_peak_sustained_elapsed"] = 20;
+  EXPECT_EQ(cuda::classify(k, {}).kind, "dram-bandwidth");
+  k.values["dram__throughput.avg.pct_of_peak_sustained_elapsed"] = 10;
+  k.values["sm__throughput.avg.pct_of_peak_sustained_elapsed"] = 85;
+  EXPECT_EQ(cuda::classify(k, {}).kind, "compute");
+  k.values["sm__throughput.avg.pct_of_peak_sustained_elapsed"] = 10;
+  k.values["sm__warps_active.avg.pct_of_peak_sustained_active"] = 20;
+  EXPECT_EQ(cuda::classify(k, {}).kind, "occupancy");
+  cuda::KernelResources spilled;
+  spilled.spill_store_bytes = 8;
+  EXPECT_EQ(cuda::classify(k, {spilled}).kind, "spills");
+  k.values["gpu__time_duration.sum"] = 3000;
+  EXPECT_EQ(cuda::classify(k, {}).kind, "launch");
+}
+
+TEST(CudaReports, NcuSassPageAndHotLines) {
+  auto sass = cuda::parse_ncu_sass(fixture("ncu_source_sass.csv"));
+  ASSERT_EQ(sass.size(), 1u);
+  ASSERT_GT(sass[0].rows.size(), 50u);
+  EXPECT_NE(sass[0].rows[0].text.find("LDC"), std::string::npos);
+  EXPECT_EQ(sass[0].rows[0].stall_samples, 31);
+  EXPECT_EQ(sass[0].rows[0].executed, 131072);
+  // Offsets are relative to the kernel's first instruction.
+  const uint64_t base = sass[0].rows[0].address;
+  std::map<uint64_t, int64_t> lines = {{0x0, 6}, {0x10, 6}, {0x20, 8}};
+  auto hot = cuda::hot_lines(sass[0], lines);
+  ASSERT_FALSE(hot.empty());
+  EXPECT_EQ(hot[0].line, 6);  // 31 + 0 samples against line 8's 6
+  EXPECT_EQ(sass[0].rows[1].address - base, 0x10u);
+}
+
+TEST(CudaReports, NvdisasmLineTable) {
+  const std::string text =
+      "\t.text._Z3rmsPK13__nv_bfloat16PS_i:\n"
+      "        //## File \"/cache/cuda/ab/abcdef.1234.cu\", line 6\n"
+      "        /*0000*/                   LDC R1, c[0x0][0x28] ;\n"
+      "        /*0010*/                   S2R R2, SR_TID.X ;\n"
+      "        //## File \"/usr/local/cuda/include/cuda_bf16.hpp\", line 700 inlined at \"/cache/cuda/ab/abcdef.1234.cu\", line 8\n"
+      "        /*0020*/                   LDG.E.U16 R4, desc[UR6][R2.64] ;\n"
+      "        //## File \"/usr/local/cuda/include/cuda_bf16.hpp\", line 710\n"
+      "        /*0030*/                   IMAD.U32 R4, R4, 0x10000, RZ ;\n";
+  auto map = cuda::parse_nvdisasm_lines(text, "abcdef");
+  ASSERT_EQ(map.count("_Z3rmsPK13__nv_bfloat16PS_i"), 1u);
+  const auto& m = map.at("_Z3rmsPK13__nv_bfloat16PS_i");
+  EXPECT_EQ(m.at(0x0), 6);
+  EXPECT_EQ(m.at(0x10), 6);
+  EXPECT_EQ(m.at(0x20), 8);  // header code counts at the line that called it
+  EXPECT_EQ(m.count(0x30), 0u);
+}
+
+// ---- protocol and recovery, without a GPU -----------------------------------------------
+
+class FakeCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("KEVO_CUDA_RUNNER", KEVO_FAKE_CUDA_RUNNER, 1);
+    setenv("KEVO_NVCC", (test::source_dir() / "targets" / "fake_nvcc.sh").c_str(), 1);
+    task_ = test::quick_task("swiglu", {{"g", {8, 100}}},
+                             {{"target", "cuda"}, {"limits", {{"timeout_s", 2}}}});
+    target_ = make_target("cuda");
+  }
+  EvalResult eval(const std::string& mode) {
+    std::string text = "// FAKE_MODE=" + mode +
+                       "\nextern \"C\" int kevo_launch(const kevo_tensor* in, int n_in, "
+                       "kevo_tensor* out, int n_out, const double* s, int ns, cudaStream_t st) "
+                       "{ return 0; }\n";
+    CandidateSource src{text, "fake_" + mode + ".cu", "cuda"};
+    Evaluator ev(task_, *target_, roof_, refs_, compiles_);
+    ev.profile_top = 0;
+    return ev.evaluate(src, {});
+  }
+  Task task_;
+  std::unique_ptr<Target> target_;
+  Roof roof_ = test::fake_roof(1000, 1e6);
+  ReferenceCache refs_{""};
+  CompileCache compiles_{test::temp_dir("fake-cuda-cache")};
+};
+
+TEST_F(FakeCuda, RoundTrip) {
+  EXPECT_EQ(target_->host_key(), "Fake GPU (cc 9.0) x1");
+  EvalResult r = eval("ok");
+  EXPECT_STATUS(r, Status::ok);
+  EXPECT_EQ(r.checks.size(), task_.check_shapes.size() + 2);
+  ASSERT_TRUE(r.timing.has_value());
+  EXPECT_DOUBLE_EQ(r.timing->median_s, 1e-3);
+  // The ptxas report of the "build" became profile figures.
+  bool regs = false;
+  for (const auto& m : r.profile) regs |= m.metric == "ptxas.registers" && m.value == 16;
+  EXPECT_TRUE(regs);
+}
+
+TEST_F(FakeCuda, WrongOutputsAreAMismatch) {
+  EvalResult r = eval("wrong");
+  EXPECT_STATUS(r, Status::mismatch);
+  EXPECT_STATUS(eval("ok"), Status::ok);  // the runner is still serving
+}
+
+TEST_F(FakeCuda, RecoversFromCrashStickyErrorAndHang) {
+  EvalResult crash = eval("crash");
+  EXPECT_STATUS(crash, Status::crash);
+  EXPECT_NE(crash.detail.find("SIGABRT"), std::string::npos) << crash.detail;
+  EXPECT_STATUS(eval("ok"), Status::ok);
+
+  EvalResult sticky = eval("sticky");
+  EXPECT_STATUS(sticky, Status::crash);
+  EXPECT_NE(sticky.detail.find("sticky"), std::string::npos) << sticky.detail;
+  EXPECT_STATUS(eval("ok"), Status::ok);
+
+  EvalResult hang = eval("hang");
+  EXPECT_STATUS(hang, Status::timeout);
+  EXPECT_NE(hang.detail.find("restarted"), std::string::npos) << hang.detail;
+  EXPECT_STATUS(eval("ok"), Status::ok);
+
+  EvalResult rc = eval("kernel_error");
+  EXPECT_STATUS(rc, Status::crash);
+  EXPECT_NE(rc.detail.find("KEVO_ERR_RUNTIME"), std::string::npos) << rc.detail;
+}
+
+TEST_F(FakeCuda, CompileErrorsAndRefusals) {
+  CandidateSource bad{"FAKE_COMPILE_ERROR\nextern \"C\" int kevo_launch() { return 0; }\n", "bad.cu",
+                      "cuda"};
+  Evaluator ev(task_, *target_, roof_, refs_, compiles_);
+  EvalResult r = ev.evaluate(bad, {});
+  EXPECT_STATUS(r, Status::compile_error);
+  EXPECT_NE(r.detail.find("bad.cu"), std::string::npos) << r.detail;
+  CandidateSource own_stream{
+      "extern \"C\" int kevo_launch() { cudaStream_t s; cudaStreamCreate(&s); return 0; }\n",
+      "stream.cu", "cuda"};
+  EvalResult s = ev.evaluate(own_stream, {});
+  EXPECT_STATUS(s, Status::rejected);
+  EXPECT_NE(s.detail.find("streams of its own"), std::string::npos) << s.detail;
+  CandidateSource cpu_entry{"int kevo_kernel() { return 0; }\n", "k.cu", "cuda"};
+  EXPECT_STATUS(ev.evaluate(cpu_entry, {}), Status::rejected);
+}
+
+TEST_F(FakeCuda, SeveralGpusGiveSeveralSlots) {
+  setenv("FAKE_GPUS", "2", 1);
+  auto t = make_target("cuda");
+  EXPECT_EQ(t->run_slots(), 2);
+  EXPECT_EQ(t->host_key(), "Fake GPU (cc 9.0) x2");
+  setenv("KEVO_CUDA_DEVICES", "1", 1);
+  auto one = make_target("cuda");
+  EXPECT_EQ(one->run_slots(), 1);
+  setenv("KEVO_CUDA_DEVICES", "5", 1);
+  EXPECT_THROW(make_target("cuda")->run_slots(), UserError);
+  unsetenv("KEVO_CUDA_DEVICES");
+  unsetenv("FAKE_GPUS");
+}
+
+TEST_F(FakeCuda, Calibrate) {
+  std::vector<std::string> lines;
+  Roof roof = target_->calibrate([&](std::string_view l) { lines.emplace_back(l); }, {});
+  EXPECT_EQ(roof.target, "cuda");
+  ASSERT_FALSE(roof.bandwidth.empty());
+  EXPECT_EQ(roof.bandwidth[0].gbps, 4000);
+  ASSERT_FALSE(roof.peak.empty());
+  EXPECT_EQ(roof.peak[0].kind, "bf16_tensor");
+}
+
+// ---- on a GPU --------------------------------------------------------------------------------
+
+class OnGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why = cuda_unavailable_reason();
+    if (!why.empty()) GTEST_SKIP() << why;
+    try {
+      target_ = make_target("cuda");
+      target_->run_slots();  // starts a runner: fails without a GPU
+    } catch (const UserError& e) {
+      GTEST_SKIP() << "no GPU here: " << e.what();
+    }
+  }
+  EvalResult eval(const std::filesystem::path& path, const KnobValues& knobs, const Task& task) {
+    CandidateSource src{read_text_file(path), path, "cuda"};
+    Evaluator ev(task, *target_, roof_, refs_, compiles_);
+    ev.profile_top = 0;
+    return ev.evaluate(src, knobs);
+  }
+  std::unique_ptr<Target> target_;
+  Roof roof_ = test::fake_roof(1e5, 1e9);  // a floor far below any real time
+  ReferenceCache refs_{""};
+  CompileCache compiles_{cache_dir()};
+};
+
+TEST_F(OnGpu, HostileSetIsClassified) {
+  Task task = test::quick_task("swiglu", {{"g", {64, 1000}}},
+                               {{"target", "cuda"}, {"dtype", "bf16"}, {"limits", {{"timeout_s", 10}}}});
+  auto path = test::source_dir() / "eval" / "kernels" / "cuda" / "hostile.cu";
+  auto run = [&](int mode) { return eval(path, {{"MODE", mode}}, task); };
+  EvalResult ok = run(0);
+  EXPECT_STATUS(ok, Status::ok);
+  EvalResult wild = run(1);
+  EXPECT_STATUS(wild, Status::crash);
+  EXPECT_NE(wild.detail.find("sticky"), std::string::npos) << wild.detail;
+  EXPECT_STATUS(run(0), Status::ok);  // a fresh runner took over
+  EvalResult hang = run(2);
+  EXPECT_STATUS(hang, Status::timeout);
+  EXPECT_STATUS(run(0), Status::ok);
+  EvalResult launch = run(3);
+  EXPECT_STATUS(launch, Status::crash);
+  EXPECT_NE(launch.detail.find("KEVO_ERR_RUNTIME"), std::string::npos) << launch.detail;
+  EvalResult early = run(4);
+  EXPECT_STATUS(early, Status::mismatch);
+  EvalResult stale = run(5);
+  EXPECT_STATUS(stale, Status::mismatch);
+  EXPECT_NE(stale.detail.find("after timing"), std::string::npos) << stale.detail;
+  EvalResult writes = run(6);
+  EXPECT_STATUS(writes, Status::crash);
+  EXPECT_NE(writes.detail.find("input 'g'"), std::string::npos) << writes.detail;
+  EvalResult past = run(7);
+  EXPECT_STATUS(past, Status::crash);
+  EXPECT_NE(past.detail.find("past the end"), std::string::npos) << past.detail;
+  EXPECT_STATUS(run(0), Status::ok);
+}
+
+// Every seed family's default point on small ragged shapes and a medium one.
+TEST_F(OnGpu, SeedFamiliesAreRight) {
+  const std::map<std::string, nlohmann::json> shapes = {
+      {"scaled_softmax", {{"x", {4, 33, 1000}}}}, {"rmsnorm", {{"x", {300, 4096}}}},
+      {"layernorm", {{"x", {300, 4096}}}},        {"add_rmsnorm", {{"x", {300, 4096}}}},
+      {"swiglu", {{"g", {300, 4104}}}},           {"gemm", {{"A", {256, 512}}, {"B", {512, 384}}}}};
+  auto root = test::repo_dir() / "targets" / "cuda" / "kernels";
+  int families = 0;
+  for (const auto& [op, s] : shapes) {
+    nlohmann::json o = {{"target", "cuda"}, {"dtype", "bf16"}, {"limits", {{"timeout_s", 20}}}};
+    if (op == "scaled_softmax") o["params"] = {{"scale", 0.125}};
+    Task task = test::quick_task(op, s, o);
+    for (const auto& f : std::filesystem::directory_iterator(root / op)) {
+      if (f.path().extension() != ".cu") continue;
+      ++families;
+      EvalResult r = eval(f.path(), {}, task);
+      EXPECT_STATUS(r, Status::ok) << " family " << f.path();
+    }
+  }
+  EXPECT_GE(families, 12);
+}
+
+}  // namespace
+}  // namespace kevo

@@ -1,0 +1,131 @@
+// A stand-in for kevo-cuda-runner on machines without a GPU: it speaks the
+// same protocol (ready, check, timing, done, cuda_error, ...) so the cuda
+// target's process handling is tested everywhere. What it does is read from
+// the "artifact", a text file that fake_nvcc.sh copied from the candidate's
+// source: a line `FAKE_MODE=<mode>` with mode one of
+//   ok        computes the right outputs (kevo's own reference) and times 1 ms
+//   wrong     right outputs plus 1 in the first element
+//   crash     aborts during the first check
+//   hang      sleeps during the first check
+//   sticky    reports a sticky CUDA error and exits, as the real runner does
+//   kernel_error  reports the kernel's return code 3
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/operator.h"
+#include "targets/cpu/runner_protocol.h"
+
+using namespace kevo;
+
+namespace {
+
+void emit(const nlohmann::json& e) {
+  std::string s = e.dump() + "\n";
+  if (write(3, s.data(), s.size()) < 0) _exit(3);
+}
+
+std::string read_line() {
+  std::string line;
+  char c;
+  while (read(0, &c, 1) == 1) {
+    if (c == '\n') return line;
+    line += c;
+  }
+  return "quit";
+}
+
+std::string mode_of(const std::string& artifact) {
+  std::ifstream in(artifact);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  auto pos = text.find("FAKE_MODE=");
+  if (pos == std::string::npos) return "ok";
+  auto end = text.find_first_of(" \n\r", pos);
+  return text.substr(pos + 10, end - pos - 10);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int device = 0;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::string(argv[i]) == "--device") device = std::atoi(argv[i + 1]);
+  int count = std::getenv("FAKE_GPUS") ? std::atoi(std::getenv("FAKE_GPUS")) : 1;
+  emit({{"event", "ready"},
+        {"pid", getpid()},
+        {"info", {{"device", device}, {"device_count", count}, {"name", "Fake GPU"}, {"cc", "9.0"}}}});
+  for (;;) {
+    std::string line = read_line();
+    if (line == "quit") return 0;
+    runner::Job job = runner::Job::from_json(nlohmann::json::parse(line));
+    if (job.mode == "calibrate") {
+      for (size_t i = 0; i < job.points.size(); ++i)
+        emit({{"event", "point"}, {"index", i}, {"value", job.points[i].kind == "copy" ? 4000.0 : 7e5}});
+      emit({{"event", "done"}});
+      continue;
+    }
+    const std::string mode = mode_of(job.artifact);
+    const Operator& op = operators().get(job.op);
+    const size_t n_in = op.n_inputs();
+    bool stopped = false;
+    for (size_t ph = 0; ph < job.phases.size() && !stopped; ++ph) {
+      const auto& phase = job.phases[ph];
+      if (mode == "crash") std::abort();
+      if (mode == "hang") std::this_thread::sleep_for(std::chrono::hours(1));
+      if (mode == "sticky") {
+        emit({{"event", "cuda_error"}, {"phase", ph}, {"what", "cudaErrorIllegalAddress: an illegal memory access was encountered"}, {"sticky", true}});
+        return 3;
+      }
+      if (mode == "kernel_error") {
+        emit({{"event", "kernel_error"}, {"phase", ph}, {"rc", 3}});
+        stopped = true;
+        break;
+      }
+      if (phase.timed) {
+        emit({{"event", "timing_start"}, {"phase", ph}, {"estimate_s", 1e-3}, {"calls_per_sample", 1}});
+        emit({{"event", "timing"}, {"phase", ph}, {"samples", std::vector<double>(12, 1e-3)},
+              {"calls_per_sample", 1}, {"warmup_calls", 3}});
+        continue;
+      }
+      // Inputs and the right outputs, as kevo's reference computes them.
+      std::vector<std::vector<char>> bufs;
+      std::vector<ConstTensorView> in;
+      std::vector<TensorView> out;
+      for (size_t i = 0; i < phase.shapes.size(); ++i)
+        bufs.emplace_back(static_cast<size_t>(numel(phase.shapes[i])) * dtype_size(job.dtype) + 1);
+      for (size_t i = 0; i < n_in; ++i) {
+        generate_input(op, i, TensorView{job.dtype, phase.shapes[i], bufs[i].data()}, phase.seed);
+        in.push_back({job.dtype, phase.shapes[i], bufs[i].data()});
+      }
+      for (size_t i = n_in; i < phase.shapes.size(); ++i)
+        out.push_back({job.dtype, phase.shapes[i], bufs[i].data()});
+      op.reference(in, job.scalars, out);
+      if (mode == "wrong") store_element(job.dtype, bufs[n_in].data(), 0, 1 + load_element(job.dtype, bufs[n_in].data(), 0));
+      size_t total = 0;
+      auto offsets = runner::output_offsets(n_in, job.dtype, phase.shapes, &total);
+      int fd = open(job.output_path.c_str(), O_RDWR | O_CREAT, 0600);
+      if (fd < 0 || ftruncate(fd, static_cast<off_t>(std::max<size_t>(total, 1))) != 0) return 5;
+      char* map = static_cast<char*>(mmap(nullptr, std::max<size_t>(total, 1), PROT_WRITE, MAP_SHARED, fd, 0));
+      close(fd);
+      for (size_t i = 0; i < offsets.size(); ++i)
+        std::memcpy(map + offsets[i], bufs[n_in + i].data(), bufs[n_in + i].size() - 1);
+      munmap(map, std::max<size_t>(total, 1));
+      emit({{"event", "check"}, {"phase", ph}, {"seconds", 1e-3}, {"bytes", total}});
+      if (read_line() != "continue") stopped = true;
+    }
+    if (!stopped) emit({{"event", "done"}});
+  }
+}
