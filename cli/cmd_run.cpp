@@ -222,11 +222,12 @@ int cmd_run(const Argv& argv) {
     run_config["replay"] = replayed;
   } else {
     if (store.roofs(target->name(), target->host_key()).empty())
-      progress("no roof measured on this machine yet: calibrating (once, about 20 s)");
+      progress(fmt::format("no roof measured for {} yet: calibrating (once)", target->host_key()));
     roof = roof_for(store, *target, [](std::string_view line) { log_debug("{}", line); });
     references = std::make_unique<ReferenceCache>(cache_dir() / "ref");
     compiles = std::make_unique<CompileCache>(cache_dir());
     evaluator = std::make_unique<Evaluator>(task, *target, roof, *references, *compiles);
+    evaluator->profile_top = static_cast<int>(cfg.profile_top);
     evaluator->remeasure_roof = [&](double bytes) {
       return remeasure(store, *target, bytes, [](std::string_view line) { log_debug("{}", line); });
     };

@@ -66,7 +66,7 @@ nlohmann::json SearchConfig::to_json() const {
   if (!target.empty()) stop_j["target"] = target;
   return {{"strategy", strategy}, {"params", params},       {"families", families},
           {"batch", batch},       {"seeds_first", seeds_first}, {"stop", stop_j},
-          {"seed", seed},         {"confirm", confirm}};
+          {"seed", seed},         {"confirm", confirm}, {"profile_top", profile_top}};
 }
 
 SearchConfig parse_search_config(const nlohmann::json& search, const std::string& path) {
@@ -84,6 +84,8 @@ SearchConfig parse_search_config(const nlohmann::json& search, const std::string
   c.seeds_first = o.get_bool("seeds_first", true);
   c.confirm = o.get_int("confirm", 3);
   if (c.confirm < 0) throw ConfigError(o.path_of("confirm"), "expected an integer >= 0");
+  c.profile_top = o.get_int("profile_top", 3);
+  if (c.profile_top < 0) throw ConfigError(o.path_of("profile_top"), "expected an integer >= 0");
   int64_t seed = o.get_int("seed", 1);
   if (seed < 0) throw ConfigError(o.path_of("seed"), "expected an integer >= 0");
   c.seed = static_cast<uint64_t>(seed);

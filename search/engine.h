@@ -45,6 +45,7 @@ struct SearchConfig {
   size_t batch = 0;                   // 0: 2 x CPUs
   bool seeds_first = true;            // evaluate each family's default point first
   int64_t confirm = 3;                // re-measure the best k (and the seeds) at the end
+  int64_t profile_top = 3;            // profile candidates among the best k so far (targets with a profiler)
   StopConditions stop;
   uint64_t seed = 1;
 

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Prints the GPU benchmark's table from the JSON files bench/gpu_vs_peers.sh
+left in a folder: per task, the median over rounds of kevo's best kernel and
+of each peer, the ratios peer / kevo (above 1: kevo is faster), and kevo's
+bandwidth or FLOP rate against the measured roof.
+
+    bench/gpu_table.py OUT_DIR
+"""
+import glob
+import json
+import os
+import statistics
+import sys
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def main(out):
+    names = sorted({os.path.basename(p).split(".")[0]
+                    for pat in ("*.kevo.*.json", "*.run.json")
+                    for p in glob.glob(os.path.join(out, pat))})
+    rows = []
+    for task in names:
+        kevo, eager, comp = [], [], []
+        frac, bound, status = [], "", ""
+        for p in sorted(glob.glob(os.path.join(out, f"{task}.kevo.*.json"))):
+            j = load(p)
+            if not j:
+                continue
+            r = j.get("result", {})
+            status = r.get("status", "?")
+            if r.get("timing"):
+                kevo.append(r["timing"]["median_s"] * 1e6)
+            d = r.get("diagnosis") or {}
+            if d:
+                frac.append(d.get("roof_fraction", 0))
+                bound = d.get("bound", "")
+        run = load(os.path.join(out, f"{task}.run.json")) or {}
+        best = run.get("best") or {}
+        if not kevo and best.get("median_s"):
+            # The search's best as re-measured at its end (confirmation).
+            kevo.append(best["median_s"] * 1e6)
+            frac.append(best.get("roof_fraction", 0))
+            bound = best.get("bound", "")
+            status = "ok"
+        for p in sorted(glob.glob(os.path.join(out, f"{task}.peers.*.json"))):
+            j = load(p)
+            if not j or not j.get("tasks"):
+                continue
+            peers = j["tasks"][0].get("peers", {})
+            if peers.get("eager", {}).get("median_us"):
+                eager.append(peers["eager"]["median_us"])
+            if peers.get("compile", {}).get("median_us"):
+                comp.append(peers["compile"]["median_us"])
+        med = lambda v: statistics.median(v) if v else None
+        k, e, c = med(kevo), med(eager), med(comp)
+        found = f"{best.get('family', '?')} after {run.get('evaluations', '?')} evaluations" if best else "—"
+        rows.append((task, status, k, e, c, med(frac), bound, len(kevo), found))
+    print("| task | kevo best (us) | eager (us) | torch.compile (us) | eager / kevo | compile / kevo "
+          "| kevo vs measured roof | kevo timings | kevo's best |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    f = lambda v: f"{v:.1f}" if v else "—"
+    for task, status, k, e, c, fr, bound, n, found in rows:
+        ratio = lambda p: f"**{p / k:.2f}x**" if p and k else "—"
+        roof = f"{100 * fr:.0f}% of {'copy bandwidth' if bound == 'memory' else 'bf16 rate'}" if fr else "—"
+        print(f"| {task}{'' if status in ('ok', '') else f' ({status})'} | {f(k)} | {f(e)} | {f(c)} "
+              f"| {ratio(e)} | {ratio(c)} | {roof} | {n} | {found} |")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    main(sys.argv[1])

@@ -1,0 +1,910 @@
+#!/usr/bin/env python3
+"""PyTorch peers for kevo's GPU tasks: eager and torch.compile, timed as kevo times.
+
+For each task this script times two peers on the same inputs:
+
+  eager    the plain PyTorch expression (cuBLAS for gemm, through torch.matmul)
+  compile  the same function through
+           torch.compile(fn, mode="max-autotune-no-cudagraphs",
+                         dynamic=False, fullgraph=True)
+
+Tasks (the six defaults, `--task NAME`; any shape through a kevo task config):
+
+  scaled_softmax  x [8,2048,4096], scale 0.125   y = torch.softmax(x * scale, -1)
+  rmsnorm         x [16384,4096], w [N], 1e-6    y = F.rms_norm(x, (N,), w, eps)
+  layernorm       x [16384,4096], w, b [N], 1e-5 y = F.layer_norm(x, (N,), w, b, eps)
+  add_rmsnorm     x, r [16384,4096], w [N], 1e-6 h = x + r; y = F.rms_norm(h, ...)
+  swiglu          g, u [16384,14336]             y = F.silu(g) * u
+  gemm            A [4096,4096], B [4096,4096]   C = torch.matmul(A, B)
+
+all in bf16; the framework does its own fp32 math inside (reductions, exp,
+accumulation), as it does by default.
+
+Method (kevo's):
+
+* Every timed call is one call of the peer on the same inputs: first
+  torch.cuda.synchronize(), then the L2 is flushed by zeroing a uint8 buffer
+  of 2 x L2 bytes (L2 size from torch.cuda.get_device_properties(dev)
+  .L2_cache_size), then a CUDA start event is recorded, the peer called, an
+  end event recorded, and the sample is the time between the two events after
+  the end event completes. The events are queued after the flush on the same
+  stream, so the flush is not counted.
+* Host overhead: the start event fires when the flush ends (about 48 us for
+  120 MiB on an H200), so whatever host time the call takes beyond that
+  leaves the GPU idle inside the sample. A kernel launched from C++ costs the
+  host a few us, always hidden, but a torch.compile'd function spends 60-190
+  us on the host (dynamo guards, the Python wrapper, Triton launchers): on an
+  H200 (2026-11-30) the default method timed compile peers 7-100% slower than
+  their device time (rmsnorm 121-133 us instead of 67). Each line therefore reports the host time
+  of the call ("host N us", perf_counter around the call) and flags
+  HOST-BOUND when it exceeds 80% of what the flush hides. --launch-cover-us
+  US queues a GPU sleep (torch.cuda._sleep, calibrated) of US microseconds
+  between the flush and the start event, which hides host time up to
+  flush + US and times the peer's device time only; it leaves the L2 state
+  as the flush left it. Default 0, i.e. kevo's method as is; 300 is enough
+  for every task here on an H200 (the figures then match
+  triton.testing.do_bench's, which never leaves the GPU idle).
+* Before timing: one first call (for the compile peer it compiles; its wall
+  time is reported as first_call_s), the correctness check on its output,
+  then warm-up calls, done exactly like timed calls, until both
+  --min-warmup calls (3) and --warmup-ms (25 ms of wall time) are reached.
+* Samples are taken until both --min-samples (10) samples and --min-time-ms
+  (100 ms) of summed sample time are reached, at most --max-samples.
+* Reported: median, p20, p80 of the samples, quantiles by linear
+  interpolation between closest ranks (type 7, numpy's default; kevo's), and
+  the raw samples (JSON, microseconds).
+* With --rounds R > 1 the peers are measured in turn R times (every other
+  round in reverse order, so neither peer always goes first); each round is a
+  full warm-up + sampling as above. The summary median is the median of the
+  R round medians; p20/p80 then pool all rounds' samples.
+* GB/s counts every input read once and every output written once at the
+  task dtype's size (bf16: 2 bytes); gemm reports TFLOP/s = 2*M*N*K / time.
+* Check: each peer's first output is compared with an fp64 computation of
+  the same formula on the same (bf16) inputs, on the same device: normwise
+  relative error ||got - ref||_2 / ||ref||_2, max abs error, and kevo's
+  default tolerance for the dtype (|got - ref| <= atol + rtol * |ref|; for
+  bf16 row ops tol:1e-5,1.6e-2, for gemm atol 1e-3*K, rtol 1.6e-2; a
+  config's "compare": "tol:A,R" overrides). A failing check is reported and
+  makes the exit status 1, but the peer is still timed.
+
+Inputs follow kevo's input laws per operator (uniform in [lo, hi) plus a row
+offset: softmax rows offset by up to 600 so that x*0.125 reaches ~80,
+layernorm rows with means from -6 to +6, gemm uniform in [-1, 1]), drawn with
+torch.Generator from --seed (default 1) in fp32 and rounded to the dtype.
+They are not bit-identical to kevo's inputs (another generator), never zeros.
+
+Usage:
+
+  torch_peers.py                                 # the six default tasks
+  torch_peers.py --task rmsnorm --task gemm
+  torch_peers.py configs/cuda/rmsnorm.json --json out.json --rounds 3
+  torch_peers.py --task all --device cpu --scale-down 64   # smoke test
+  torch_peers.py --launch-cover-us 300 --rounds 3 --json h200.json
+
+A config is kevo's task JSON ({"operator", "dtype" (default f32, as kevo),
+"shapes" (x; gemm: A, B), "params", "compare", "name", ...}); other tensor
+shapes are derived from the given ones; keys this script does not use
+(search, timing, limits, ...) are ignored: timing comes from the options here.
+--device cpu times with time.perf_counter instead of events (control-flow
+testing; torch.compile on CPU needs a C++ compiler). --scale-down F divides
+every dimension of 256 or more by F (at least 1).
+
+Output: per task one header line and one line per peer; with --json, every
+number, the samples, the environment (torch, triton, CUDA, device, L2) and
+dates. Exit status: 0 when every peer ran and passed its check, 1 otherwise,
+2 for bad input (one line on stderr). Standard library + torch only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:  # reported in main(), so that --help works without torch
+    torch = None
+    F = None
+
+COMPILE_MODE = "max-autotune-no-cudagraphs"
+
+# Operators as kevo defines them: input and output tensor names in ABI order,
+# scalar defaults, and input laws (lo, hi, row_period, row_step):
+# value = lo + (hi - lo) * u + (row % row_period) * row_step, u uniform [0, 1).
+OPERATORS = {
+    "scaled_softmax": {
+        "inputs": ["x"], "outputs": ["y"], "scalars": {"scale": 1.0},
+        "laws": [(-64.0, 64.0, 7, 100.0)],
+    },
+    "rmsnorm": {
+        "inputs": ["x", "w"], "outputs": ["y"], "scalars": {"eps": 1e-6},
+        "laws": [(-2.0, 2.0, 0, 0.0), (0.5, 1.5, 0, 0.0)],
+    },
+    "layernorm": {
+        "inputs": ["x", "w", "b"], "outputs": ["y"], "scalars": {"eps": 1e-5},
+        "laws": [(-8.0, -4.0, 5, 3.0), (0.5, 1.5, 0, 0.0), (-1.0, 1.0, 0, 0.0)],
+    },
+    "add_rmsnorm": {
+        "inputs": ["x", "r", "w"], "outputs": ["h", "y"], "scalars": {"eps": 1e-6},
+        "laws": [(-2.0, 2.0, 0, 0.0), (-1.0, 1.0, 0, 0.0), (0.5, 1.5, 0, 0.0)],
+    },
+    "swiglu": {
+        "inputs": ["g", "u"], "outputs": ["y"], "scalars": {},
+        "laws": [(-6.0, 6.0, 0, 0.0), (-6.0, 6.0, 0, 0.0)],
+    },
+    "gemm": {
+        "inputs": ["A", "B"], "outputs": ["C"], "scalars": {},
+        "laws": [(-1.0, 1.0, 0, 0.0), (-1.0, 1.0, 0, 0.0)],
+    },
+}
+VECTOR_TENSORS = {"w", "b"}  # [N] tensors of the row operators
+
+DEFAULT_TASKS = {
+    "scaled_softmax": {"name": "scaled_softmax-8x2048x4096", "operator": "scaled_softmax",
+                       "dtype": "bf16", "shapes": {"x": [8, 2048, 4096]},
+                       "params": {"scale": 0.125}, "target": "cuda"},
+    "rmsnorm": {"name": "rmsnorm-16384x4096", "operator": "rmsnorm", "dtype": "bf16",
+                "shapes": {"x": [16384, 4096]}, "params": {"eps": 1e-6}, "target": "cuda"},
+    "layernorm": {"name": "layernorm-16384x4096", "operator": "layernorm", "dtype": "bf16",
+                  "shapes": {"x": [16384, 4096]}, "params": {"eps": 1e-5}, "target": "cuda"},
+    "add_rmsnorm": {"name": "add_rmsnorm-16384x4096", "operator": "add_rmsnorm",
+                    "dtype": "bf16", "shapes": {"x": [16384, 4096]}, "params": {"eps": 1e-6},
+                    "target": "cuda"},
+    "swiglu": {"name": "swiglu-16384x14336", "operator": "swiglu", "dtype": "bf16",
+               "shapes": {"g": [16384, 14336]}, "target": "cuda"},
+    "gemm": {"name": "gemm-4096", "operator": "gemm", "dtype": "bf16",
+             "shapes": {"A": [4096, 4096], "B": [4096, 4096]}, "target": "cuda"},
+}
+
+DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64"}
+DTYPE_BYTES = {"bf16": 2, "f16": 2, "f32": 4, "f64": 8}
+
+# kevo's default comparisons: row operators per dtype (f32 per operator), gemm
+# with atol scaled by K.
+ROW_TOL = {"bf16": (1e-5, 1.6e-2), "f16": (1e-5, 2e-3), "f64": (1e-12, 1e-10)}
+ROW_TOL_F32 = {"scaled_softmax": (1e-7, 1e-4)}  # others: (1e-6, 1e-5)
+GEMM_TOL = {"bf16": (1e-3, 1.6e-2), "f16": (1e-4, 2e-3), "f32": (5e-7, 1e-5),
+            "f64": (1e-14, 1e-12)}  # atol per unit of K, rtol
+
+
+def say(*args):
+    print(*args, flush=True)
+
+
+class BadInput(Exception):
+    """Bad CLI or config input: one line on stderr, exit status 2."""
+
+
+# ---------------------------------------------------------------- task setup
+
+class Task:
+    def __init__(self, config, source, scale_down=1):
+        where = source
+        if not isinstance(config, dict):
+            raise BadInput(f"{where}: $: expected a JSON object")
+        op = config.get("operator")
+        if op not in OPERATORS:
+            raise BadInput(f"{where}: $.operator: expected one of {', '.join(OPERATORS)}, "
+                           f"got {op!r}")
+        self.operator = op
+        self.spec = OPERATORS[op]
+        self.source = source
+        self.dtype_name = config.get("dtype", "f32")
+        if self.dtype_name not in DTYPES:
+            raise BadInput(f"{where}: $.dtype: expected one of {', '.join(DTYPES)}, "
+                           f"got {self.dtype_name!r}")
+        self.target = config.get("target", "cpu")
+        given = config.get("shapes")
+        if not isinstance(given, dict) or not given:
+            raise BadInput(f"{where}: $.shapes: expected an object of tensor shapes")
+        for name, shape in given.items():
+            if (not isinstance(shape, list) or not shape
+                    or not all(isinstance(d, int) and not isinstance(d, bool) for d in shape)):
+                raise BadInput(f"{where}: $.shapes.{name}: expected a list of integers")
+            for i, d in enumerate(shape):
+                if d < 1:
+                    raise BadInput(f"{where}: $.shapes.{name}[{i}]: expected a size >= 1")
+        self.scale_down = scale_down
+        if scale_down > 1:
+            given = {k: [max(1, d // scale_down) if d >= 256 else d for d in v]
+                     for k, v in given.items()}
+        self.shapes = derive_shapes(op, given, where)
+        params = config.get("params", {}) or {}
+        if not isinstance(params, dict):
+            raise BadInput(f"{where}: $.params: expected an object")
+        self.params = dict(self.spec["scalars"])
+        for k, v in params.items():
+            if k not in self.params:
+                raise BadInput(f"{where}: $.params.{k}: unknown scalar (expected one of: "
+                               f"{', '.join(self.params) or 'none'})")
+            if not isinstance(v, (int, float)) or isinstance(v, bool):
+                raise BadInput(f"{where}: $.params.{k}: expected a number")
+            self.params[k] = float(v)
+        self.atol, self.rtol = self._tolerance(config.get("compare"), where)
+        base = config.get("name") or f"{op}-" + "x".join(
+            str(d) for d in self.shapes[self.spec["inputs"][0]])
+        self.name = base + (f"/{scale_down}" if scale_down > 1 else "")
+
+    def _tolerance(self, compare, where):
+        if compare is not None:
+            if not (isinstance(compare, str) and compare.startswith("tol:")):
+                raise BadInput(f"{where}: $.compare: this script takes only \"tol:ATOL,RTOL\"")
+            try:
+                a, r = (float(s) for s in compare[4:].split(","))
+            except ValueError:
+                raise BadInput(f"{where}: $.compare: expected \"tol:ATOL,RTOL\"") from None
+            return a, r
+        dt = self.dtype_name
+        if self.operator == "gemm":
+            a, r = GEMM_TOL[dt]
+            return a * self.shapes["A"][1], r
+        if dt == "f32":
+            return ROW_TOL_F32.get(self.operator, (1e-6, 1e-5))
+        return ROW_TOL[dt]
+
+    @property
+    def elem_bytes(self):
+        return DTYPE_BYTES[self.dtype_name]
+
+    def bytes_moved(self):
+        names = self.spec["inputs"] + self.spec["outputs"]
+        return sum(math.prod(self.shapes[n]) for n in names) * self.elem_bytes
+
+    def flops(self):
+        if self.operator != "gemm":
+            return None
+        (m, k), n = self.shapes["A"], self.shapes["B"][1]
+        return 2.0 * m * n * k
+
+    def describe(self):
+        shapes = ", ".join(f"{n} {self.shapes[n]}" for n in self.spec["inputs"])
+        params = "".join(f", {k} {v:g}" for k, v in self.params.items())
+        return f"{self.operator}, {self.dtype_name}, {shapes}{params}"
+
+
+def derive_shapes(op, given, where):
+    """All tensor shapes (inputs and outputs) from the given ones, as kevo binds them."""
+    spec = OPERATORS[op]
+    names = spec["inputs"] + spec["outputs"]
+    for name in given:
+        if name not in names:
+            raise BadInput(f"{where}: $.shapes.{name}: unknown tensor for {op} "
+                           f"(expected one of: {', '.join(names)})")
+    if op == "gemm":
+        for name in ("A", "B"):
+            if name not in given:
+                raise BadInput(f"{where}: $.shapes.{name}: missing: gemm needs the shapes "
+                               f"of A [M, K] and B [K, N]")
+            if len(given[name]) != 2:
+                raise BadInput(f"{where}: $.shapes.{name}: expected rank 2, "
+                               f"got {given[name]}")
+        a, b = given["A"], given["B"]
+        if a[1] != b[0]:
+            raise BadInput(f"{where}: $.shapes.B: inner dimensions differ: A {a} and B {b}")
+        c = [a[0], b[1]]
+        if "C" in given and given["C"] != c:
+            raise BadInput(f"{where}: $.shapes.C: shape {given['C']} does not match {c} "
+                           f"= [M, N]")
+        return {"A": list(a), "B": list(b), "C": c}
+    first = spec["inputs"][0]
+    if first not in given:
+        raise BadInput(f"{where}: $.shapes.{first}: missing: {op} needs the shape of {first}")
+    x = list(given[first])
+    if not 2 <= len(x) <= 8:
+        raise BadInput(f"{where}: $.shapes.{first}: expected rank 2 to 8 ([rows..., N]), "
+                       f"got {x}")
+    shapes = {n: ([x[-1]] if n in VECTOR_TENSORS else list(x)) for n in names}
+    for name, shape in given.items():
+        if shape != shapes[name]:
+            raise BadInput(f"{where}: $.shapes.{name}: expected {shapes[name]} "
+                           f"(from {first} {x}), got {shape}")
+    return shapes
+
+
+def load_config(path, scale_down=1):
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+    except OSError as e:
+        raise BadInput(f"{path}: cannot read: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise BadInput(f"{path}: not JSON: line {e.lineno} column {e.colno}: {e.msg}") from None
+    return Task(config, path, scale_down)
+
+
+# ------------------------------------------------------------ inputs, peers
+
+def make_inputs(task, device, seed):
+    """Inputs by kevo's laws, from a torch.Generator per tensor, rounded to the dtype."""
+    dtype = getattr(torch, DTYPES[task.dtype_name])
+    gen_dtype = torch.float64 if task.dtype_name == "f64" else torch.float32
+    inputs = {}
+    for i, name in enumerate(task.spec["inputs"]):
+        lo, hi, period, step = task.spec["laws"][i]
+        shape = task.shapes[name]
+        gen = torch.Generator(device=device)
+        gen.manual_seed(seed * 1_000_003 + 7919 * i + 17)
+        t = torch.rand(shape, generator=gen, device=device, dtype=gen_dtype)
+        t.mul_(hi - lo).add_(lo)
+        if period:
+            n = shape[-1]
+            rows = t.numel() // n
+            offset = (torch.arange(rows, device=device) % period).to(gen_dtype) * step
+            t.view(rows, n).add_(offset[:, None])
+        inputs[name] = t.to(dtype)
+        del t
+    return [inputs[n] for n in task.spec["inputs"]]
+
+
+def peer_function(task):
+    """The eager function of the task; torch.compile wraps this same function."""
+    op, p = task.operator, task.params
+    if op == "scaled_softmax":
+        scale = p["scale"]
+
+        def scaled_softmax(x):
+            return torch.softmax(x * scale, dim=-1)
+        return scaled_softmax
+    if op == "rmsnorm":
+        eps = p["eps"]
+
+        def rmsnorm(x, w):
+            return F.rms_norm(x, (x.shape[-1],), w, eps)
+        return rmsnorm
+    if op == "layernorm":
+        eps = p["eps"]
+
+        def layernorm(x, w, b):
+            return F.layer_norm(x, (x.shape[-1],), w, b, eps)
+        return layernorm
+    if op == "add_rmsnorm":
+        eps = p["eps"]
+
+        def add_rmsnorm(x, r, w):
+            h = x + r
+            return h, F.rms_norm(h, (h.shape[-1],), w, eps)
+        return add_rmsnorm
+    if op == "swiglu":
+        def swiglu(g, u):
+            return F.silu(g) * u
+        return swiglu
+    if op == "gemm":
+        def gemm(a, b):
+            return torch.matmul(a, b)
+        return gemm
+    raise AssertionError(op)
+
+
+def reference(task, inputs):
+    """The task's formula in fp64 on the inputs' device; a tuple of outputs."""
+    d = [t.double() for t in inputs]
+    op, p = task.operator, task.params
+
+    def rms(h, w):
+        return h * torch.rsqrt(h.square().mean(dim=-1, keepdim=True) + p["eps"]) * w
+
+    if op == "scaled_softmax":
+        return (torch.softmax(d[0] * p["scale"], dim=-1),)
+    if op == "rmsnorm":
+        return (rms(d[0], d[1]),)
+    if op == "layernorm":
+        x, w, b = d
+        mean = x.mean(dim=-1, keepdim=True)
+        var = (x - mean).square().mean(dim=-1, keepdim=True)
+        return ((x - mean) * torch.rsqrt(var + p["eps"]) * w + b,)
+    if op == "add_rmsnorm":
+        # h is an output in the task dtype; y is the norm of that stored h (as kevo).
+        h = (d[0] + d[1]).to(inputs[0].dtype).double()
+        return (h, rms(h, d[2]))
+    if op == "swiglu":
+        g, u = d
+        return (g / (1.0 + torch.exp(-g)) * u,)
+    if op == "gemm":
+        return (d[0] @ d[1],)
+    raise AssertionError(op)
+
+
+def check(task, got, ref):
+    """Compare a peer's outputs with the fp64 reference, in chunks to bound memory."""
+    if not isinstance(got, (tuple, list)):
+        got = (got,)
+    report = {"ok": True, "atol": task.atol, "rtol": task.rtol, "outputs": {}}
+    if len(got) != len(ref):
+        report.update(ok=False, problem=f"{len(got)} outputs, expected {len(ref)}")
+        return report
+    chunk = 1 << 25
+    for name, g, r in zip(task.spec["outputs"], got, ref):
+        out = {"shape": list(g.shape), "dtype": str(g.dtype).replace("torch.", "")}
+        report["outputs"][name] = out
+        if list(g.shape) != list(r.shape):
+            out["problem"] = f"shape {list(g.shape)}, expected {list(r.shape)}"
+            report["ok"] = False
+            continue
+        gf, rf = g.reshape(-1), r.reshape(-1)
+        sq_err = sq_ref = max_abs = worst = 0.0
+        n_bad = n_nonfinite = 0
+        for s in range(0, gf.numel(), chunk):
+            gd, rd = gf[s:s + chunk].double(), rf[s:s + chunk]
+            diff = (gd - rd).abs()
+            nonfinite = ~torch.isfinite(gd)
+            n_nonfinite += int(nonfinite.sum())
+            diff = torch.where(nonfinite, torch.full_like(diff, math.inf), diff)
+            bound = task.atol + task.rtol * rd.abs()
+            sq_err += float(diff.square().sum())
+            sq_ref += float(rd.square().sum())
+            max_abs = max(max_abs, float(diff.max()))
+            worst = max(worst, float((diff / bound).max()))
+            n_bad += int((diff > bound).sum())
+        out.update(rel_l2=math.sqrt(sq_err / sq_ref) if sq_ref > 0 else math.sqrt(sq_err),
+                   max_abs=max_abs, worst_over_tol=worst, n_bad=n_bad,
+                   n_nonfinite=n_nonfinite, n=gf.numel())
+        if n_bad or n_nonfinite:
+            report["ok"] = False
+    return report
+
+
+def check_summary(report):
+    if report is None:
+        return "check -"
+    outs = report["outputs"]
+    if "problem" in report:
+        return f"check FAIL ({report['problem']})"
+    parts = []
+    for name, o in outs.items():
+        if "problem" in o:
+            parts.append(f"{name}: {o['problem']}")
+        else:
+            bad = f", {o['n_bad']} over tol" if o["n_bad"] else ""
+            parts.append(f"{name} rel_l2 {o['rel_l2']:.1e} max_abs {o['max_abs']:.1e}{bad}")
+    tag = "ok" if report["ok"] else "FAIL"
+    return f"check {tag} ({'; '.join(parts)})"
+
+
+# ------------------------------------------------------------------- timing
+
+def quantile(sorted_samples, q):
+    """Linear interpolation between closest ranks (type 7), as kevo computes it."""
+    pos = q * (len(sorted_samples) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_samples) - 1)
+    return sorted_samples[lo] + (sorted_samples[hi] - sorted_samples[lo]) * (pos - lo)
+
+
+def cpu_l2_bytes():
+    try:
+        size = os.sysconf("SC_LEVEL2_CACHE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        size = 0
+    return size if size and size > 0 else 2 << 20
+
+
+class Timer:
+    """One timed call: sync, flush L2, [cover], event, call, event (perf_counter on CPU)."""
+
+    def __init__(self, device, cover_us=0.0):
+        self.device = device
+        self.cuda = device.type == "cuda"
+        if self.cuda:
+            props = torch.cuda.get_device_properties(device)
+            self.l2_bytes = int(getattr(props, "L2_cache_size", 0) or 0)
+            self.l2_source = "torch.cuda.get_device_properties().L2_cache_size"
+            if self.l2_bytes <= 0:
+                self.l2_bytes = 128 << 20
+                self.l2_source = "unknown: assumed 128 MiB"
+            self.start = torch.cuda.Event(enable_timing=True)
+            self.end = torch.cuda.Event(enable_timing=True)
+        else:
+            self.l2_bytes = cpu_l2_bytes()
+            self.l2_source = "os.sysconf(SC_LEVEL2_CACHE_SIZE) (or 2 MiB)"
+        self.flush_bytes = 2 * self.l2_bytes
+        self.flush_buf = torch.empty(self.flush_bytes, dtype=torch.uint8, device=device)
+        self.cover_us = cover_us if self.cuda else 0.0
+        self.cover_cycles = 0
+        self.flush_us = None
+        if self.cuda:
+            # How long the flush keeps the GPU busy: host time spent in the call
+            # beyond this shows up in the sample (GPU idle after the start event).
+            self.flush_us = statistics.median(self._gpu_us(self.flush_buf.zero_)
+                                              for _ in range(11))
+            if self.cover_us > 0:
+                cycles = 1_000_000
+                us = statistics.median(self._gpu_us(lambda: torch.cuda._sleep(cycles))
+                                       for _ in range(5))
+                self.cover_cycles = int(cycles * self.cover_us / us)
+
+    def _gpu_us(self, work):
+        torch.cuda.synchronize(self.device)
+        self.start.record()
+        work()
+        self.end.record()
+        self.end.synchronize()
+        return self.start.elapsed_time(self.end) * 1e3
+
+    def sync(self):
+        if self.cuda:
+            torch.cuda.synchronize(self.device)
+
+    def call(self, fn, args):
+        """(seconds timed, seconds the host spent in fn) of one call after an L2 flush."""
+        if self.cuda:
+            torch.cuda.synchronize(self.device)
+            self.flush_buf.zero_()
+            if self.cover_cycles:
+                torch.cuda._sleep(self.cover_cycles)
+            self.start.record()
+            t0 = time.perf_counter()
+            fn(*args)
+            host = time.perf_counter() - t0
+            self.end.record()
+            self.end.synchronize()
+            return self.start.elapsed_time(self.end) * 1e-3, host
+        self.flush_buf.zero_()
+        t0 = time.perf_counter()
+        fn(*args)
+        host = time.perf_counter() - t0
+        return host, host
+
+
+def measure(timer, fn, args, opts):
+    warm_calls = 0
+    t0 = time.perf_counter()
+    while warm_calls < opts.min_warmup or time.perf_counter() - t0 < opts.warmup_ms * 1e-3:
+        timer.call(fn, args)
+        warm_calls += 1
+    warm_s = time.perf_counter() - t0
+    samples, host, timed = [], [], 0.0
+    while ((len(samples) < opts.min_samples or timed < opts.min_time_ms * 1e-3)
+           and len(samples) < opts.max_samples):
+        s, h = timer.call(fn, args)
+        samples.append(s)
+        host.append(h)
+        timed += s
+    ordered = sorted(samples)
+    return {
+        "median_us": quantile(ordered, 0.5) * 1e6,
+        "p20_us": quantile(ordered, 0.2) * 1e6,
+        "p80_us": quantile(ordered, 0.8) * 1e6,
+        "n": len(samples),
+        "timed_s": timed,
+        "warmup_calls": warm_calls,
+        "warmup_s": warm_s,
+        "host_median_us": statistics.median(host) * 1e6,
+        "samples_us": [s * 1e6 for s in samples],  # in the order taken
+    }
+
+
+def rate(task, us):
+    """GB/s (or TFLOP/s for gemm) at a time in microseconds."""
+    if us is None or us <= 0:
+        return None, ""
+    if task.flops() is not None:
+        v = task.flops() / (us * 1e-6) / 1e12
+        return v, f"{v:8.1f} TFLOP/s"
+    v = task.bytes_moved() / (us * 1e-6) / 1e9
+    return v, f"{v:8.1f} GB/s"
+
+
+# ---------------------------------------------------------------- running
+
+def environment(device):
+    env = {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "hostname": socket.gethostname(),
+        "torch": torch.__version__,
+        "torch_cuda": torch.version.cuda,
+        "device": str(device),
+        "env": {k: v for k, v in os.environ.items()
+                if k.startswith(("TORCHINDUCTOR_", "TORCH_", "CUDA_", "TRITON_"))},
+    }
+    try:
+        import triton  # noqa: PLC0415 (optional)
+        env["triton"] = triton.__version__
+    except Exception:  # noqa: BLE001
+        env["triton"] = None
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        env["gpu"] = {
+            "name": props.name,
+            "capability": f"{props.major}.{props.minor}",
+            "multiprocessors": props.multi_processor_count,
+            "memory_bytes": props.total_memory,
+            "l2_cache_bytes": getattr(props, "L2_cache_size", None),
+        }
+        env["cudnn"] = torch.backends.cudnn.version()
+        env["matmul"] = {
+            "allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+            "allow_bf16_reduced_precision_reduction":
+                torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+        }
+        try:
+            q = subprocess.run(
+                ["nvidia-smi", f"--id={device.index or 0}",
+                 "--query-gpu=driver_version,clocks.sm,clocks.max.sm,clocks.mem,"
+                 "temperature.gpu,power.draw", "--format=csv,noheader"],
+                capture_output=True, text=True, timeout=15, check=False)
+            if q.returncode == 0:
+                env["nvidia_smi"] = ("driver, sm clock, max sm clock, mem clock, temp, power: "
+                                     + q.stdout.strip())
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return env
+
+
+def run_task(task, device, opts, timer):
+    """Measure the task's peers; returns its JSON record. Errors are per peer."""
+    say(f"== {task.name} ({task.describe()}); {task.bytes_moved() / 1e6:.1f} MB moved"
+        + (f", {task.flops() / 1e9:.1f} GFLOP" if task.flops() else "")
+        + (f"  [config target {task.target!r}]" if task.target not in ("cuda", device.type)
+           else ""))
+    record = {
+        "name": task.name, "source": task.source, "operator": task.operator,
+        "dtype": task.dtype_name, "shapes": task.shapes, "params": task.params,
+        "target": task.target, "scale_down": task.scale_down,
+        "bytes": task.bytes_moved(), "flops": task.flops(),
+        "tolerance": {"atol": task.atol, "rtol": task.rtol}, "peers": {},
+    }
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    try:
+        inputs = make_inputs(task, device, opts.seed)
+        timer.sync()
+        ref = reference(task, inputs)
+        timer.sync()
+    except Exception as e:  # noqa: BLE001
+        say(f"   inputs/reference failed: {type(e).__name__}: {e}")
+        record["error"] = f"{type(e).__name__}: {e}"
+        record["traceback"] = traceback.format_exc()
+        return record
+
+    fn = peer_function(task)
+    peers = {}
+    for peer in opts.peers:
+        rec = {"peer": peer, "status": "ok", "rounds": []}
+        record["peers"][peer] = rec
+        try:
+            if peer == "eager":
+                rec["what"] = f"{fn.__name__} eager"
+                call = fn
+            else:
+                rec["what"] = (f"torch.compile({fn.__name__}, mode={COMPILE_MODE!r}, "
+                               f"dynamic=False, fullgraph=True)")
+                call = torch.compile(fn, mode=COMPILE_MODE, dynamic=False, fullgraph=True)
+            timer.sync()
+            t0 = time.perf_counter()
+            out = call(*inputs)
+            timer.sync()
+            rec["first_call_s"] = time.perf_counter() - t0
+            rec["check"] = check(task, out, ref)
+            del out
+            peers[peer] = call
+        except Exception as e:  # noqa: BLE001
+            rec.update(status="error", error=f"{type(e).__name__}: {e}",
+                       traceback=traceback.format_exc())
+            say(f"   {peer:8s} ERROR before timing: {type(e).__name__}: "
+                f"{str(e).strip().splitlines()[0] if str(e).strip() else ''}")
+    del ref
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+    for r in range(opts.rounds):
+        order = [p for p in opts.peers if p in peers]
+        if r % 2 == 1:
+            order.reverse()
+        for peer in order:
+            if peer not in peers:  # failed in an earlier round
+                continue
+            rec = record["peers"][peer]
+            try:
+                m = measure(timer, peers[peer], inputs, opts)
+                m["round"] = r + 1
+                rec["rounds"].append(m)
+                if opts.rounds > 1:
+                    say(f"   {peer:8s} round {r + 1}/{opts.rounds}: median {m['median_us']:9.2f} us"
+                        f"  p20 {m['p20_us']:9.2f}  p80 {m['p80_us']:9.2f}  n={m['n']}"
+                        f"  host {m['host_median_us']:.0f} us")
+            except Exception as e:  # noqa: BLE001
+                rec.update(status="error", error=f"{type(e).__name__}: {e}",
+                           traceback=traceback.format_exc())
+                say(f"   {peer:8s} ERROR while timing: {type(e).__name__}: {e}")
+                del peers[peer]
+                if device.type == "cuda":
+                    torch.cuda.empty_cache()
+
+    for peer in opts.peers:
+        rec = record["peers"][peer]
+        rounds = rec["rounds"]
+        if rec["status"] == "error" or not rounds:
+            if rec["status"] != "error":
+                rec.update(status="error", error="no measurement")
+            say(f"   {task.name}  {peer:8s} ERROR: {rec.get('error', '')[:300]}")
+            continue
+        medians = [m["median_us"] for m in rounds]
+        if len(rounds) == 1:
+            rec.update(median_us=medians[0], p20_us=rounds[0]["p20_us"],
+                       p80_us=rounds[0]["p80_us"], n=rounds[0]["n"])
+            how = ""
+        else:
+            pooled = sorted(s for m in rounds for s in m["samples_us"])
+            rec.update(median_us=statistics.median(medians), round_medians_us=medians,
+                       p20_us=quantile(pooled, 0.2), p80_us=quantile(pooled, 0.8),
+                       n=len(pooled))
+            how = (f"  (median of {len(rounds)} round medians: "
+                   + " ".join(f"{v:.2f}" for v in medians) + "; p20/p80 pooled)")
+        value, rate_text = rate(task, rec["median_us"])
+        rec["tflops" if task.flops() is not None else "gbps"] = value
+        rec["host_median_us"] = statistics.median(m["host_median_us"] for m in rounds)
+        host = ""
+        if timer.cuda:
+            host = f"  host {rec['host_median_us']:.0f} us"
+            # The GPU is kept busy for flush (+ cover) before the start event; a
+            # call that takes the host longer leaves the GPU idle inside the sample.
+            hidden = timer.flush_us + timer.cover_us
+            rec["host_bound"] = rec["host_median_us"] > 0.8 * hidden
+            if rec["host_bound"]:
+                host += f" > 80% of the {hidden:.0f} us hidden: HOST-BOUND"
+        say(f"   {task.name}  {peer:8s} median {rec['median_us']:9.2f} us  "
+            f"p20 {rec['p20_us']:9.2f}  p80 {rec['p80_us']:9.2f}  {rate_text}  "
+            f"n={rec['n']}{host}  {check_summary(rec.get('check'))}{how}")
+
+    del inputs, peers
+    if "compile" in opts.peers:
+        try:
+            torch._dynamo.reset()
+        except Exception:  # noqa: BLE001
+            pass
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    return record
+
+
+def write_json(path, doc):
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1, allow_nan=True)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(
+        description="Time PyTorch eager and torch.compile peers for kevo's GPU tasks, "
+                    "the way kevo times (see the module docstring).")
+    ap.add_argument("configs", nargs="*", metavar="CONFIG.json", help="kevo task configs")
+    ap.add_argument("--task", action="append", default=[],
+                    choices=list(DEFAULT_TASKS) + ["all"],
+                    help="a default task (repeatable); 'all' for the six; with neither "
+                         "configs nor --task, all six run")
+    ap.add_argument("--json", metavar="OUT", help="write every result, samples included, here")
+    ap.add_argument("--rounds", type=int, default=1, help="interleave the peers R times (1)")
+    ap.add_argument("--peers", default="eager,compile",
+                    help="comma-separated subset of eager,compile (both)")
+    ap.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu (cuda)")
+    ap.add_argument("--min-time-ms", type=float, default=100.0,
+                    help="sampling goes on until this much timed (100)")
+    ap.add_argument("--min-samples", type=int, default=10, help="and this many samples (10)")
+    ap.add_argument("--max-samples", type=int, default=20000, help="at most this many (20000)")
+    ap.add_argument("--warmup-ms", type=float, default=25.0,
+                    help="warm-up goes on until this much wall time (25)")
+    ap.add_argument("--min-warmup", type=int, default=3, help="and this many calls (3)")
+    ap.add_argument("--launch-cover-us", type=float, default=0.0, metavar="US",
+                    help="queue a GPU sleep of US microseconds between the flush and the "
+                         "start event, so that host launch overhead up to flush + US is not "
+                         "timed (0: kevo's method exactly)")
+    ap.add_argument("--seed", type=int, default=1, help="input seed (1)")
+    ap.add_argument("--scale-down", type=int, default=1, metavar="F",
+                    help="divide every dimension >= 256 by F, for smoke tests (1)")
+    opts = ap.parse_args(argv)
+    peers = [p.strip() for p in opts.peers.split(",") if p.strip()]
+    if not peers or any(p not in ("eager", "compile") for p in peers) or len(set(peers)) != len(peers):
+        raise BadInput(f"--peers: expected a comma-separated subset of eager,compile, "
+                       f"got {opts.peers!r}")
+    opts.peers = peers
+    for name, low in (("rounds", 1), ("min_samples", 1), ("max_samples", 1),
+                      ("min_warmup", 0), ("scale_down", 1), ("seed", 0)):
+        if getattr(opts, name) < low:
+            raise BadInput(f"--{name.replace('_', '-')}: expected >= {low}")
+    if opts.min_time_ms < 0 or opts.warmup_ms < 0 or opts.launch_cover_us < 0:
+        raise BadInput("--min-time-ms, --warmup-ms and --launch-cover-us must be >= 0")
+    return opts
+
+
+def main(argv=None):
+    try:
+        opts = parse_args(sys.argv[1:] if argv is None else argv)
+        tasks = [load_config(p, opts.scale_down) for p in opts.configs]
+        names = opts.task or ([] if opts.configs else ["all"])
+        for name in names:
+            for n in (DEFAULT_TASKS if name == "all" else [name]):
+                tasks.append(Task(DEFAULT_TASKS[n], f"--task {n}", opts.scale_down))
+        if torch is None:
+            raise BadInput("torch is not importable in this Python "
+                           f"({sys.executable}); run it where PyTorch is installed")
+        try:
+            device = torch.device(opts.device)
+        except RuntimeError as e:
+            raise BadInput(f"--device: {e}") from None
+        if device.type not in ("cuda", "cpu"):
+            raise BadInput(f"--device: expected cuda, cuda:N or cpu, got {opts.device!r}")
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise BadInput("--device cuda: torch sees no CUDA device (use --device cpu to "
+                           "test the control flow)")
+    except BadInput as e:
+        print(f"torch_peers: {e}", file=sys.stderr, flush=True)
+        return 2
+
+    if device.type == "cuda":
+        if device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+        torch.cuda.set_device(device)
+    timer = Timer(device, opts.launch_cover_us)
+    started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    doc = {
+        "tool": "bench/peers/torch_peers.py",
+        "started": started,
+        "argv": sys.argv[1:] if argv is None else list(argv),
+        "method": {
+            "per_call": ("synchronize; flush L2 (zero_ a uint8 buffer of 2 x L2 bytes); "
+                         "record start event; call; record end event; elapsed")
+                        if device.type == "cuda" else
+                        "flush (zero_ 2 x L2 bytes); perf_counter around the call",
+            "l2_bytes": timer.l2_bytes, "l2_source": timer.l2_source,
+            "flush_bytes": timer.flush_bytes, "flush_gpu_us": timer.flush_us,
+            "launch_cover_us": timer.cover_us, "launch_cover_cycles": timer.cover_cycles,
+            "min_warmup": opts.min_warmup, "warmup_ms": opts.warmup_ms,
+            "min_samples": opts.min_samples, "min_time_ms": opts.min_time_ms,
+            "max_samples": opts.max_samples, "rounds": opts.rounds,
+            "quantiles": "linear interpolation between closest ranks (type 7)",
+            "rounds_summary": "median of round medians; p20/p80 of pooled samples",
+            "rate": "GB/s = (inputs read once + outputs written once) bytes / median; "
+                    "gemm TFLOP/s = 2*M*N*K / median",
+            "compile": f"torch.compile(mode={COMPILE_MODE!r}, dynamic=False, fullgraph=True)",
+            "check": "fp64 reference on the same inputs; rel_l2, max_abs, kevo tolerance",
+            "seed": opts.seed,
+        },
+        "environment": environment(device),
+        "tasks": [],
+    }
+    gpu = doc["environment"].get("gpu")
+    say(f"torch {torch.__version__}, triton {doc['environment']['triton']}, "
+        + (f"{gpu['name']} (sm {gpu['capability']}, {gpu['multiprocessors']} SMs, "
+           f"L2 {timer.l2_bytes / 2**20:.0f} MiB)" if gpu else f"device {device}")
+        + f"; flush {timer.flush_bytes / 2**20:.0f} MiB"
+        + (f" ({timer.flush_us:.0f} us on the GPU)" if timer.flush_us else "")
+        + (f" + {timer.cover_us:g} us launch cover" if timer.cover_us else "")
+        + f"; warm-up >= {opts.min_warmup} calls and "
+          f"{opts.warmup_ms:g} ms; samples >= {opts.min_samples} and {opts.min_time_ms:g} ms; "
+          f"quantiles type 7")
+    all_ok = True
+    try:
+        for task in tasks:
+            record = run_task(task, device, opts, timer)
+            doc["tasks"].append(record)
+            if "error" in record or any(
+                    p["status"] != "ok" or not p.get("check", {}).get("ok", False)
+                    for p in record["peers"].values()):
+                all_ok = False
+            if opts.json:
+                write_json(opts.json, doc)
+    finally:
+        doc["finished"] = datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="seconds")
+        if opts.json:
+            write_json(opts.json, doc)
+            say(f"wrote {opts.json}")
+    return 0 if all_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
