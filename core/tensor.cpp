@@ -26,9 +26,10 @@ std::string coords_str(const Shape& s, int64_t flat) {
   return fmt::format("[{}]", fmt::join(c, ", "));
 }
 
-void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& body, int threads) {
+void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& body, int threads,
+                  int64_t grain) {
   if (threads <= 0) threads = online_cpus();
-  int64_t chunks = std::min<int64_t>(threads, std::max<int64_t>(1, n / 4096));
+  int64_t chunks = std::min<int64_t>(threads, std::max<int64_t>(1, n / std::max<int64_t>(1, grain)));
   if (chunks <= 1) {
     body(0, n);
     return;

@@ -37,6 +37,9 @@ struct ConstTensorView {
 
 // Runs body(begin, end) over [0, n) split across up to `threads` std::threads
 // (all online CPUs when 0). For kevo's own heavy loops: references, inputs.
-void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& body, int threads = 0);
+// `grain`: the fewest items worth a thread (4096 elements by default; a
+// caller whose items are whole rows passes fewer).
+void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& body, int threads = 0,
+                  int64_t grain = 4096);
 
 }  // namespace kevo

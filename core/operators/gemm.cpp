@@ -73,7 +73,7 @@ class Gemm : public Operator {
         for (int64_t j = 0; j < n; ++j)
           store_element(out[0].dtype, out[0].data, static_cast<size_t>(i * n + j), row[j]);
       }
-    });
+    }, 0, /*grain=*/1);  // a row of C is 2*K*N operations: one is worth a thread
   }
 
   CompareMode default_compare(DType dtype, const std::vector<Shape>& s) const override {

@@ -90,7 +90,7 @@ void RowOperator::reference(const std::vector<ConstTensorView>& in,
         for (int64_t j = 0; j < n; ++j)
           store_element(out[o].dtype, out[o].data, static_cast<size_t>(r * n + j), rout[o][j]);
     }
-  });
+  }, 0, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, n)));  // rows, not elements
 }
 
 CompareMode RowOperator::default_compare(DType dtype, const std::vector<Shape>&) const {

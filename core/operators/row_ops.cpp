@@ -83,7 +83,7 @@ class AddRmsnorm : public RowOperator {
           store_element(out[1].dtype, out[1].data, static_cast<size_t>(r * n + j),
                         h[j] * inv * w[j]);
       }
-    });
+    }, 0, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, n)));  // rows, not elements
   }
 };
 

@@ -14,8 +14,12 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <fstream>
+#include <functional>
+#include <future>
 #include <mutex>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -85,6 +89,58 @@ std::string describe_exit(const ChildProcess& c) {
   if (auto code = c.exit_code()) return fmt::format("the runner exited with status {}", *code);
   return "the runner stopped";
 }
+
+// Starts processes from one thread that lives as long as the target. A child
+// dies with the thread that forked it (PR_SET_PDEATHSIG), and runners are
+// started from whichever thread measures: a measuring thread that ends (the
+// backend's per-batch workers do) must not take its runner with it.
+class Spawner {
+ public:
+  Spawner() : thread_([this] { loop(); }) {}
+  ~Spawner() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  std::unique_ptr<ChildProcess> spawn(const SpawnOptions& options) {
+    std::promise<std::unique_ptr<ChildProcess>> promise;
+    auto result = promise.get_future();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      jobs_.push_back([&] {
+        try {
+          promise.set_value(std::make_unique<ChildProcess>(options));
+        } catch (...) {
+          promise.set_exception(std::current_exception());
+        }
+      });
+    }
+    cv_.notify_all();
+    return result.get();
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      cv_.wait(lock, [&] { return done_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;
+      auto job = std::move(jobs_.front());
+      jobs_.pop_front();
+      lock.unlock();
+      job();
+      lock.lock();
+    }
+  }
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+  bool done_ = false;
+  std::thread thread_;
+};
 
 // One GPU and the runner process that owns it.
 struct Slot {
@@ -307,7 +363,7 @@ class CudaTarget final : public Target {
     opt.extra_fds = {ev[1]};
     opt.limits.file_size_bytes = -1;
     try {
-      s.child = std::make_unique<ChildProcess>(opt);
+      s.child = spawner_.spawn(opt);
     } catch (...) {
       close(ev[0]);
       close(ev[1]);
@@ -371,6 +427,7 @@ class CudaTarget final : public Target {
 
   std::mutex mutex_;
   std::condition_variable freed_;
+  Spawner spawner_;  // before slots_: destroyed after the runners are stopped
   std::vector<std::unique_ptr<Slot>> slots_;
   std::map<std::string, std::string> versions_;
   std::string abi_hash_;
@@ -675,7 +732,7 @@ ProfileOutcome CudaTarget::profile(const Task& task, const std::filesystem::path
               "--import-source", "no", "-f", "-o", report.string(),
               cuda_runner_path().string(), "--device", std::to_string(slot.device), "--profile",
               job_file.string()};
-  ProcessResult r = run_process(opt, 300, 1 << 20);
+  ProcessResult r = run_process(opt, 120, 1 << 20);
   if (!r.exit_code || *r.exit_code != 0 || !std::filesystem::exists(dir / "profile.ncu-rep")) {
     out.note = fmt::format("ncu could not profile it ({}): {}",
                            r.timed_out ? "timed out" : "failed", tail(r.out + r.err));
@@ -689,7 +746,7 @@ ProfileOutcome CudaTarget::profile(const Task& task, const std::filesystem::path
   auto import = [&](std::vector<std::string> extra) {
     SpawnOptions o;
     o.argv = {ncu->string(), "--import", (dir / "profile.ncu-rep").string(), "--csv",
-              "--print-kernel-base", "mangled"};
+              "--print-kernel-base", "mangled", "--print-units", "base"};
     for (auto& x : extra) o.argv.push_back(x);
     return run_process(o, 120, 64 << 20);
   };

@@ -138,6 +138,29 @@ std::optional<double> number(const std::string& text) {
   }
 }
 
+// ncu scales units to the magnitude unless told --print-units base: times
+// and sizes are brought back to nanoseconds and bytes here either way.
+void to_base_unit(double& v, std::string& unit) {
+  struct Scale {
+    const char* unit;
+    double factor;
+    const char* base;
+  };
+  static const Scale scales[] = {
+      {"nsecond", 1, "ns"},      {"usecond", 1e3, "ns"},   {"msecond", 1e6, "ns"},
+      {"second", 1e9, "ns"},     {"us", 1e3, "ns"},        {"ms", 1e6, "ns"},
+      {"s", 1e9, "ns"},          {"Kbyte", 1e3, "byte"},   {"Mbyte", 1e6, "byte"},
+      {"Gbyte", 1e9, "byte"},    {"Tbyte", 1e12, "byte"},  {"KB", 1e3, "byte"},
+      {"MB", 1e6, "byte"},       {"GB", 1e9, "byte"},
+  };
+  for (const auto& s : scales)
+    if (unit == s.unit) {
+      v *= s.factor;
+      unit = s.base;
+      return;
+    }
+}
+
 }  // namespace
 
 double NcuKernel::value(const std::string& metric, double fallback) const {
@@ -173,8 +196,11 @@ std::vector<NcuKernel> parse_ncu_raw(const std::string& csv) {
     for (size_t c = 0; c < header.size(); ++c) {
       if (header[c].find("__") == std::string::npos) continue;  // not a metric
       if (auto v = number(row[c])) {
-        k.values[header[c]] = *v;
-        if (units) k.units[header[c]] = (*units)[c];
+        double value = *v;
+        std::string unit = units ? (*units)[c] : std::string();
+        to_base_unit(value, unit);
+        k.values[header[c]] = value;
+        k.units[header[c]] = unit;
       }
     }
     out.push_back(std::move(k));

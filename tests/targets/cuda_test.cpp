@@ -5,9 +5,11 @@
 //    that speaks the protocol without a GPU) and fake_nvcc.sh: runs anywhere;
 //  - the real thing on a GPU: the hostile set and every seed family. These
 //    skip, saying why, where no GPU answers.
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -92,6 +94,23 @@ TEST(CudaReports, NcuRawPage) {
   auto b = cuda::classify(k, {});
   EXPECT_EQ(b.kind, "memory-latency");
   EXPECT_NE(b.why.find("long scoreboard"), std::string::npos) << b.why;
+}
+
+// Without --print-units base, ncu scales units: seen on an H200 as a
+// duration in microseconds. Values come back in nanoseconds and bytes.
+TEST(CudaReports, NcuRawScaledUnits) {
+  const std::string csv =
+      "\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\",\"dram__bytes_read.sum\",\"l1tex__t_sector_hit_rate.pct\"\n"
+      "\"\",\"\",\"usecond\",\"Mbyte\",\"%\"\n"
+      "\"0\",\"k\",\"134.82\",\"268.44\",\"12.5\"\n";
+  auto k = cuda::parse_ncu_raw(csv);
+  ASSERT_EQ(k.size(), 1u);
+  EXPECT_NEAR(k[0].value("gpu__time_duration.sum"), 134820, 1e-6);
+  EXPECT_EQ(k[0].units.at("gpu__time_duration.sum"), "ns");
+  EXPECT_NEAR(k[0].value("dram__bytes_read.sum"), 268.44e6, 1e-3);
+  EXPECT_NEAR(k[0].value("l1tex__t_sector_hit_rate.pct"), 12.5, 1e-12);
+  // 135 us is not a launch-bound kernel.
+  EXPECT_NE(cuda::classify(k[0], {}).kind, "launch");
 }
 
 TEST(CudaReports, NcuRawRejectsOtherText) {
@@ -236,6 +255,26 @@ TEST_F(FakeCuda, CompileErrorsAndRefusals) {
   EXPECT_NE(s.detail.find("streams of its own"), std::string::npos) << s.detail;
   CandidateSource cpu_entry{"int kevo_kernel() { return 0; }\n", "k.cu", "cuda"};
   EXPECT_STATUS(ev.evaluate(cpu_entry, {}), Status::rejected);
+}
+
+// The runner must outlive the thread that happened to start it: the local
+// backend measures on short-lived threads, one per GPU and batch.
+TEST_F(FakeCuda, RunnerOutlivesTheThreadThatStartedIt) {
+  auto pids = test::temp_dir("fake-cuda-pids") / "pids";
+  setenv("FAKE_PIDFILE", pids.c_str(), 1);
+  auto target = make_target("cuda");
+  std::swap(target, target_);
+  EvalResult first;
+  std::thread t([&] { first = eval("ok"); });
+  t.join();
+  EXPECT_STATUS(first, Status::ok);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_STATUS(eval("ok"), Status::ok);
+  unsetenv("FAKE_PIDFILE");
+  std::ifstream in(pids);
+  int lines = 0;
+  for (std::string l; std::getline(in, l);) ++lines;
+  EXPECT_EQ(lines, 1) << "the runner was started again: it died with its first thread";
 }
 
 TEST_F(FakeCuda, SeveralGpusGiveSeveralSlots) {

@@ -64,6 +64,9 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; ++i)
     if (std::string(argv[i]) == "--device") device = std::atoi(argv[i + 1]);
   int count = std::getenv("FAKE_GPUS") ? std::atoi(std::getenv("FAKE_GPUS")) : 1;
+  if (const char* pids = std::getenv("FAKE_PIDFILE")) {  // one line per runner started
+    std::ofstream(pids, std::ios::app) << getpid() << "\n";
+  }
   emit({{"event", "ready"},
         {"pid", getpid()},
         {"info", {{"device", device}, {"device_count", count}, {"name", "Fake GPU"}, {"cc", "9.0"}}}});

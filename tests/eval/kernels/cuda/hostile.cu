@@ -20,14 +20,15 @@
 
 #include "kevo_kernel.h"
 
+// Never set: MODE 2 waits for it forever. (A loop on a local volatile was
+// seen to finish on an H200: the compiler may drop a side-effect-free loop.)
+__device__ int kevo_never_set = 0;
+
 __global__ void swiglu(const __nv_bfloat16* g, const __nv_bfloat16* u, __nv_bfloat16* y, long n,
                        int mode) {
   long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
-  if (mode == 2) {
-    volatile int spin = 1;
-    while (spin) {
-    }
-  }
+  if (mode == 2)
+    while (atomicAdd(&kevo_never_set, 0) == 0) __nanosleep(1000);
   if (i >= n + (mode == 7 ? 1 : 0)) return;
   if (mode == 1 && i == 0) *(volatile float*)(0x10) = 1.0f;
   float gv = __bfloat162float(g[i < n ? i : 0]);
