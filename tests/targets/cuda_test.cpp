@@ -5,7 +5,9 @@
 //    that speaks the protocol without a GPU) and fake_nvcc.sh: runs anywhere;
 //  - the real thing on a GPU: the hostile set and every seed family. These
 //    skip, saying why, where no GPU answers.
+#include <algorithm>
 #include <chrono>
+#include <random>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -19,6 +21,7 @@
 #include "support/test_support.h"
 #include "targets/cuda/cuda_target.h"
 #include "targets/cuda/reports.h"
+#include "synth/synthesizer.h"
 
 namespace kevo {
 namespace {
@@ -299,6 +302,47 @@ TEST_F(FakeCuda, Calibrate) {
   EXPECT_EQ(roof.bandwidth[0].gbps, 4000);
   ASSERT_FALSE(roof.peak.empty());
   EXPECT_EQ(roof.peak[0].kind, "bf16_tensor");
+}
+
+// ---- every CUDA source compiles (nvcc, no GPU needed) ----------------------------------
+
+// Every seed family at its default point and at two more points of its
+// space, and the hostile kernels, build with the target's own nvcc command
+// and spill no registers. Skips where nvcc is not installed.
+TEST(CudaCompile, SeedFamiliesAndHostileKernels) {
+  std::string why = cuda_unavailable_reason();
+  if (!why.empty()) GTEST_SKIP() << why;
+  auto target = make_target("cuda");
+  auto root = test::repo_dir() / "targets" / "cuda" / "kernels";
+  std::vector<std::filesystem::path> files;
+  for (const auto& op : std::filesystem::directory_iterator(root))
+    for (const auto& f : std::filesystem::directory_iterator(op.path()))
+      if (f.path().extension() == ".cu") files.push_back(f.path());
+  std::sort(files.begin(), files.end());
+  ASSERT_GE(files.size(), 12u);
+  Task task = test::quick_task("swiglu", {{"g", {8, 8}}}, {{"target", "cuda"}, {"dtype", "bf16"}});
+  auto dir = test::temp_dir("cuda-compile");
+  auto build = [&](const std::filesystem::path& src, const KnobValues& knobs, const std::string& tag) {
+    CompileRequest req;
+    req.task = &task;
+    req.source = src;
+    req.language = "cuda";
+    req.knobs = knobs;
+    req.output = dir / (src.stem().string() + tag + ".so");
+    CompileOutcome out = target->compile(req);
+    EXPECT_TRUE(out.ok) << src << " " << knobs_to_string(knobs) << ":\n" << out.log;
+    for (const auto& m : target->compile_metrics(out.log))
+      if (m.metric == "ptxas.spill_store_bytes") EXPECT_EQ(m.value, 0) << src << " " << knobs_to_string(knobs);
+  };
+  std::mt19937_64 rng(7);
+  for (const auto& f : files) {
+    SearchSpace space = load_space({f}, {}, [](const std::filesystem::path&) { return "cuda"; });
+    build(f, space.family(0).space.defaults(), "-default");
+    for (int i = 0; i < 2; ++i)
+      if (auto p = random_point(space, 0, rng)) build(f, p->knobs, "-" + std::to_string(i));
+  }
+  auto hostile = test::source_dir() / "eval" / "kernels" / "cuda" / "hostile.cu";
+  for (int mode = 0; mode <= 7; ++mode) build(hostile, {{"MODE", mode}}, "-" + std::to_string(mode));
 }
 
 // ---- on a GPU --------------------------------------------------------------------------------
