@@ -1,0 +1,621 @@
+/* rmsnorm / fused.cu — bf16 RMSNorm on the GPU: y = x * rsqrt(mean(x^2) + eps) * w
+ * over the last dim, fp32 math.
+ *
+ * Rows are handled by "row groups" of TPR threads (a sub-warp, a warp or
+ * several warps); a block holds ROWS groups, one row each. Each thread owns
+ * the vectors at columns (v * TPR + lane) * VE, v = 0, 1, ... (VE = VEC / 2
+ * bf16 per access), so a group's loads are fully coalesced.
+ *   CACHE_ROW 1: the whole row is loaded once into registers (raw bf16, UNROLL
+ *   vectors per thread), the sum of squares is reduced over the group, and the
+ *   output pass works from the registers: one DRAM read and one write per
+ *   element. A row longer than the register capacity TPR * VE * UNROLL falls
+ *   back (at launch) to the streaming kernel below.
+ *   CACHE_ROW 0: streaming: the row is read in batches of UNROLL vectors per
+ *   thread for the sum of squares, then re-read (from L1/L2) for the output.
+ * The group reduction is a warp butterfly (__shfl_xor_sync, full mask: every
+ * lane of every warp always executes it), plus, for TPR > 32, one exchange of
+ * the per-warp partials through shared memory (double-buffered, one
+ * __syncthreads per reduction, always executed by the whole block: rows past
+ * the end are handled by predication, never by early exit).
+ * Rows whose length is not a multiple of VE, or misaligned pointers, use the
+ * same kernels instantiated with 2-byte scalar accesses.
+ * Knobs:
+ *   TPR       threads per row group (8, 16: sub-warp; 32: warp per row;
+ *             64..1024: several warps per row).
+ *   ROWS      row groups (rows in flight) per block; block = TPR * ROWS threads.
+ *   VEC       bytes per global access: 4, 8 or 16 (2, 4 or 8 bf16).
+ *   UNROLL    vectors per thread: with CACHE_ROW 1 the register-cache size
+ *             (capacity TPR*VEC/2*UNROLL elements; the require lines keep it
+ *             >= the 4096-wide target row and < twice that); with CACHE_ROW 0
+ *             the loads in flight per thread per batch (a batch of
+ *             TPR*VEC/2*UNROLL elements is half or all of the target row).
+ *             The last two require lines are a register budget (measured with
+ *             ptxas: about 24 + 2 * cached words + UNROLL (+ 8 for
+ *             WLOAD 1) registers) so that
+ *             no valid point spills under its __launch_bounds__.
+ *   CACHE_ROW 1: cache the row in registers; 0: stream it twice.
+ *   WLOAD     weight w: 0 read-only global loads (ld.global.nc) per row;
+ *             1 staged once per block in shared memory (bf16);
+ *             2 held in registers across rows (cached rows).
+ *             1 and 2 only with the persistent grid (WAVES > 0).
+ *   HINT      cache hints for the x loads / y stores: 0 plain / plain;
+ *             1 ld.global.nc.L1::no_allocate / plain; 2 ld.global.nc.
+ *             L1::no_allocate.L2::256B (L2 prefetch hint) / st.global.cs;
+ *             3 ld.global.cs (__ldcs, evict-first) / st.global.cs (__stcs).
+ *   WAVES     0: one block per ROWS rows (grid = ceil(rows / ROWS)); k > 0:
+ *             persistent grid of k resident waves (k * #SMs * blocks per SM
+ *             from the occupancy calculator) striding over the rows.
+ *   PIPE      (CACHE_ROW 1, WAVES > 0) 1: load the block's next row into a
+ *             second register buffer before reducing the current one.
+ *   MINB      __launch_bounds__ minimum blocks per SM (0: 1, i.e. only the
+ *             block size bounds the registers).
+ */
+// @kevo knob TPR 128 {32, 64, 128, 256, 512, 1024}
+// @kevo knob ROWS 2 {1, 2, 4, 8, 16}
+// @kevo require TPR * ROWS <= 1024
+// @kevo knob VEC 16 {4, 8, 16}
+// @kevo knob UNROLL 4 {1, 2, 4, 8, 16}
+// @kevo knob CACHE_ROW 1 {0, 1}
+// @kevo require (CACHE_ROW == 1 && TPR * VEC * UNROLL >= 8192 && TPR * VEC * UNROLL < 16384) || (CACHE_ROW == 0 && TPR * VEC * UNROLL >= 4096 && TPR * VEC * UNROLL <= 8192)
+// @kevo knob WLOAD 0 {0, 1, 2}
+// @kevo knob HINT 0 {0, 1, 2, 3}
+// @kevo knob WAVES 0 {0, 1, 2}
+// @kevo knob PIPE 0 {0, 1}
+// @kevo knob MINB 0 {0, 2, 4}
+// @kevo require PIPE == 0 || (CACHE_ROW == 1 && WAVES > 0)
+// @kevo require WLOAD == 0 || WAVES > 0
+// @kevo require WLOAD != 2 || CACHE_ROW == 1
+// @kevo require TPR * ROWS * MINB <= 1024
+// @kevo require 24 + 2 * (UNROLL * VEC / 4) * (1 + PIPE + (WLOAD == 2)) + UNROLL + 8 * (WLOAD == 1) <= 255
+// @kevo require (24 + 2 * (UNROLL * VEC / 4) * (1 + PIPE + (WLOAD == 2)) + UNROLL + 8 * (WLOAD == 1)) * TPR * ROWS * (MINB + (MINB == 0)) <= 65536
+#ifndef TPR
+#define TPR 128
+#endif
+#ifndef ROWS
+#define ROWS 2
+#endif
+#ifndef VEC
+#define VEC 16
+#endif
+#ifndef UNROLL
+#define UNROLL 4
+#endif
+#ifndef CACHE_ROW
+#define CACHE_ROW 1
+#endif
+#ifndef WLOAD
+#define WLOAD 0
+#endif
+#ifndef HINT
+#define HINT 0
+#endif
+#if HINT == 0
+#define LDHINT 0
+#define STHINT 0
+#elif HINT == 1
+#define LDHINT 1
+#define STHINT 0
+#elif HINT == 2
+#define LDHINT 3
+#define STHINT 1
+#else
+#define LDHINT 2
+#define STHINT 1
+#endif
+#ifndef WAVES
+#define WAVES 0
+#endif
+#ifndef PIPE
+#define PIPE 0
+#endif
+#ifndef MINB
+#define MINB 0
+#endif
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "kevo_kernel.h"
+
+#if (TPR & (TPR - 1)) != 0 || TPR < 8 || TPR > 1024
+#error "TPR must be a power of two in [8, 1024]"
+#endif
+#if (ROWS & (ROWS - 1)) != 0 || TPR * ROWS < 32 || TPR * ROWS > 1024
+#error "TPR * ROWS must be a power of two in [32, 1024]"
+#endif
+#if VEC != 4 && VEC != 8 && VEC != 16
+#error "VEC must be 4, 8 or 16"
+#endif
+
+#define BLOCK (TPR * ROWS)
+#define VE_MAIN (VEC / 2)
+#define NWG (TPR > 32 ? TPR / 32 : 1) /* warps per row group */
+#if MINB > 0
+#define KV_BOUNDS __launch_bounds__(BLOCK, MINB)
+#else
+#define KV_BOUNDS __launch_bounds__(BLOCK, 1)
+#endif
+#define KV_DEV __device__ __forceinline__
+
+typedef __nv_bfloat16 bf16;
+
+/* ---- VE raw bf16 values (VE/2 32-bit words; VE == 1: low half of w[0]) ---- */
+template <int VE>
+struct RawV {
+  uint32_t w[VE >= 2 ? VE / 2 : 1];
+};
+
+template <int VE>
+KV_DEV RawV<VE> rv_zero() {
+  RawV<VE> r;
+#pragma unroll
+  for (int i = 0; i < (VE >= 2 ? VE / 2 : 1); ++i) r.w[i] = 0u;
+  return r;
+}
+
+/* element e as float (bf16 -> fp32 is exact: the bits go to the top half) */
+template <int VE>
+KV_DEV float rv_get(const RawV<VE>& v, int e) {
+  if constexpr (VE == 1) {
+    return __uint_as_float(v.w[0] << 16);
+  } else {
+    const uint32_t w = v.w[e >> 1];
+    return (e & 1) ? __uint_as_float(w & 0xffff0000u) : __uint_as_float(w << 16);
+  }
+}
+
+KV_DEV uint32_t kv_pack2(float lo, float hi) {
+  __nv_bfloat162 t = __floats2bfloat162_rn(lo, hi); /* .x = lo (low address) */
+  return (uint32_t)__bfloat16_as_ushort(t.x) | ((uint32_t)__bfloat16_as_ushort(t.y) << 16);
+}
+
+/* pack VE fp32 values into bf16 (round to nearest even) */
+template <int VE>
+KV_DEV RawV<VE> rv_pack(const float (&f)[VE]) {
+  RawV<VE> r;
+  if constexpr (VE == 1) {
+    r.w[0] = (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(f[0]));
+  } else {
+#pragma unroll
+    for (int i = 0; i < VE / 2; ++i) r.w[i] = kv_pack2(f[2 * i], f[2 * i + 1]);
+  }
+  return r;
+}
+
+/* ---- global loads with a cache hint H: 0 plain, 1 nc.L1::no_allocate, 2 .cs, 3 nc.L1::no_allocate.L2::256B ---- */
+template <int VE, int H>
+KV_DEV RawV<VE> ld_hint(const bf16* p) {
+  RawV<VE> r;
+  if constexpr (VE == 8) {
+    const uint4* q = reinterpret_cast<const uint4*>(p);
+    uint4 u;
+    if constexpr (H == 1)
+      asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+          : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(q));
+    else if constexpr (H == 2)
+      u = __ldcs(q);
+    else if constexpr (H == 3)
+      asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+          : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(q));
+    else
+      u = *q;
+    r.w[0] = u.x; r.w[1] = u.y; r.w[2] = u.z; r.w[3] = u.w;
+  } else if constexpr (VE == 4) {
+    const uint2* q = reinterpret_cast<const uint2*>(p);
+    uint2 u;
+    if constexpr (H == 1)
+      asm("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(u.x), "=r"(u.y) : "l"(q));
+    else if constexpr (H == 2)
+      u = __ldcs(q);
+    else if constexpr (H == 3)
+      asm("ld.global.nc.L1::no_allocate.L2::256B.v2.u32 {%0, %1}, [%2];" : "=r"(u.x), "=r"(u.y) : "l"(q));
+    else
+      u = *q;
+    r.w[0] = u.x; r.w[1] = u.y;
+  } else if constexpr (VE == 2) {
+    const unsigned int* q = reinterpret_cast<const unsigned int*>(p);
+    unsigned int u;
+    if constexpr (H == 1)
+      asm("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(u) : "l"(q));
+    else if constexpr (H == 2)
+      u = __ldcs(q);
+    else if constexpr (H == 3)
+      asm("ld.global.nc.L1::no_allocate.L2::256B.u32 %0, [%1];" : "=r"(u) : "l"(q));
+    else
+      u = *q;
+    r.w[0] = u;
+  } else {
+    const unsigned short* q = reinterpret_cast<const unsigned short*>(p);
+    unsigned short u;
+    if constexpr (H == 1)
+      asm("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(u) : "l"(q));
+    else if constexpr (H == 2)
+      u = __ldcs(q);
+    else if constexpr (H == 3)
+      asm("ld.global.nc.L1::no_allocate.L2::256B.u16 %0, [%1];" : "=h"(u) : "l"(q));
+    else
+      u = *q;
+    r.w[0] = (uint32_t)u;
+  }
+  return r;
+}
+
+/* read-only (ld.global.nc) load, used for the weights */
+template <int VE>
+KV_DEV RawV<VE> ld_ro(const bf16* p) {
+  RawV<VE> r;
+  if constexpr (VE == 8) {
+    const uint4 u = __ldg(reinterpret_cast<const uint4*>(p));
+    r.w[0] = u.x; r.w[1] = u.y; r.w[2] = u.z; r.w[3] = u.w;
+  } else if constexpr (VE == 4) {
+    const uint2 u = __ldg(reinterpret_cast<const uint2*>(p));
+    r.w[0] = u.x; r.w[1] = u.y;
+  } else if constexpr (VE == 2) {
+    r.w[0] = __ldg(reinterpret_cast<const unsigned int*>(p));
+  } else {
+    r.w[0] = (uint32_t)__ldg(reinterpret_cast<const unsigned short*>(p));
+  }
+  return r;
+}
+
+/* shared-memory load / store of VE bf16 (address aligned to VE * 2 bytes) */
+template <int VE>
+KV_DEV RawV<VE> ld_sm(const bf16* p) {
+  RawV<VE> r;
+  if constexpr (VE == 8) {
+    const uint4 u = *reinterpret_cast<const uint4*>(p);
+    r.w[0] = u.x; r.w[1] = u.y; r.w[2] = u.z; r.w[3] = u.w;
+  } else if constexpr (VE == 4) {
+    const uint2 u = *reinterpret_cast<const uint2*>(p);
+    r.w[0] = u.x; r.w[1] = u.y;
+  } else if constexpr (VE == 2) {
+    r.w[0] = *reinterpret_cast<const unsigned int*>(p);
+  } else {
+    r.w[0] = (uint32_t)*reinterpret_cast<const unsigned short*>(p);
+  }
+  return r;
+}
+
+template <int VE>
+KV_DEV void st_sm(bf16* p, const RawV<VE>& r) {
+  if constexpr (VE == 8) {
+    *reinterpret_cast<uint4*>(p) = make_uint4(r.w[0], r.w[1], r.w[2], r.w[3]);
+  } else if constexpr (VE == 4) {
+    *reinterpret_cast<uint2*>(p) = make_uint2(r.w[0], r.w[1]);
+  } else if constexpr (VE == 2) {
+    *reinterpret_cast<unsigned int*>(p) = r.w[0];
+  } else {
+    *reinterpret_cast<unsigned short*>(p) = (unsigned short)r.w[0];
+  }
+}
+
+/* global store with hint S: 0 plain, 1 .cs */
+template <int VE, int S>
+KV_DEV void st_hint(bf16* p, const RawV<VE>& r) {
+  if constexpr (VE == 8) {
+    uint4* q = reinterpret_cast<uint4*>(p);
+    const uint4 u = make_uint4(r.w[0], r.w[1], r.w[2], r.w[3]);
+    if constexpr (S == 1) __stcs(q, u); else *q = u;
+  } else if constexpr (VE == 4) {
+    uint2* q = reinterpret_cast<uint2*>(p);
+    const uint2 u = make_uint2(r.w[0], r.w[1]);
+    if constexpr (S == 1) __stcs(q, u); else *q = u;
+  } else if constexpr (VE == 2) {
+    unsigned int* q = reinterpret_cast<unsigned int*>(p);
+    if constexpr (S == 1) __stcs(q, r.w[0]); else *q = r.w[0];
+  } else {
+    unsigned short* q = reinterpret_cast<unsigned short*>(p);
+    const unsigned short u = (unsigned short)r.w[0];
+    if constexpr (S == 1) __stcs(q, u); else *q = u;
+  }
+}
+
+/* ---- sum of K values over the TPR threads of a row group.
+ * Must be called by every thread of the block (uniform control flow).
+ * red: shared scratch of 2 * ROWS * NWG * K floats; phase alternates the two
+ * halves, so one __syncthreads per call suffices: a half is rewritten only
+ * after the next call's barrier, which every reader of the previous use of
+ * that half has passed. All lanes end with bitwise-identical sums (butterfly
+ * steps add a + b and b + a, which are equal). */
+template <int K>
+KV_DEV void group_sum(float (&v)[K], float* red, int& phase, int g, int lane) {
+#pragma unroll
+  for (int o = (TPR < 32 ? TPR : 32) / 2; o > 0; o >>= 1) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) v[k] += __shfl_xor_sync(0xffffffffu, v[k], o);
+  }
+  if constexpr (TPR > 32) {
+    float* base = red + (phase * ROWS + g) * (NWG * K);
+    if ((lane & 31) == 0) {
+#pragma unroll
+      for (int k = 0; k < K; ++k) base[(lane >> 5) * K + k] = v[k];
+    }
+    __syncthreads();
+    const int i = lane & (NWG - 1); /* each aligned run of NWG lanes holds all partials */
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      float s = base[i * K + k];
+#pragma unroll
+      for (int o = NWG / 2; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+      v[k] = s;
+    }
+    phase ^= 1;
+  }
+}
+
+/* stage w into shared memory (whole block; ends with a barrier every thread reaches) */
+template <int VE>
+KV_DEV void stage_vec(bf16* dst, const bf16* __restrict__ src, int N, int use) {
+  if (use) {
+    for (int c = (int)threadIdx.x * VE; c < N; c += BLOCK * VE) st_sm<VE>(dst + c, ld_ro<VE>(src + c));
+  }
+  __syncthreads();
+}
+
+/* ------------------------------------------------------------------------ */
+/* CACHE_ROW 1 kernel: the row lives in registers (requires N <= TPR*VE*UNROLL) */
+template <int VE>
+__global__ void KV_BOUNDS rms_cached(const bf16* __restrict__ x, const bf16* __restrict__ w,
+                                     bf16* __restrict__ y, int64_t M, int N, float eps, float invN,
+                                     int64_t nblk, int wsm) {
+  constexpr int U = UNROLL;
+  __shared__ float red[2 * ROWS * NWG];
+  extern __shared__ __align__(16) unsigned char kv_dsm[];
+  bf16* ws = reinterpret_cast<bf16*>(kv_dsm);
+  const int g = (int)threadIdx.x / TPR;
+  const int lane = (int)threadIdx.x % TPR;
+#if WLOAD == 1
+  stage_vec<VE>(ws, w, N, wsm);
+#else
+  (void)ws;
+  (void)wsm;
+#endif
+#if WLOAD == 2
+  RawV<VE> wr[U];
+#pragma unroll
+  for (int v = 0; v < U; ++v) {
+    const int c = (v * TPR + lane) * VE;
+    wr[v] = c < N ? ld_ro<VE>(w + c) : rv_zero<VE>();
+  }
+#endif
+  int phase = 0;
+  RawV<VE> cur[U];
+#if PIPE
+  RawV<VE> nxt[U];
+  {
+    const int64_t row = (int64_t)blockIdx.x * ROWS + g;
+    const bool valid = row < M;
+    const bf16* xr = x + (valid ? row : 0) * (int64_t)N;
+#pragma unroll
+    for (int v = 0; v < U; ++v) {
+      const int c = (v * TPR + lane) * VE;
+      cur[v] = (valid && c < N) ? ld_hint<VE, LDHINT>(xr + c) : rv_zero<VE>();
+    }
+  }
+#endif
+  for (int64_t b = blockIdx.x; b < nblk; b += gridDim.x) {
+    const int64_t row = b * ROWS + g;
+    const bool valid = row < M;
+#if PIPE
+    {
+      const int64_t rn = (b + gridDim.x) * ROWS + g;
+      const bool vn = rn < M;
+      const bf16* xn = x + (vn ? rn : 0) * (int64_t)N;
+#pragma unroll
+      for (int v = 0; v < U; ++v) {
+        const int c = (v * TPR + lane) * VE;
+        nxt[v] = (vn && c < N) ? ld_hint<VE, LDHINT>(xn + c) : rv_zero<VE>();
+      }
+    }
+#else
+    {
+      const bf16* xr = x + (valid ? row : 0) * (int64_t)N;
+#pragma unroll
+      for (int v = 0; v < U; ++v) {
+        const int c = (v * TPR + lane) * VE;
+        cur[v] = (valid && c < N) ? ld_hint<VE, LDHINT>(xr + c) : rv_zero<VE>();
+      }
+    }
+#endif
+    /* invalid slots hold zeros and add nothing */
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int v = 0; v < U; ++v) {
+#pragma unroll
+      for (int e = 0; e < VE; ++e) {
+        const float f = rv_get<VE>(cur[v], e);
+        acc[(v * VE + e) & 3] = fmaf(f, f, acc[(v * VE + e) & 3]);
+      }
+    }
+    float s[1] = {(acc[0] + acc[1]) + (acc[2] + acc[3])};
+    group_sum<1>(s, red, phase, g, lane);
+    const float inv = rsqrtf(fmaf(s[0], invN, eps));
+    if (valid) {
+      bf16* yr = y + row * (int64_t)N;
+#pragma unroll
+      for (int v = 0; v < U; ++v) {
+        const int c = (v * TPR + lane) * VE;
+        if (c < N) {
+#if WLOAD == 2
+          const RawV<VE> wv = wr[v];
+#elif WLOAD == 1
+          const RawV<VE> wv = wsm ? ld_sm<VE>(ws + c) : ld_ro<VE>(w + c);
+#else
+          const RawV<VE> wv = ld_ro<VE>(w + c);
+#endif
+          float o[VE];
+#pragma unroll
+          for (int e = 0; e < VE; ++e) o[e] = rv_get<VE>(cur[v], e) * inv * rv_get<VE>(wv, e);
+          st_hint<VE, STHINT>(yr + c, rv_pack<VE>(o));
+        }
+      }
+    }
+#if PIPE
+#pragma unroll
+    for (int v = 0; v < U; ++v) cur[v] = nxt[v];
+#endif
+  }
+}
+
+/* ------------------------------------------------------------------------ */
+/* streaming kernel (CACHE_ROW 0, or rows too long for the register cache) */
+template <int VE>
+__global__ void KV_BOUNDS rms_stream(const bf16* __restrict__ x, const bf16* __restrict__ w,
+                                     bf16* __restrict__ y, int64_t M, int N, float eps, float invN,
+                                     int64_t nblk, int wsm) {
+  constexpr int U = UNROLL;
+  constexpr int B = TPR * VE * U; /* elements per batch */
+  __shared__ float red[2 * ROWS * NWG];
+  extern __shared__ __align__(16) unsigned char kv_dsm[];
+  bf16* ws = reinterpret_cast<bf16*>(kv_dsm);
+  const int g = (int)threadIdx.x / TPR;
+  const int lane = (int)threadIdx.x % TPR;
+#if WLOAD == 1
+  stage_vec<VE>(ws, w, N, wsm);
+#else
+  (void)ws;
+  (void)wsm;
+#endif
+  int phase = 0;
+  for (int64_t b = blockIdx.x; b < nblk; b += gridDim.x) {
+    const int64_t row = b * ROWS + g;
+    const bool valid = row < M;
+    const bf16* xr = x + (valid ? row : 0) * (int64_t)N;
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+    for (int base = 0; base < N; base += B) { /* same trip count for every thread */
+      RawV<VE> t[U];
+#pragma unroll
+      for (int v = 0; v < U; ++v) {
+        const int c = base + (v * TPR + lane) * VE;
+        t[v] = (valid && c < N) ? ld_hint<VE, LDHINT>(xr + c) : rv_zero<VE>();
+      }
+#pragma unroll
+      for (int v = 0; v < U; ++v) {
+#pragma unroll
+        for (int e = 0; e < VE; ++e) {
+          const float f = rv_get<VE>(t[v], e);
+          acc[(v * VE + e) & 3] = fmaf(f, f, acc[(v * VE + e) & 3]);
+        }
+      }
+    }
+    float s[1] = {(acc[0] + acc[1]) + (acc[2] + acc[3])};
+    group_sum<1>(s, red, phase, g, lane);
+    const float inv = rsqrtf(fmaf(s[0], invN, eps));
+    if (valid) { /* no barrier inside */
+      bf16* yr = y + row * (int64_t)N;
+      for (int base = 0; base < N; base += B) {
+        RawV<VE> t[U];
+#pragma unroll
+        for (int v = 0; v < U; ++v) {
+          const int c = base + (v * TPR + lane) * VE;
+          t[v] = c < N ? ld_hint<VE, 0>(xr + c) : rv_zero<VE>();
+        }
+#pragma unroll
+        for (int v = 0; v < U; ++v) {
+          const int c = base + (v * TPR + lane) * VE;
+          if (c < N) {
+#if WLOAD == 1
+            const RawV<VE> wv = wsm ? ld_sm<VE>(ws + c) : ld_ro<VE>(w + c);
+#else
+            const RawV<VE> wv = ld_ro<VE>(w + c);
+#endif
+            float o[VE];
+#pragma unroll
+            for (int e = 0; e < VE; ++e) o[e] = rv_get<VE>(t[v], e) * inv * rv_get<VE>(wv, e);
+            st_hint<VE, STHINT>(yr + c, rv_pack<VE>(o));
+          }
+        }
+      }
+    }
+  }
+}
+
+/* ------------------------------------------------------------------------ */
+typedef void (*rms_kernel_t)(const bf16*, const bf16*, bf16*, int64_t, int, float, float, int64_t, int);
+
+/* persistent grid size: WAVES * #SMs * resident blocks per SM (cached per kernel and smem size) */
+static int64_t kv_wave_blocks(const void* k, size_t smem) {
+  struct Entry { const void* k; size_t smem; int dev; int64_t n; };
+  static Entry cache[8];
+  static int next = 0;
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    dev = 0;
+  }
+  for (int i = 0; i < 8; ++i)
+    if (cache[i].k == k && cache[i].smem == smem && cache[i].dev == dev && cache[i].n > 0) return cache[i].n;
+  int sms = 0, per_sm = 0;
+  /* a failed query falls back to a safe value; its error must not leak into the launch status */
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    sms = 0;
+  }
+  if (sms <= 0) sms = 132;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, BLOCK, smem) != cudaSuccess) {
+    (void)cudaGetLastError();
+    per_sm = 0;
+  }
+  if (per_sm <= 0) per_sm = 1;
+  const int64_t n = (int64_t)sms * per_sm;
+  cache[next] = Entry{k, smem, dev, n};
+  next = (next + 1) % 8;
+  return n;
+}
+
+template <int VE>
+static int launch(const bf16* x, const bf16* w, bf16* y, int64_t M, int N, float eps, cudaStream_t stream) {
+  rms_kernel_t k = rms_stream<VE>;
+#if CACHE_ROW
+  if ((int64_t)N <= (int64_t)TPR * VE * UNROLL) k = rms_cached<VE>;
+#endif
+  const int64_t nblk = (M + ROWS - 1) / ROWS;
+  size_t smem = 0;
+  int wsm = 0;
+#if WLOAD == 1
+  {
+    const size_t bytes = (((size_t)N + 7) / 8) * 8 * sizeof(bf16);
+    if (bytes <= 200u * 1024u) {
+      smem = bytes;
+      wsm = 1;
+      if (smem > 48u * 1024u &&
+          cudaFuncSetAttribute((const void*)k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
+        return KEVO_ERR_RUNTIME;
+    }
+  }
+#endif
+  int64_t grid = nblk;
+  if (WAVES > 0) {
+    const int64_t cap = (int64_t)WAVES * kv_wave_blocks((const void*)k, smem);
+    if (grid > cap) grid = cap;
+  }
+  if (grid > 2147483647LL) grid = 2147483647LL;
+  k<<<(unsigned)grid, BLOCK, smem, stream>>>(x, w, y, M, N, eps, 1.0f / (float)N, nblk, wsm);
+  return cudaGetLastError() == cudaSuccess ? KEVO_OK : KEVO_ERR_RUNTIME;
+}
+
+static int kv_check(const kevo_tensor* t) {
+  if (t->dtype != KEVO_BF16) return KEVO_ERR_UNSUPPORTED;
+  if (t->rank < 1 || t->rank > KEVO_MAX_RANK || !kevo_is_contiguous(t)) return KEVO_ERR_UNSUPPORTED;
+  return KEVO_OK;
+}
+
+extern "C" KEVO_EXPORT int kevo_launch(const kevo_tensor* in, int n_in, kevo_tensor* out, int n_out,
+                                       const double* scalars, int n_scalars, cudaStream_t stream) {
+  if (n_in != 2 || n_out != 1 || n_scalars < 1) return KEVO_ERR_ARGS;
+  int rc;
+  if ((rc = kv_check(&in[0])) || (rc = kv_check(&in[1])) || (rc = kv_check(&out[0]))) return rc;
+  const int64_t N = kevo_row_len(&in[0]);
+  const int64_t M = kevo_rows(&in[0]);
+  if (kevo_numel(&in[1]) != N || kevo_numel(&out[0]) != M * N || kevo_row_len(&out[0]) != N) return KEVO_ERR_ARGS;
+  if (M <= 0 || N <= 0) return KEVO_OK;
+  if (N > (1 << 30)) return KEVO_ERR_UNSUPPORTED;
+  const bf16* x = (const bf16*)in[0].data;
+  const bf16* w = (const bf16*)in[1].data;
+  bf16* y = (bf16*)out[0].data;
+  const float eps = (float)scalars[0];
+  const uintptr_t al = (uintptr_t)x | (uintptr_t)w | (uintptr_t)y;
+  if (N % VE_MAIN == 0 && al % VEC == 0) return launch<VE_MAIN>(x, w, y, M, (int)N, eps, stream);
+  return launch<1>(x, w, y, M, (int)N, eps, stream);
+}
