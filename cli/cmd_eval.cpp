@@ -123,7 +123,7 @@ int cmd_eval(const Argv& argv) {
   const std::string db = store_path(a);
   Store store(db);
   if (store.roofs(target->name(), target->host_key()).empty())
-    progress("no roof measured on this machine yet: calibrating (once, about 20 s)");
+    progress(fmt::format("no roof measured for {} yet: calibrating (once)", target->host_key()));
   Roof roof = roof_for(store, *target, [](std::string_view line) { log_debug("{}", line); });
 
   ReferenceCache references(cache_dir() / "ref");
