@@ -3,11 +3,37 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/paths.h"
+#include "core/process.h"
 #include "targets/cpu/cpu_target.h"
 #include "targets/cuda/cuda_target.h"
 
 namespace kevo {
+
+std::string abi_header_hash() {
+  static const std::string hash = [] {
+    auto header = kevo_home() / "targets" / "abi" / "kevo_kernel.h";
+    return std::filesystem::exists(header) ? sha256_hex(read_text_file(header)).substr(0, 16)
+                                           : std::string("missing");
+  }();
+  return hash;
+}
+
+CompileOutcome compile_outcome(const ProcessResult& r, const std::filesystem::path& output,
+                               double timeout_s) {
+  CompileOutcome out;
+  out.seconds = r.seconds;
+  out.timed_out = r.timed_out;
+  out.ok = r.exit_code && *r.exit_code == 0 && std::filesystem::exists(output);
+  out.log = r.err;
+  if (!r.out.empty()) out.log = r.out + (out.log.empty() ? "" : "\n" + out.log);
+  if (r.timed_out)
+    out.log += fmt::format("\n[kevo: compile killed after {:.0f} s]", timeout_s);
+  else if (r.signal)
+    out.log += fmt::format("\n[kevo: compiler killed by {}]", signal_description(r.signal));
+  return out;
+}
 
 std::filesystem::path Target::kernels_dir() const {
   return kevo_home() / "targets" / std::string(name()) / "kernels";

@@ -134,6 +134,16 @@ struct TargetInfo {
   std::string why_not;  // when not available
 };
 
+// The hash of targets/abi/kevo_kernel.h (part of every toolchain id: a
+// changed ABI rebuilds every candidate), "missing" without it.
+std::string abi_header_hash();
+
+struct ProcessResult;
+// A compiler process's result as a CompileOutcome: ok when it exited 0 and
+// wrote `output`; the log holds its output and why it was stopped, if it was.
+CompileOutcome compile_outcome(const ProcessResult& r, const std::filesystem::path& output,
+                               double timeout_s);
+
 // Throws UserError for an unknown target or one not built into this kevo.
 std::unique_ptr<Target> make_target(std::string_view name);
 std::vector<TargetInfo> list_targets();

@@ -99,7 +99,7 @@ class CpuTarget : public Target {
                                  fmt::join(task.compile.flags, " "),
                                  fmt::join(task.compile.extra_flags, " "));
     // -march=native means "this CPU": part of the key; so is the ABI header.
-    return fmt::format("{}|{}|{}", id, host_key(), abi_hash());
+    return fmt::format("{}|{}|{}", id, host_key(), abi_header_hash());
   }
 
   CompileOutcome compile(const CompileRequest& req) override {
@@ -122,17 +122,7 @@ class CpuTarget : public Target {
     opt.limits.file_size_bytes = int64_t{512} << 20;
     ProcessResult r = run_process(opt, task.limits.compile_timeout_s,
                                   static_cast<size_t>(task.limits.output_kb) * 1024);
-    CompileOutcome out;
-    out.seconds = r.seconds;
-    out.timed_out = r.timed_out;
-    out.ok = r.exit_code && *r.exit_code == 0 && std::filesystem::exists(req.output);
-    out.log = r.err;
-    if (!r.out.empty()) out.log = r.out + (out.log.empty() ? "" : "\n" + out.log);
-    if (r.timed_out)
-      out.log += fmt::format("\n[kevo: compile killed after {:.0f} s]", task.limits.compile_timeout_s);
-    else if (r.signal)
-      out.log += fmt::format("\n[kevo: compiler killed by {}]", signal_description(r.signal));
-    return out;
+    return compile_outcome(r, req.output, task.limits.compile_timeout_s);
   }
 
   RunOutcome run(const Task& task, const std::filesystem::path& artifact,
@@ -164,15 +154,6 @@ class CpuTarget : public Target {
     return v;
   }
 
-  std::string abi_hash() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (abi_hash_.empty()) {
-      auto header = kevo_home() / "targets" / "abi" / "kevo_kernel.h";
-      abi_hash_ = std::filesystem::exists(header) ? sha256_hex(read_text_file(header)).substr(0, 16)
-                                                  : std::string("missing");
-    }
-    return abi_hash_;
-  }
 
   // One runner process from spawn to exit; `on_event` sees each event.
   RunOutcome drive(const Task* task, const runner::Job& job, double timeout_s, double max_total_s,
@@ -182,7 +163,6 @@ class CpuTarget : public Target {
 
   std::mutex mutex_;
   std::map<std::string, std::string> versions_;
-  std::string abi_hash_;
 };
 
 RunOutcome CpuTarget::drive(

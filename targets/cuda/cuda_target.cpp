@@ -192,7 +192,7 @@ class CudaTarget final : public Target {
                                  fmt::join(task.compile.extra_flags, " "));
     // "native" builds for the GPU that is here: part of the key.
     if (task.compile.arch == "native") id += "|" + host_key();
-    return id + "|" + abi_hash();
+    return id + "|" + abi_header_hash();
   }
 
   CompileOutcome compile(const CompileRequest& req) override {
@@ -215,17 +215,7 @@ class CudaTarget final : public Target {
     ProcessResult r = run_process(opt, task.limits.compile_timeout_s,
                                   std::max<size_t>(static_cast<size_t>(task.limits.output_kb) * 1024,
                                                    256 * 1024));
-    CompileOutcome out;
-    out.seconds = r.seconds;
-    out.timed_out = r.timed_out;
-    out.ok = r.exit_code && *r.exit_code == 0 && std::filesystem::exists(req.output);
-    out.log = r.err;
-    if (!r.out.empty()) out.log = r.out + (out.log.empty() ? "" : "\n" + out.log);
-    if (r.timed_out)
-      out.log += fmt::format("\n[kevo: compile killed after {:.0f} s]", task.limits.compile_timeout_s);
-    else if (r.signal)
-      out.log += fmt::format("\n[kevo: compiler killed by {}]", signal_description(r.signal));
-    return out;
+    return compile_outcome(r, req.output, task.limits.compile_timeout_s);
   }
 
   std::vector<ProfileMetric> compile_metrics(const std::string& log) override {
@@ -295,15 +285,6 @@ class CudaTarget final : public Target {
     return v;
   }
 
-  std::string abi_hash() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (abi_hash_.empty()) {
-      auto header = kevo_home() / "targets" / "abi" / "kevo_kernel.h";
-      abi_hash_ = std::filesystem::exists(header) ? sha256_hex(read_text_file(header)).substr(0, 16)
-                                                  : std::string("missing");
-    }
-    return abi_hash_;
-  }
 
   // Starts the runner of slot 0, learns how many GPUs there are, and makes a
   // slot for each one kevo may use (KEVO_CUDA_DEVICES=0,2 restricts them).
@@ -405,6 +386,16 @@ class CudaTarget final : public Target {
                                 se.text().empty() ? "" : ": " + se.text()));
   }
 
+  // A slot held for one use, released (and a waiter woken) at scope end.
+  struct Lease {
+    CudaTarget& target;
+    Slot& slot;
+    explicit Lease(CudaTarget& t) : target(t), slot(t.acquire()) {}
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    ~Lease() { target.release(slot); }
+  };
+
   Slot& acquire() {
     std::unique_lock<std::mutex> lock(mutex_);
     ensure_slots_locked();
@@ -430,18 +421,13 @@ class CudaTarget final : public Target {
   Spawner spawner_;  // before slots_: destroyed after the runners are stopped
   std::vector<std::unique_ptr<Slot>> slots_;
   std::map<std::string, std::string> versions_;
-  std::string abi_hash_;
 };
 
 RunOutcome CudaTarget::run(const Task& task, const std::filesystem::path& artifact,
                            const std::vector<RunPhase>& phases, const CheckFn& check,
                            const ProgressFn& progress) {
-  Slot& slot = acquire();
-  struct Release {
-    CudaTarget* t;
-    Slot& s;
-    ~Release() { t->release(s); }
-  } release{this, slot};
+  Lease lease(*this);  // the GPU runs nothing else meanwhile
+  Slot& slot = lease.slot;
 
   RunOutcome out;
   const double start = monotonic_seconds();
@@ -607,12 +593,8 @@ RunOutcome CudaTarget::run(const Task& task, const std::filesystem::path& artifa
 }
 
 Roof CudaTarget::calibrate(const ProgressFn& progress, const std::vector<double>& only_sizes) {
-  Slot& slot = acquire();
-  struct Release {
-    CudaTarget* t;
-    Slot& s;
-    ~Release() { t->release(s); }
-  } release{this, slot};
+  Lease lease(*this);  // the GPU runs nothing else meanwhile
+  Slot& slot = lease.slot;
   if (!slot.alive()) start_runner(slot);
   runner::Job job;
   job.mode = "calibrate";
@@ -695,12 +677,8 @@ ProfileOutcome CudaTarget::profile(const Task& task, const std::filesystem::path
     out.note = "ncu (Nsight Compute) not found: set KEVO_NCU or put it on PATH";
     return out;
   }
-  Slot& slot = acquire();  // the GPU must not be running another candidate
-  struct Release {
-    CudaTarget* t;
-    Slot& s;
-    ~Release() { t->release(s); }
-  } release{this, slot};
+  Lease lease(*this);  // the GPU runs nothing else meanwhile
+  Slot& slot = lease.slot;
 
   auto dir = cache_dir() / "cuda" / "profiles" / fmt::format("{}-{}", getpid(), slot.device);
   std::filesystem::create_directories(dir);
