@@ -29,10 +29,10 @@
  *             >= the 4096-wide target row and < twice that); with CACHE_ROW 0
  *             the loads in flight per thread per batch (a batch of
  *             TPR*VEC/2*UNROLL elements is half or all of the target row).
- *             The last two require lines are a register budget (measured with
- *             ptxas: about 24 + 2 * cached words + UNROLL (+ 8 for
- *             WLOAD 1) registers) so that
- *             no valid point spills under its __launch_bounds__.
+ *             The last two require lines are a register budget, measured
+ *             with ptxas: about 24 + 2 * cached 32-bit words + UNROLL
+ *             (+ 8 with WLOAD 1) registers, so that no valid point spills
+ *             under its __launch_bounds__.
  *   CACHE_ROW 1: cache the row in registers; 0: stream it twice.
  *   WLOAD     weight w: 0 read-only global loads (ld.global.nc) per row;
  *             1 staged once per block in shared memory (bf16);
