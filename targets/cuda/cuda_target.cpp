@@ -535,8 +535,13 @@ RunOutcome CudaTarget::run(const Task& task, const std::filesystem::path& artifa
                                phases[ph + 1].label));
         deadline = monotonic_seconds() + task.limits.timeout_s;
       } else if (kind == "timing_start") {
-        // Warm-ups are done; the samples take about min_time plus flushes.
-        deadline = monotonic_seconds() + task.limits.timeout_s + 20 * task.timing.min_time_s;
+        // Warm-ups are done. The samples take min_time or min_samples calls,
+        // whichever is longer, at the runner's estimate per call (plus the
+        // flush before each): allow twice that on top of the timeout.
+        const double per_call = e.value("estimate_s", 0.0) + 1e-4;
+        const double sampling = std::max(task.timing.min_time_s,
+                                         static_cast<double>(task.timing.min_samples) * per_call);
+        deadline = monotonic_seconds() + task.limits.timeout_s + 2 * sampling;
       } else if (kind == "timing") {
         out.samples_s = e.value("samples", std::vector<double>{});
         out.calls_per_sample = e.value("calls_per_sample", int64_t{1});

@@ -243,6 +243,13 @@ TEST_F(FakeCuda, RecoversFromCrashStickyErrorAndHang) {
   EXPECT_NE(rc.detail.find("KEVO_ERR_RUNTIME"), std::string::npos) << rc.detail;
 }
 
+// A kernel that is slow but makes progress is timed, not killed: the time
+// allowed for sampling follows the runner's estimate per call.
+TEST_F(FakeCuda, SlowKernelsGetTimeToBeTimed) {
+  EvalResult r = eval("slow_timing");  // timeout_s is 2, sampling takes 2.5 s
+  EXPECT_STATUS(r, Status::ok);
+}
+
 TEST_F(FakeCuda, CompileErrorsAndRefusals) {
   CandidateSource bad{"FAKE_COMPILE_ERROR\nextern \"C\" int kevo_launch() { return 0; }\n", "bad.cu",
                       "cuda"};

@@ -9,6 +9,8 @@
 //   hang      sleeps during the first check
 //   sticky    reports a sticky CUDA error and exits, as the real runner does
 //   kernel_error  reports the kernel's return code 3
+//   slow_timing   times as `ok`, but its calls take 1 s each (it sleeps 2.5 s
+//                 between announcing the timing and reporting it)
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -98,7 +100,9 @@ int main(int argc, char** argv) {
         break;
       }
       if (phase.timed) {
-        emit({{"event", "timing_start"}, {"phase", ph}, {"estimate_s", 1e-3}, {"calls_per_sample", 1}});
+        const bool slow = mode == "slow_timing";
+        emit({{"event", "timing_start"}, {"phase", ph}, {"estimate_s", slow ? 1.0 : 1e-3}, {"calls_per_sample", 1}});
+        if (slow) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
         emit({{"event", "timing"}, {"phase", ph}, {"samples", std::vector<double>(12, 1e-3)},
               {"calls_per_sample", 1}, {"warmup_calls", 3}});
         continue;
