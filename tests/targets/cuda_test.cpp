@@ -208,7 +208,10 @@ TEST_F(FakeCuda, RoundTrip) {
   EvalResult r = eval("ok");
   EXPECT_STATUS(r, Status::ok);
   EXPECT_EQ(r.checks.size(), task_.check_shapes.size() + 2);
+  // The runner's samples reach the result as sent (the fake sends twelve
+  // made-up 1 ms samples: a protocol check, not a measurement).
   ASSERT_TRUE(r.timing.has_value());
+  EXPECT_EQ(r.timing->samples_s.size(), 12u);
   EXPECT_DOUBLE_EQ(r.timing->median_s, 1e-3);
   // The ptxas report of the "build" became profile figures.
   bool regs = false;
