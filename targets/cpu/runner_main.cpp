@@ -35,35 +35,8 @@ constexpr size_t kHugePage = 2u << 20;
 
 // ---- events to the parent -------------------------------------------------
 
-void write_all(int fd, const char* p, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      _exit(3);  // the parent is gone
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-}
-
-void emit(const nlohmann::json& event) {
-  std::string line = event.dump() + "\n";
-  write_all(kEventsFd, line.data(), line.size());
-}
-
-// One line from the parent on stdin (without the newline); empty at end of
-// input. Byte by byte: nothing after the line may be consumed.
-std::string read_line() {
-  std::string line;
-  char c;
-  for (;;) {
-    ssize_t n = read(0, &c, 1);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0 || c == '\n') return line;
-    line += c;
-  }
-}
+void emit(const nlohmann::json& event) { emit_event(kEventsFd, event); }
+std::string read_line() { return read_command_line(); }
 
 // After a check: "continue" goes on; "stop" or the parent gone ends the run.
 bool parent_says_continue() { return read_line() == "continue"; }

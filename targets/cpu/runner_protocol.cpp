@@ -1,5 +1,9 @@
 #include "targets/cpu/runner_protocol.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+
 namespace kevo::runner {
 
 nlohmann::json Job::to_json() const {
@@ -51,6 +55,32 @@ Job Job::from_json(const nlohmann::json& j) {
         {p.at("kind").get<std::string>(), p.at("threads").get<int>(), p.at("bytes").get<double>()});
   job.min_point_s = j.at("min_point_s").get<double>();
   return job;
+}
+
+void emit_event(int fd, const nlohmann::json& event) {
+  std::string line = event.dump() + "\n";
+  const char* p = line.data();
+  size_t n = line.size();
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      _exit(3);  // the parent is gone
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+std::string read_command_line() {
+  std::string line;
+  char c;
+  for (;;) {
+    ssize_t n = read(0, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || c == '\n') return line;
+    line += c;
+  }
 }
 
 std::vector<size_t> output_offsets(size_t n_inputs, DType dtype, const std::vector<Shape>& shapes,

@@ -50,6 +50,14 @@ struct Job {
   static Job from_json(const nlohmann::json& j);
 };
 
+// The runner's side of the talk (kevo-runner, kevo-cuda-runner and the
+// tests' fake runner): one JSON event line to descriptor `fd`; a runner whose
+// parent is gone exits (status 3).
+void emit_event(int fd, const nlohmann::json& event);
+// One line from kevo on stdin, without the newline; empty at end of input.
+// Read byte by byte: nothing after the line may be consumed.
+std::string read_command_line();
+
 // Byte offsets of each output in the shared output file (64-byte aligned)
 // for one phase's shapes; `total` receives the bytes needed.
 std::vector<size_t> output_offsets(size_t n_inputs, DType dtype, const std::vector<Shape>& shapes,

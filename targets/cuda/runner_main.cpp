@@ -56,41 +56,19 @@ namespace {
 using runner::Job;
 using runner::Phase;
 
-constexpr int kEventsFd = 3;
 constexpr size_t kCanaryBytes = 4096;
 constexpr unsigned char kCanary = 0xA5;
 constexpr int kMaxTensors = 16;
 constexpr int kMaxScalars = 16;
 
-void write_all(int fd, const char* p, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      _exit(3);  // kevo is gone
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-}
+int g_events_fd = runner::kEventsFd;  // stderr under a profiler (--profile)
 
-int g_events_fd = kEventsFd;
+void emit(const nlohmann::json& event) { runner::emit_event(g_events_fd, event); }
 
-void emit(const nlohmann::json& event) {
-  std::string line = event.dump() + "\n";
-  write_all(g_events_fd, line.data(), line.size());
-}
-
+// The next command; "quit" at end of input (kevo is gone).
 std::string read_line() {
-  std::string line;
-  char c;
-  for (;;) {
-    ssize_t n = read(0, &c, 1);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return line.empty() ? std::string("quit") : line;
-    if (c == '\n') return line;
-    line += c;
-  }
+  std::string line = runner::read_command_line();
+  return line.empty() ? std::string("quit") : line;
 }
 
 double now_s() {

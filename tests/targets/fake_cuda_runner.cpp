@@ -33,19 +33,11 @@ using namespace kevo;
 
 namespace {
 
-void emit(const nlohmann::json& e) {
-  std::string s = e.dump() + "\n";
-  if (write(3, s.data(), s.size()) < 0) _exit(3);
-}
+void emit(const nlohmann::json& e) { runner::emit_event(3, e); }
 
 std::string read_line() {
-  std::string line;
-  char c;
-  while (read(0, &c, 1) == 1) {
-    if (c == '\n') return line;
-    line += c;
-  }
-  return "quit";
+  std::string line = runner::read_command_line();
+  return line.empty() ? std::string("quit") : line;
 }
 
 std::string mode_of(const std::string& artifact) {
