@@ -44,18 +44,19 @@ namespace {
 struct Entry {
   const char* name;
   const char* description;
-  std::unique_ptr<Target> (*make)();  // null when not built
-  const char* why_not;
+  std::unique_ptr<Target> (*make)();
+  // Why the target cannot be used in this kevo on this machine, "" when it can.
+  std::string (*why_not)();
 };
 
 const std::vector<Entry>& entries() {
   static const std::vector<Entry> e = {
       {"cpu", "this machine's CPU: C/C++ kernels built with the host compiler, run in a sandboxed child",
-       [] { return std::unique_ptr<Target>(make_cpu_target()); }, ""},
+       [] { return std::unique_ptr<Target>(make_cpu_target()); }, [] { return std::string(); }},
       {"cuda", "NVIDIA GPUs: CUDA kernels built with nvcc, one kevo-cuda-runner per GPU",
-       [] { return make_cuda_target(); }, ""},
+       [] { return make_cuda_target(); }, cuda_unavailable_reason},
       {"trainium", "AWS Trainium / Inferentia: NKI kernels", nullptr,
-       "not built into this kevo (the Trainium target is not implemented yet)"},
+       [] { return std::string("not built into this kevo (the Trainium target is not implemented yet)"); }},
   };
   return e;
 }
@@ -65,7 +66,8 @@ const std::vector<Entry>& entries() {
 std::unique_ptr<Target> make_target(std::string_view name) {
   for (const auto& e : entries()) {
     if (name != e.name) continue;
-    if (!e.make) throw UserError(fmt::format("target '{}' is {}", name, e.why_not));
+    if (std::string why = e.why_not(); !why.empty())
+      throw UserError(fmt::format("target '{}' cannot be used: {}", name, why));
     return e.make();
   }
   std::vector<std::string> names;
@@ -76,12 +78,8 @@ std::unique_ptr<Target> make_target(std::string_view name) {
 std::vector<TargetInfo> list_targets() {
   std::vector<TargetInfo> out;
   for (const auto& e : entries()) {
-    TargetInfo info{e.name, e.description, e.make != nullptr, e.why_not};
-    if (info.name == "cuda") {
-      info.why_not = cuda_unavailable_reason();
-      info.available = info.why_not.empty();
-    }
-    out.push_back(std::move(info));
+    std::string why = e.why_not();
+    out.push_back({e.name, e.description, why.empty(), why});
   }
   return out;
 }

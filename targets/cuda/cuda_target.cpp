@@ -150,7 +150,6 @@ struct Slot {
   nlohmann::json info;
   std::filesystem::path output_path;
   bool busy = false;
-  int restarts = 0;
 
   bool alive() { return child && events && events->open() && !child->try_wait(); }
   void stop() {
@@ -242,7 +241,7 @@ class CudaTarget final : public Target {
     return static_cast<int>(slots_.size());
   }
 
-  bool can_profile() override { return find_program("ncu", "KEVO_NCU", cuda_bins()).has_value(); }
+  bool can_profile() override { return ncu_.has_value(); }
 
   ProfileOutcome profile(const Task& task, const std::filesystem::path& artifact,
                          const RunPhase& phase, const std::string& source_tag) override;
@@ -319,7 +318,6 @@ class CudaTarget final : public Target {
     for (size_t i = 1; i < devices.size(); ++i) {
       auto s = std::make_unique<Slot>();
       s->device = devices[i];
-      s->output_path = output_file(s->device);
       slots_.push_back(std::move(s));
     }
   }
@@ -418,6 +416,8 @@ class CudaTarget final : public Target {
 
   std::mutex mutex_;
   std::condition_variable freed_;
+  // Nsight Compute, looked up once (measure() asks before every candidate).
+  const std::optional<std::filesystem::path> ncu_ = find_program("ncu", "KEVO_NCU", cuda_bins());
   Spawner spawner_;  // before slots_: destroyed after the runners are stopped
   std::vector<std::unique_ptr<Slot>> slots_;
   std::map<std::string, std::string> versions_;
@@ -432,7 +432,6 @@ RunOutcome CudaTarget::run(const Task& task, const std::filesystem::path& artifa
   RunOutcome out;
   const double start = monotonic_seconds();
   if (!slot.alive()) {
-    if (slot.child) ++slot.restarts;
     start_runner(slot);
   }
   runner::Job job;
@@ -677,7 +676,7 @@ ProfileOutcome CudaTarget::profile(const Task& task, const std::filesystem::path
                                    const RunPhase& phase, const std::string& source_tag) {
   ProfileOutcome out;
   const double t0 = monotonic_seconds();
-  auto ncu = find_program("ncu", "KEVO_NCU", cuda_bins());
+  const auto& ncu = ncu_;
   if (!ncu) {
     out.note = "ncu (Nsight Compute) not found: set KEVO_NCU or put it on PATH";
     return out;
@@ -822,9 +821,6 @@ std::string cuda_unavailable_reason() {
   return "";
 }
 
-std::unique_ptr<Target> make_cuda_target() {
-  cuda_runner_path();  // a clear error now rather than at the first candidate
-  return std::make_unique<CudaTarget>();
-}
+std::unique_ptr<Target> make_cuda_target() { return std::make_unique<CudaTarget>(); }
 
 }  // namespace kevo

@@ -11,6 +11,7 @@
 
 namespace kevo {
 
+// Only where cuda_unavailable_reason() is "" (make_target checks).
 std::unique_ptr<Target> make_cuda_target();
 // kevo-cuda-runner: next to kevo, KEVO_CUDA_RUNNER, or the build tree.
 std::filesystem::path cuda_runner_path();
