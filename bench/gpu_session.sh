@@ -23,13 +23,6 @@ grep -E "^\[ +(OK|FAILED|PASSED|SKIPPED) |Failure|Expected|Which is|Value of|det
 echo "== hostile done at $(( $(date +%s) - t0 )) s"
 nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -lineinfo -cubin -o $w/probe.cubin tests/targets/cuda_data/rms_probe.cu && nvdisasm -g -c $w/probe.cubin > $w/nvdisasm.txt 2>&1
 PYTHONUNBUFFERED=1 timeout 170 python3 bench/peers/torch_peers.py configs/cuda/*.json --launch-cover-us 300 --json $b/all.peers.json 2>&1 | grep -v "Ignoring this choice\|^  \|AUTOTUNE\|SingleProcess\|^$" | tail -25
-python3 - $b <<'PY'
-import json, os, sys
-out = sys.argv[1]
-doc = json.load(open(os.path.join(out, "all.peers.json")))
-for t in doc.get("tasks", []):
-    json.dump(dict(doc, tasks=[t]), open(os.path.join(out, f"{t['name']}.peers.1.json"), "w"))
-PY
 echo "== peers done at $(( $(date +%s) - t0 )) s"
 save
 n=6

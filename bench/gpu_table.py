@@ -21,13 +21,32 @@ def load(path):
         return None
 
 
+def peer_medians(out, task):
+    """Each peer's medians for `task`: from its per-round files
+    (TASK.peers.R.json), or from the one file that ran every task (all.peers.json)."""
+    docs = [load(p) for p in sorted(glob.glob(os.path.join(out, f"{task}.peers.*.json")))]
+    if not any(docs):
+        docs = [load(os.path.join(out, "all.peers.json"))]
+    eager, comp = [], []
+    for j in docs:
+        for t in (j or {}).get("tasks", []):
+            if t.get("name") != task:
+                continue
+            peers = t.get("peers", {})
+            if peers.get("eager", {}).get("median_us"):
+                eager.append(peers["eager"]["median_us"])
+            if peers.get("compile", {}).get("median_us"):
+                comp.append(peers["compile"]["median_us"])
+    return eager, comp
+
+
 def main(out):
     names = sorted({os.path.basename(p).split(".")[0]
                     for pat in ("*.kevo.*.json", "*.run.json")
                     for p in glob.glob(os.path.join(out, pat))})
     rows = []
     for task in names:
-        kevo, eager, comp = [], [], []
+        kevo = []
         frac, bound, status = [], "", ""
         for p in sorted(glob.glob(os.path.join(out, f"{task}.kevo.*.json"))):
             j = load(p)
@@ -49,15 +68,7 @@ def main(out):
             frac.append(best.get("roof_fraction", 0))
             bound = best.get("bound", "")
             status = "ok"
-        for p in sorted(glob.glob(os.path.join(out, f"{task}.peers.*.json"))):
-            j = load(p)
-            if not j or not j.get("tasks"):
-                continue
-            peers = j["tasks"][0].get("peers", {})
-            if peers.get("eager", {}).get("median_us"):
-                eager.append(peers["eager"]["median_us"])
-            if peers.get("compile", {}).get("median_us"):
-                comp.append(peers["compile"]["median_us"])
+        eager, comp = peer_medians(out, task)
         med = lambda v: statistics.median(v) if v else None
         k, e, c = med(kevo), med(eager), med(comp)
         found = f"{best.get('family', '?')} after {run.get('evaluations', '?')} evaluations" if best else "—"

@@ -47,13 +47,5 @@ done
 if [ "$rounds" = 0 ]; then
   PYTHONUNBUFFERED=1 python3 bench/peers/torch_peers.py "${configs[@]}" --launch-cover-us "$cover" \
     --json "$out/all.peers.json" >&2 || true
-  # One peers file per task, as the table reads them (task names are the configs' names).
-  python3 - "$out" <<'PY'
-import json, os, sys
-out = sys.argv[1]
-doc = json.load(open(os.path.join(out, "all.peers.json")))
-for t in doc.get("tasks", []):
-    json.dump(dict(doc, tasks=[t]), open(os.path.join(out, f"{t['name']}.peers.1.json"), "w"))
-PY
 fi
 python3 bench/gpu_table.py "$out" | tee "$out/table.md"
