@@ -175,6 +175,25 @@ TEST(CudaReports, NvdisasmLineTable) {
   EXPECT_EQ(m.count(0x30), 0u);
 }
 
+// Recorded on an H200 from the same source (rms_probe.cu): ncu's SASS page
+// and nvdisasm's line table of the module. The stall samples land on the two
+// loops that load x (lines 18 and 8), then the block reduction (line 13).
+TEST(CudaReports, HotLinesFromRecordedProfile) {
+  auto lines = cuda::parse_nvdisasm_lines(fixture("nvdisasm_g.txt"), "rms_probe");
+  ASSERT_EQ(lines.count("_Z3rmsPK13__nv_bfloat16PS_i"), 1u);
+  const auto& m = lines.at("_Z3rmsPK13__nv_bfloat16PS_i");
+  EXPECT_EQ(m.at(0x0), 5);
+  EXPECT_EQ(m.at(0x10), 8);
+  auto sass = cuda::parse_ncu_sass(fixture("ncu_source_sass.csv"));
+  ASSERT_EQ(sass.size(), 1u);
+  auto hot = cuda::hot_lines(sass[0], m);
+  ASSERT_GE(hot.size(), 3u);
+  EXPECT_EQ(hot[0].line, 18);
+  EXPECT_EQ(hot[1].line, 8);
+  EXPECT_EQ(hot[2].line, 13);
+  EXPECT_NEAR(hot[0].share, 1652.0 / 18445.0, 1e-9);
+}
+
 // ---- protocol and recovery, without a GPU -----------------------------------------------
 
 class FakeCuda : public ::testing::Test {
