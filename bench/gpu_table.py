@@ -23,10 +23,10 @@ def load(path):
 
 def peer_medians(out, task):
     """Each peer's medians for `task`: from its per-round files
-    (TASK.peers.R.json), or from the one file that ran every task (all.peers.json)."""
+    (TASK.peers.R.json), or from the files that ran every task (all.peers[.R].json)."""
     docs = [load(p) for p in sorted(glob.glob(os.path.join(out, f"{task}.peers.*.json")))]
     if not any(docs):
-        docs = [load(os.path.join(out, "all.peers.json"))]
+        docs = [load(p) for p in sorted(glob.glob(os.path.join(out, "all.peers*.json")))]
     eager, comp = [], []
     for j in docs:
         for t in (j or {}).get("tasks", []):
