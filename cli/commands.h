@@ -18,5 +18,6 @@ int cmd_knobs(const Argv& args);
 int cmd_run(const Argv& args);
 int cmd_tree(const Argv& args);
 int cmd_bench(const Argv& args);
+int cmd_kb(const Argv& args);
 
 }  // namespace kevo::cli

@@ -31,6 +31,7 @@ const Command kCommands[] = {
     {"tree", "write a run's candidate tree as Graphviz DOT", kevo::cli::cmd_tree},
     {"bench", "compare the search strategies in replay: kevo bench strategies",
      kevo::cli::cmd_bench},
+    {"kb", "search the knowledge base: kevo kb search \"TEXT\" [--target T]", kevo::cli::cmd_kb},
 };
 
 void print_overview() {

@@ -72,7 +72,7 @@ KnobRules KnobRules::parse(const nlohmann::json& j, const std::string& origin) {
 }
 
 KnobRules KnobRules::load_default() {
-  const auto path = kevo_home() / "configs" / "rules" / "knob.json";
+  const auto path = kevo_home() / "knowledge" / "corpus" / "rules" / "knob.json";
   return parse(read_json_file(path.string()), path.string());
 }
 

@@ -42,7 +42,7 @@ struct Observation {
 Observation observation_of(const EvalResult& r);
 
 // The diagnosis rules of the knob synthesizer, read from
-// configs/rules/knob.json: when the parent looks like this, prefer moving
+// knowledge/corpus/rules/knob.json: when the parent looks like this, prefer moving
 // these knobs in this direction.
 struct KnobMove {
   std::vector<std::string> knobs;
@@ -62,7 +62,7 @@ struct KnobRules {
   std::vector<KnobRule> rules;
 
   static KnobRules parse(const nlohmann::json& j, const std::string& origin);
-  // configs/rules/knob.json under kevo's home.
+  // knowledge/corpus/rules/knob.json under kevo's home.
   static KnobRules load_default();
   std::vector<const KnobRule*> matching(const Observation& parent) const;
 };
