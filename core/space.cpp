@@ -72,29 +72,61 @@ Features SearchSpace::features(const Point& p) const {
   return f;
 }
 
+SearchSpace::Enumerated SearchSpace::enumerate_family(size_t f) const {
+  const KnobSpace& s = families_[f].space;
+  Enumerated e;
+  e.knobs = s.knobs().size();
+  if (e.knobs == 0) {  // one point: no knobs
+    e.count = 1;
+    return e;
+  }
+  s.for_each_valid([&](const KnobValues& v) {
+    ++e.count;
+    for (const KnobDecl& d : s.knobs()) {
+      auto pos = std::find(d.values.begin(), d.values.end(), v.at(d.name));
+      e.index.push_back(static_cast<uint8_t>(pos - d.values.begin()));
+    }
+    return true;
+  });
+  return e;
+}
+
 void SearchSpace::enumerate() const {
   if (enumerated_) return;
-  points_.assign(families_.size(), {});
-  for (size_t f = 0; f < families_.size(); ++f) {
-    const KnobSpace& s = families_[f].space;
-    Enumerated& e = points_[f];
-    e.knobs = s.knobs().size();
-    if (e.knobs == 0) {  // one point: no knobs
-      e.count = 1;
-      continue;
-    }
-    s.for_each_valid([&](const KnobValues& v) {
-      ++e.count;
-      for (const KnobDecl& d : s.knobs()) {
-        auto pos = std::find(d.values.begin(), d.values.end(), v.at(d.name));
-        e.index.push_back(static_cast<uint8_t>(pos - d.values.begin()));
-      }
-      return true;
-    });
-  }
+  points_.clear();
+  for (size_t f = 0; f < families_.size(); ++f) points_.push_back(enumerate_family(f));
   offsets_.assign(families_.size() + 1, 0);
   for (size_t f = 0; f < families_.size(); ++f) offsets_[f + 1] = offsets_[f] + points_[f].count;
   enumerated_ = true;
+}
+
+int SearchSpace::add_family(Family family) {
+  for (const auto& other : families_)
+    if (other.name == family.name)
+      throw UserError(fmt::format("two kernel families are named '{}'", family.name));
+  families_.push_back(std::move(family));
+  const size_t f = families_.size() - 1;
+  if (enumerated_) {
+    Enumerated e = enumerate_family(f);
+    if (restricted_) {  // a replay: only the points that were recorded
+      Enumerated kept;
+      kept.knobs = e.knobs;
+      const auto& knobs = families_[f].space.knobs();
+      for (uint64_t i = 0; i < e.count; ++i) {
+        Point p{static_cast<int>(f), {}};
+        for (size_t k = 0; k < e.knobs; ++k)
+          p.knobs[knobs[k].name] = knobs[k].values[e.index[i * e.knobs + k]];
+        if (!allowed_.count(key(p))) continue;
+        ++kept.count;
+        auto first = e.index.begin() + static_cast<ptrdiff_t>(i * e.knobs);
+        kept.index.insert(kept.index.end(), first, first + static_cast<ptrdiff_t>(e.knobs));
+      }
+      e = std::move(kept);
+    }
+    points_.push_back(std::move(e));
+    offsets_.push_back(offsets_.back() + points_.back().count);
+  }
+  return static_cast<int>(f);
 }
 
 uint64_t SearchSpace::size() const {
@@ -135,18 +167,24 @@ void SearchSpace::restrict_to(const std::set<std::string>& keys) {
   allowed_ = keys;
 }
 
+Family make_family(std::string name, std::filesystem::path origin, std::string text,
+                   std::string language) {
+  Family f;
+  f.name = std::move(name);
+  f.origin = std::move(origin);
+  f.text = std::move(text);
+  f.language = std::move(language);
+  f.source_hash = sha256_hex(f.text);
+  f.space = KnobSpace::parse_source(f.text, f.origin.string());
+  return f;
+}
+
 SearchSpace load_space(const std::vector<std::filesystem::path>& files,
                        const std::map<std::string, std::vector<int64_t>>& restrictions,
                        const std::function<std::string(const std::filesystem::path&)>& language_of) {
   std::vector<Family> families;
   for (const auto& file : files) {
-    Family f;
-    f.name = file.stem().string();
-    f.origin = file;
-    f.text = read_text_file(file);
-    f.language = language_of(file);
-    f.source_hash = sha256_hex(f.text);
-    f.space = KnobSpace::parse_source(f.text, file.string());
+    Family f = make_family(file.stem().string(), file, read_text_file(file), language_of(file));
     for (const auto& [name, values] : restrictions)
       if (f.space.find(name)) f.space.restrict(name, values);
     for (const auto& other : families)

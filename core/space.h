@@ -71,6 +71,9 @@ class SearchSpace {
   Point at(uint64_t index) const;
   // The global indexes [first, second) of family f's points.
   std::pair<uint64_t, uint64_t> family_range(int f) const;
+  // Appends a family (a source written during the search) and returns its
+  // index; the points of the families before it keep their indexes.
+  int add_family(Family family);
   // Keeps only points whose key is in `keys` (a replay knows only what was
   // recorded). Families left without a point stay, with no points.
   void restrict_to(const std::set<std::string>& keys);
@@ -82,6 +85,7 @@ class SearchSpace {
     std::vector<uint8_t> index;  // knobs * count value indexes
   };
   void enumerate() const;
+  Enumerated enumerate_family(size_t f) const;
 
   std::vector<Family> families_;
   mutable bool enumerated_ = false;
@@ -90,6 +94,11 @@ class SearchSpace {
   bool restricted_ = false;
   std::set<std::string> allowed_;  // when restricted
 };
+
+// A family from a source text; its knobs are parsed from the text (a
+// malformed declaration is a UserError naming `origin`).
+Family make_family(std::string name, std::filesystem::path origin, std::string text,
+                   std::string language);
 
 // Loads families from `files` (kernel sources), applying the task's knob
 // restrictions to the knobs each declares. Throws UserError for a bad file.

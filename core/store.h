@@ -57,7 +57,7 @@ class Store {
   int64_t add_evaluation(int64_t candidate, const EvalResult& result);
 
   // An evaluation read back: status, detail, costs, timing with its samples,
-  // diagnosis (not the logs or per-check reports).
+  // diagnosis and the compiler's and the kernel's output (not the per-check reports).
   std::optional<EvalResult> evaluation(int64_t id);
   void set_run_summary(int64_t run, const nlohmann::json& summary);
 

@@ -15,6 +15,8 @@
 #include "core/paths.h"
 #include "core/store.h"
 #include "eval/roofline.h"
+#include "search/timed.h"
+#include "synth/llm/config.h"
 
 namespace kevo {
 
@@ -25,19 +27,6 @@ std::string this_hostname() {
   gethostname(buf, sizeof(buf) - 1);
   return buf;
 }
-
-// Adds the seconds a scope takes to `total`.
-class Timed {
- public:
-  explicit Timed(double& total) : total_(total), t0_(monotonic_seconds()) {}
-  ~Timed() { total_ += monotonic_seconds() - t0_; }
-  Timed(const Timed&) = delete;
-  Timed& operator=(const Timed&) = delete;
-
- private:
-  double& total_;
-  double t0_;
-};
 
 // What the strategy is told about proposal `p`, stored as `candidate`.
 Observation observed(const EvalResult& r, int64_t candidate, const Proposal& p) {
@@ -66,7 +55,8 @@ nlohmann::json SearchConfig::to_json() const {
   if (!target.empty()) stop_j["target"] = target;
   return {{"strategy", strategy}, {"params", params},       {"families", families},
           {"batch", batch},       {"seeds_first", seeds_first}, {"stop", stop_j},
-          {"seed", seed},         {"confirm", confirm}, {"profile_top", profile_top}};
+          {"seed", seed},         {"confirm", confirm}, {"profile_top", profile_top},
+          {"llm", llm}};
 }
 
 SearchConfig parse_search_config(const nlohmann::json& search, const std::string& path) {
@@ -89,6 +79,10 @@ SearchConfig parse_search_config(const nlohmann::json& search, const std::string
   int64_t seed = o.get_int("seed", 1);
   if (seed < 0) throw ConfigError(o.path_of("seed"), "expected an integer >= 0");
   c.seed = static_cast<uint64_t>(seed);
+  if (const nlohmann::json* l = o.get_raw("llm"); l && !l->is_null()) {
+    llm::parse_llm_config(*l, o.path_of("llm"));  // checked now, not mid-run
+    c.llm = *l;
+  }
   JsonObject stop = o.get_object("stop");
   auto non_negative = [&](JsonObject& j, const char* key, double v) {
     if (v < 0) throw ConfigError(j.path_of(key), "expected a number >= 0");
@@ -189,6 +183,7 @@ int64_t Engine::begin(nlohmann::json run_config, std::string_view kind) {
   run_config["search"] = config_.to_json();
   run_ = store_.begin_run(kind, task_, run_config);
   for (const auto& f : space_.families()) store_.put_source(f.text, f.origin.string(), f.language);
+  if (llm_) llm_->set_run(run_);
   return run_;
 }
 
@@ -212,6 +207,10 @@ void Engine::resume(int64_t run) {
     if (j.is_object()) clock_offset_ = j.value("elapsed_s", 0.0);
   }
   for (const auto& f : space_.families()) store_.put_source(f.text, f.origin.string(), f.language);
+  if (llm_) {
+    llm_->set_run(run_);
+    llm_load_families();
+  }
 
   std::map<std::string, int> family_by_hash;
   for (size_t i = 0; i < space_.families().size(); ++i)
@@ -260,6 +259,7 @@ void Engine::resume(int64_t run) {
   }
   store_.query("UPDATE runs SET status = 'running', finished_at = NULL WHERE id = ?",
                {SqlValue(run)});
+  if (llm_) llm_resume(told);
   Timed s(stats_.searcher_s);
   strategy_->tell(told);
 }
@@ -412,6 +412,10 @@ std::string Engine::run() {
   std::vector<Observation> told;
   auto tell = [&] {
     Timed t(stats_.searcher_s);
+    // In the order the candidates were made, not the order their results
+    // came in, so that a replay is told the same and grows the same tree.
+    std::stable_sort(told.begin(), told.end(),
+                     [](const Observation& a, const Observation& b) { return a.candidate < b.candidate; });
     strategy_->tell(told);
     told.clear();
   };
@@ -442,6 +446,12 @@ std::string Engine::run() {
       Timed t(stats_.searcher_s);
       proposals = strategy_->ask(n);
     }
+    std::map<std::string, LlmPending> made;
+    if (llm_) {
+      std::vector<Proposal> more = llm_proposals(made);
+      proposals.insert(proposals.end(), std::make_move_iterator(more.begin()),
+                       std::make_move_iterator(more.end()));
+    }
     if (proposals.empty()) {
       reason = "the strategy has nothing left to propose (space exhausted)";
       break;
@@ -449,6 +459,7 @@ std::string Engine::run() {
     const int64_t before = stats_.evaluations + stats_.reused;
     const size_t asked = proposals.size();
     process(std::move(proposals), told);
+    if (llm_) llm_after(made, told);
     tell();
     if (stats_.evaluations + stats_.reused == before) {
       idle_proposals_ += static_cast<int64_t>(asked);
@@ -543,6 +554,8 @@ std::optional<Best> Engine::best_default(bool naive) const {
   std::optional<Best> best;
   for (const auto& o : history_) {
     if (!o.ok() || (space_.family(o.point.family).name == "naive") != naive) continue;
+    // A kernel the LLM wrote is a result of the search, not a seed.
+    if (space_.family(o.point.family).origin.string().rfind("llm:", 0) == 0) continue;
     if (o.point.knobs != defaults_[static_cast<size_t>(o.point.family)]) continue;
     if (!confirmed_.empty() && !confirmed_.count(o.candidate)) continue;
     auto b = make_best(o);
@@ -575,6 +588,11 @@ nlohmann::json Engine::summary(const std::string& stop_reason) const {
   j["duplicates"] = stats_.duplicates;
   j["invalid_proposals"] = stats_.invalid;
   j["confirmations"] = stats_.confirmations;
+  if (llm_)
+    j["llm"] = {{"sources", stats_.llm_sources},      {"unusable_replies", stats_.llm_unusable},
+                {"calls", llm_->calls()},            {"cached", llm_->cached_calls()},
+                {"failed_calls", llm_->failed_calls()}, {"tokens", llm_->tokens()},
+                {"cost_usd", llm_->cost_usd()}};
   j["by_status"] = stats_.by_status;
   j["elapsed_s"] = stats_.elapsed_s;
   j["wall_s"] = stats_.wall_s;

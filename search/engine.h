@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -22,6 +23,7 @@
 #include "eval/backend.h"
 #include "search/strategy.h"
 #include "search/tree.h"
+#include "synth/llm_synthesizer.h"
 #include "synth/synthesizer.h"
 
 namespace kevo {
@@ -46,6 +48,7 @@ struct SearchConfig {
   bool seeds_first = true;            // evaluate each family's default point first
   int64_t confirm = 3;                // re-measure the best k (and the seeds) at the end
   int64_t profile_top = 3;            // profile candidates among the best k so far (targets with a profiler)
+  nlohmann::json llm;                 // the "llm" section (null: no LLM synthesizer)
   StopConditions stop;
   uint64_t seed = 1;
 
@@ -71,6 +74,8 @@ struct EngineStats {
   int64_t duplicates = 0;   // proposals of points this run already had
   int64_t invalid = 0;      // proposals outside the space (a strategy bug; never evaluated)
   int64_t confirmations = 0;  // re-measurements of the best at the end (not in the budget)
+  int64_t llm_sources = 0;    // new kernels the LLM synthesizer wrote
+  int64_t llm_unusable = 0;   // its replies that gave no kernel (or one that cannot be searched)
   std::map<std::string, int64_t> by_status;
   double elapsed_s = 0;     // on the backend's clock, including before a resume
   double searcher_s = 0;    // strategy ask/tell and synthesizers
@@ -126,6 +131,11 @@ class Engine {
   std::function<void(const Engine&, const Observation&)> on_result;
   // Told what the backend is doing ("compiling 4 candidates", "running ...").
   ProgressFn on_stage;
+  // The LLM synthesizer (owned by the caller), asked for config.llm's
+  // per_batch new kernels in each batch beside the strategy's proposals; its
+  // kernels become families of their own, and those that fail to compile or
+  // are wrong go back to it for repair. Set before begin() or resume().
+  void set_llm(LlmSynthesizer* llm);
 
   // The summary of the run as JSON (kept in runs.summary_json too).
   nlohmann::json summary(const std::string& stop_reason) const;
@@ -141,6 +151,31 @@ class Engine {
   void record(const Observation& o);
   std::optional<int64_t> earlier_evaluation(const Point& p);
   void save_progress();
+
+  // The LLM synthesizer's part (search/engine_llm.cpp).
+  struct LlmChain {  // one new kernel and its repairs
+    int attempts = 0;
+    int failed_in_row = 0;  // repairs that failed since the last correct kernel
+    std::vector<std::string> failures;
+  };
+  struct LlmPending {
+    int64_t call = 0;
+    int64_t chain = 0;  // 0: a new chain, named by the candidate it makes
+  };
+  std::vector<Proposal> llm_proposals(std::map<std::string, LlmPending>& made);
+  void llm_after(const std::map<std::string, LlmPending>& made, const std::vector<Observation>& told);
+  LlmTaskInfo llm_task_info() const;
+  LlmAsk llm_ask(const Observation& o, LlmAsk::Mode mode) const;
+  int llm_family(const std::string& source, const std::string& model, const std::string& language,
+                 std::string& why_not);
+  void llm_load_families();
+  void llm_resume(const std::vector<Observation>& told);
+
+  LlmSynthesizer* llm_ = nullptr;
+  std::map<int64_t, int64_t> llm_chain_of_;  // LLM-born candidate -> its chain
+  std::map<int64_t, LlmChain> llm_chains_;   // by the chain's first candidate
+  std::deque<int64_t> llm_repairs_;          // failed LLM-born candidates to repair
+  std::mt19937_64 llm_rng_;
 
   const Task& task_;
   SearchSpace space_;

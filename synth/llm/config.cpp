@@ -99,6 +99,8 @@ nlohmann::json LlmConfig::to_json() const {
           {"cache", cache},
           {"repair_attempts", repair_attempts},
           {"simplify_after", simplify_after},
+          {"per_batch", per_batch},
+          {"knowledge", knowledge},
           {"prompts_dir", prompts_dir}};
 }
 
@@ -127,6 +129,8 @@ LlmConfig parse_llm_config(const nlohmann::json& j, const std::string& path) {
     throw ConfigError(o.path_of("cache"), "must be use, only or off");
   c.repair_attempts = static_cast<int>(int_in(o, "repair_attempts", c.repair_attempts, 0, 1000));
   c.simplify_after = static_cast<int>(int_in(o, "simplify_after", c.simplify_after, 1, 1000));
+  c.per_batch = static_cast<int>(int_in(o, "per_batch", c.per_batch, 1, 256));
+  c.knowledge = static_cast<int>(int_in(o, "knowledge", c.knowledge, 0, 20));
   c.prompts_dir = o.get_string("prompts_dir", (kevo_home() / "configs" / "prompts").string());
   if (c.prompts_dir.empty()) throw ConfigError(o.path_of("prompts_dir"), "must not be empty");
   o.finish();

@@ -38,6 +38,8 @@ struct LlmConfig {
   std::string cache = "use";  // "use" | "only" (never touch the network) | "off"
   int repair_attempts = 10;   // compile/mismatch repairs per lineage
   int simplify_after = 3;     // ask for a simpler kernel after this many failed repairs in a row
+  int per_batch = 2;          // LLM requests per batch of the search (beside the strategy's proposals)
+  int knowledge = 4;          // knowledge-base documents retrieved into each prompt
   std::string prompts_dir;    // default kevo_home()/configs/prompts
 
   // Everything above; holds key names only, never key material.

@@ -1,0 +1,312 @@
+// The engine's use of the LLM synthesizer: in each batch it asks for new
+// kernels (improvements of good candidates, repairs of the LLM's own failed
+// ones), turns each reply into a family of its own, and proposes that
+// family's default point beside the strategy's proposals. The strategy is
+// told the results like any other, so it can tune the new family's knobs.
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/log.h"
+#include "core/paths.h"
+#include "core/store.h"
+#include "search/engine.h"
+#include "search/timed.h"
+#include "eval/roofline.h"
+
+namespace kevo {
+
+namespace {
+
+constexpr const char* kLlmOrigin = "llm:";
+
+std::string first_line(const std::string& s) {
+  const size_t nl = s.find('\n');
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
+
+}  // namespace
+
+void Engine::set_llm(LlmSynthesizer* llm) {
+  llm_ = llm;
+  llm_rng_.seed(config_.seed * 7919 + 17);
+}
+
+LlmTaskInfo Engine::llm_task_info() const {
+  LlmTaskInfo t;
+  const Operator& op = *task_.op;
+  t.op = std::string(op.name());
+  t.formula = std::string(op.formula());
+  std::vector<std::string> tensors, scalars, shapes;
+  for (size_t i = 0; i < op.tensors().size(); ++i) {
+    const TensorDecl& d = op.tensor(i);
+    tensors.push_back(fmt::format("{} {} {}", d.is_output ? "out" : "in", d.name, d.doc));
+    shapes.push_back(fmt::format("{} {}", d.name, shape_str(task_.main.shapes.at(i))));
+  }
+  for (size_t i = 0; i < op.scalars().size(); ++i)
+    scalars.push_back(fmt::format("{} = {}", op.scalars()[i].name,
+                                  i < task_.scalars.size() ? task_.scalars[i] : 0.0));
+  t.tensors = fmt::format("{}", fmt::join(tensors, "; "));
+  t.scalars = fmt::format("{}", fmt::join(scalars, ", "));
+  t.shapes = fmt::format("{}", fmt::join(shapes, ", "));
+  t.dtype = std::string(dtype_name(task_.dtype));
+  t.compare = task_.compare.str();
+  t.target = task_.target;
+  t.language = space_.size_families() ? space_.family(0).language : "c";
+  t.entry_point = task_.target == "cuda" ? "kevo_launch" : "kevo_kernel";
+  t.abi = read_text_file(kevo_home() / "targets" / "abi" / "kevo_kernel.h");
+  // The best few and a few others, so the model sees what was tried.
+  std::vector<const Observation*> ok;
+  for (const auto& o : history_)
+    if (o.ok() && !o.reused) ok.push_back(&o);
+  std::sort(ok.begin(), ok.end(), [](auto* a, auto* b) { return a->seconds < b->seconds; });
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < ok.size() && lines.size() < 6; i += (i < 3 ? 1 : std::max<size_t>(1, ok.size() / 4))) {
+    const Observation& o = *ok[i];
+    lines.push_back(fmt::format("{} {}: {}, {:.0f}% of the roof ({})",
+                                space_.family(o.point.family).name, knobs_to_string(o.point.knobs),
+                                format_seconds(o.seconds), 100 * o.roof_fraction, o.synthesizer));
+  }
+  t.others = fmt::format("{}", fmt::join(lines, "\n"));
+  return t;
+}
+
+LlmAsk Engine::llm_ask(const Observation& o, LlmAsk::Mode mode) const {
+  LlmAsk a;
+  a.mode = mode;
+  a.parent = o.candidate;
+  const Family& f = space_.family(o.point.family);
+  a.parent_label = fmt::format("{} {}", f.name, knobs_to_string(o.point.knobs));
+  // The family's own text, knob declarations included, so that edits apply
+  // to it and a new kernel can keep (or change) its knobs.
+  a.parent_source = f.text;
+  a.bound = o.bound;
+  a.bottleneck = o.bottleneck;
+  // What the store knows of its evaluation: the verdict, the diagnosis, the
+  // profile and, for a failure, the compiler's or the checker's words.
+  QueryResult e = store_.query(
+      "SELECT e.id, e.status, e.detail, e.diagnosis, e.compile_log, e.stderr "
+      "FROM evaluations e WHERE e.id = COALESCE("
+      "(SELECT MIN(id) FROM evaluations WHERE candidate_id = ?), "
+      "(SELECT reuses_evaluation FROM candidates WHERE id = ?))",
+      {SqlValue(o.candidate), SqlValue(o.candidate)});
+  auto text = [](const SqlValue& v) {
+    return std::holds_alternative<std::string>(v) ? std::get<std::string>(v) : std::string();
+  };
+  if (!e.rows.empty()) {
+    const auto& row = e.rows[0];
+    const std::string status = text(row[1]), detail = text(row[2]);
+    a.diagnosis = text(row[3]);
+    if (!o.bottleneck.empty()) a.diagnosis += fmt::format(" Profile bottleneck: {}.", o.bottleneck);
+    a.parent_result = o.ok() ? fmt::format("ok: {}, {:.0f}% of the roof", format_seconds(o.seconds),
+                                           100 * o.roof_fraction)
+                             : fmt::format("{}: {}", status, detail);
+    if (!o.ok()) {
+      a.error = detail;
+      if (!text(row[4]).empty()) a.error += "\n" + text(row[4]);
+      if (!text(row[5]).empty()) a.error += "\n" + text(row[5]);
+    }
+    const int64_t eval = std::get<int64_t>(row[0]);
+    QueryResult prof = store_.query(
+        "SELECT metric, value, unit, source_line FROM profiles WHERE evaluation_id = ? "
+        "ORDER BY COALESCE(source_line, 0), metric",
+        {SqlValue(eval)});
+    std::vector<std::pair<double, std::string>> hot;
+    for (const auto& p : prof.rows) {
+      const std::string metric = text(p[0]), unit = text(p[2]);
+      const double* v = std::get_if<double>(&p[1]);
+      const int64_t* line = std::get_if<int64_t>(&p[3]);
+      if (!v) continue;
+      if (line && *line > 0) {
+        if (metric != "ncu.line.stall_share") continue;
+        // The line's text from the family source (line numbers are the file's).
+        std::string code;
+        size_t pos = 0;
+        for (int64_t l = 1; l < *line && pos != std::string::npos; ++l) {
+          pos = f.text.find('\n', pos);
+          if (pos != std::string::npos) ++pos;
+        }
+        if (pos != std::string::npos) code = first_line(f.text.substr(pos));
+        hot.push_back({*v, fmt::format("line {}: {:.0f}% of the stall samples: {}", *line,
+                                       100 * *v, code)});
+      } else if (a.profile.size() < 40) {
+        a.profile.push_back(fmt::format("{} = {:.4g} {}", metric, *v, unit));
+      }
+    }
+    std::sort(hot.begin(), hot.end(), [](auto& x, auto& y) { return x.first > y.first; });
+    for (size_t i = 0; i < hot.size() && i < 5; ++i) a.hot_lines.push_back(hot[i].second);
+  }
+  if (auto c = llm_chain_of_.find(o.candidate); c != llm_chain_of_.end())
+    a.failures = llm_chains_.at(c->second).failures;
+  return a;
+}
+
+int Engine::llm_family(const std::string& source, const std::string& model,
+                       const std::string& language, std::string& why_not) {
+  const std::string name = "llm-" + sha256_hex(source).substr(0, 10);
+  if (int f = space_.find_family(name); f >= 0) return f;
+  Family fam;
+  try {
+    fam = make_family(name, std::string(kLlmOrigin) + model, source, language);
+  } catch (const UserError& e) {
+    why_not = fmt::format("its knob declarations cannot be read: {}", e.what());
+    return -1;
+  }
+  {
+    Timed t(stats_.store_s);
+    store_.put_source(fam.text, fam.origin.string(), fam.language);
+  }
+  defaults_.push_back(fam.space.defaults());
+  return space_.add_family(std::move(fam));
+}
+
+std::vector<Proposal> Engine::llm_proposals(std::map<std::string, LlmPending>& made) {
+  const llm::LlmConfig& cfg = llm_->config();
+  std::vector<LlmAsk> asks;
+  std::vector<int64_t> chains;  // per ask: the chain a repair continues (0: new)
+  while (!llm_repairs_.empty() && asks.size() < static_cast<size_t>(cfg.per_batch)) {
+    const int64_t cand = llm_repairs_.front();
+    llm_repairs_.pop_front();
+    auto o = by_candidate_.find(cand);
+    if (o == by_candidate_.end()) continue;
+    const int64_t chain = llm_chain_of_.at(cand);
+    LlmChain& c = llm_chains_[chain];
+    ++c.attempts;
+    asks.push_back(llm_ask(o->second, c.failed_in_row >= cfg.simplify_after ? LlmAsk::Mode::simplify
+                                                                            : LlmAsk::Mode::repair));
+    chains.push_back(chain);
+  }
+  std::vector<const Observation*> ok;
+  for (const auto& o : history_)
+    if (o.ok()) ok.push_back(&o);
+  std::sort(ok.begin(), ok.end(), [](auto* a, auto* b) {
+    return a->seconds != b->seconds ? a->seconds < b->seconds : a->candidate < b->candidate;
+  });
+  for (size_t k = 0; asks.size() < static_cast<size_t>(cfg.per_batch) && !ok.empty(); ++k) {
+    // Alternately one of the best three and any correct candidate (diversity).
+    const size_t range = k % 2 == 0 ? std::min<size_t>(3, ok.size()) : ok.size();
+    const Observation* parent = ok[std::uniform_int_distribution<size_t>(0, range - 1)(llm_rng_)];
+    asks.push_back(llm_ask(*parent, LlmAsk::Mode::improve));
+    chains.push_back(0);
+  }
+  if (asks.empty()) return {};
+  if (on_stage) on_stage(fmt::format("asking the LLM for {} kernels", asks.size()));
+  std::vector<LlmOutcome> outcomes;
+  {
+    Timed t(stats_.searcher_s);
+    outcomes = llm_->generate(llm_task_info(), asks, llm_rng_);
+  }
+  std::vector<Proposal> out;
+  for (size_t i = 0; i < asks.size(); ++i) {
+    const LlmOutcome& r = outcomes[i];
+    const LlmAsk& ask = asks[i];
+    std::string why_not = r.why_not;
+    int fam = -1;
+    if (!r.source.empty()) {
+      const Observation& parent = by_candidate_.at(ask.parent);
+      fam = llm_family(r.source, r.model, space_.family(parent.point.family).language, why_not);
+    }
+    std::optional<Point> point;
+    if (fam >= 0) {
+      point = space_.seed(fam);
+      if (!space_.valid(*point)) point = random_point(space_, fam, llm_rng_);
+      if (!point) why_not = "its knob constraints admit no point";
+    }
+    if (!point) {
+      ++stats_.llm_unusable;
+      log_info("llm ({}): {}", r.model, why_not);
+      if (chains[i]) {  // a failed repair attempt: try again while attempts remain
+        LlmChain& c = llm_chains_[chains[i]];
+        c.failures.push_back(fmt::format("attempt {}: {}", c.attempts, first_line(why_not)));
+        ++c.failed_in_row;
+        if (c.attempts < cfg.repair_attempts) llm_repairs_.push_back(ask.parent);
+      }
+      continue;
+    }
+    ++stats_.llm_sources;
+    const char* kind = ask.mode == LlmAsk::Mode::improve  ? "llm"
+                       : ask.mode == LlmAsk::Mode::repair ? "llm-repair"
+                                                          : "llm-simplify";
+    made[space_.key(*point)] = {r.call, chains[i]};
+    out.push_back({*point, {ask.parent}, fmt::format("{}:{}", kind, r.model), 0});
+  }
+  return out;
+}
+
+void Engine::llm_after(const std::map<std::string, LlmPending>& made,
+                       const std::vector<Observation>& told) {
+  const llm::LlmConfig& cfg = llm_->config();
+  for (const auto& [key, pending] : made) {
+    auto cand = known_.find(key);
+    if (cand == known_.end()) continue;
+    llm_->link(pending.call, cand->second);
+    if (!llm_chain_of_.count(cand->second))
+      llm_chain_of_[cand->second] = pending.chain ? pending.chain : cand->second;
+  }
+  for (const Observation& o : told) {
+    auto chain = llm_chain_of_.find(o.candidate);
+    if (chain == llm_chain_of_.end() || o.duplicate_of) continue;
+    if (o.synthesizer.rfind("llm", 0) != 0) continue;  // the strategy's moves in an LLM family
+    LlmChain& c = llm_chains_[chain->second];
+    if (o.ok()) {
+      c.failed_in_row = 0;
+      continue;
+    }
+    c.failures.push_back(fmt::format("attempt {}: {}", c.attempts, status_name(o.status)));
+    if (o.synthesizer.rfind("llm:", 0) != 0) ++c.failed_in_row;  // a failed repair
+    if (c.attempts < cfg.repair_attempts) llm_repairs_.push_back(o.candidate);
+  }
+}
+
+// A resumed run gets back the families its LLM wrote (their sources are in
+// the store), its chains and the repairs left to do.
+void Engine::llm_load_families() {
+  QueryResult q = store_.query(
+      "SELECT DISTINCT s.hash, s.text, s.origin, s.language FROM candidates c "
+      "JOIN sources s ON s.hash = c.source_hash WHERE c.run_id = ? AND s.origin LIKE 'llm:%' "
+      "ORDER BY c.id",
+      {SqlValue(run_)});
+  for (const auto& row : q.rows) {
+    const std::string text = std::get<std::string>(row[1]);
+    const std::string origin = std::get<std::string>(row[2]);
+    const std::string language =
+        std::holds_alternative<std::string>(row[3]) ? std::get<std::string>(row[3]) : "c";
+    std::string why_not;
+    if (llm_family(text, origin.substr(std::string(kLlmOrigin).size()), language, why_not) < 0)
+      log_warn("a kernel the LLM wrote in run {} cannot be searched again: {}", run_, why_not);
+  }
+}
+
+void Engine::llm_resume(const std::vector<Observation>& told) {
+  const llm::LlmConfig& cfg = llm_->config();
+  std::set<int64_t> repaired;  // candidates a repair was asked of
+  std::vector<const Observation*> failed;
+  for (const Observation& o : told) {
+    if (o.synthesizer.rfind("llm", 0) != 0) continue;
+    const int64_t parent = o.parents.empty() ? 0 : o.parents[0];
+    const bool repair = o.synthesizer.rfind("llm:", 0) != 0;
+    auto up = llm_chain_of_.find(parent);
+    const int64_t chain = repair && up != llm_chain_of_.end() ? up->second : o.candidate;
+    llm_chain_of_[o.candidate] = chain;
+    LlmChain& c = llm_chains_[chain];
+    if (repair) {
+      ++c.attempts;
+      repaired.insert(parent);
+    }
+    if (o.ok()) {
+      c.failed_in_row = 0;
+    } else {
+      c.failures.push_back(fmt::format("attempt {}: {}", c.attempts, status_name(o.status)));
+      if (repair) ++c.failed_in_row;
+      failed.push_back(&o);
+    }
+  }
+  for (const Observation* o : failed)
+    if (!repaired.count(o->candidate) && llm_chains_[llm_chain_of_[o->candidate]].attempts < cfg.repair_attempts)
+      llm_repairs_.push_back(o->candidate);
+}
+
+}  // namespace kevo

@@ -1,0 +1,321 @@
+#include "synth/llm_synthesizer.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <future>
+#include <regex>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/log.h"
+#include "core/paths.h"
+#include "core/store.h"
+#include "knowledge/knowledge_base.h"
+#include "synth/llm/reply.h"
+
+namespace kevo {
+
+namespace {
+
+const char* const kTemplates[] = {"system", "improve", "repair", "simplify"};
+
+// Every placeholder a template may use.
+const std::set<std::string> kPlaceholders = {
+    "op",          "formula",       "tensors",   "scalars",   "shapes",     "dtype",
+    "compare",     "target",        "language",  "entry_point", "abi",      "knob_syntax",
+    "rules",       "knowledge",     "others",    "parent_label", "parent_result",
+    "parent_source", "diagnosis",   "profile",   "hot_lines", "failures",   "error",
+    "error_help"};
+
+const char* const kKnobSyntax =
+    "Knobs are optional compile-time parameters declared in comments and passed as -D defines:\n"
+    "  // @kevo knob NAME DEFAULT {V1, V2, ...}\n"
+    "  // @kevo require EXPRESSION   (over knob names: + - * / % comparisons && || !)\n"
+    "Declare only knobs your code uses, and guard each with #ifndef NAME / #define NAME DEFAULT.";
+
+std::string rules_for(const std::string& target) {
+  std::string r =
+      "- The kernel may only compute: no processes, files, network, environment, dlopen or raw "
+      "system calls (such a kernel is refused before compiling).\n"
+      "- Handle every shape the tensors declare, including row lengths that are not a multiple "
+      "of your vector width (kevo checks small ragged shapes first).\n"
+      "- Return 0 on success; read sizes from the tensors' shape[] and stride[].";
+  if (target == "cuda")
+    r += "\n- Launch on the stream kevo passes; make no streams, no device resets or limits, no "
+         "managed or host-mapped memory. bf16 I/O, fp32 math.";
+  if (target == "cpu")
+    r += "\n- Plain C (or C++ with extern \"C\" entry point); threads only as the seed kernels use "
+         "them (the THREADS knob, pthreads).";
+  return r;
+}
+
+std::string lines_or_none(const std::vector<std::string>& v) {
+  if (v.empty()) return "(none)";
+  std::string s;
+  for (const auto& x : v) s += "- " + x + "\n";
+  if (!s.empty()) s.pop_back();
+  return s;
+}
+
+std::string or_none(const std::string& s) { return s.empty() ? "(none)" : s; }
+
+// {{name}} -> value; a name outside kPlaceholders is an error naming the file.
+std::string render(const std::string& tmpl, const std::map<std::string, std::string>& values,
+                   const std::string& origin) {
+  std::string out;
+  size_t i = 0;
+  while (i < tmpl.size()) {
+    size_t open = tmpl.find("{{", i);
+    if (open == std::string::npos) {
+      out += tmpl.substr(i);
+      break;
+    }
+    size_t close = tmpl.find("}}", open + 2);
+    if (close == std::string::npos)
+      throw UserError(fmt::format("{}: '{{{{' without '}}}}'", origin));
+    out += tmpl.substr(i, open - i);
+    std::string name = tmpl.substr(open + 2, close - open - 2);
+    if (!kPlaceholders.count(name))
+      throw UserError(fmt::format("{}: unknown placeholder {{{{{}}}}} (known: {})", origin, name,
+                                  fmt::join(kPlaceholders, ", ")));
+    auto it = values.find(name);
+    if (it != values.end()) out += it->second;
+    i = close + 2;
+  }
+  return out;
+}
+
+std::string tail_lines(const std::string& text, size_t max_lines, size_t max_chars) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    if (nl == std::string::npos) nl = text.size();
+    lines.push_back(text.substr(start, nl - start));
+    start = nl + 1;
+  }
+  // The first error lines matter most: keep the head, not the tail.
+  std::string s;
+  for (size_t k = 0; k < lines.size() && k < max_lines; ++k) s += lines[k] + "\n";
+  if (s.size() > max_chars) s = s.substr(0, max_chars) + "\n[... cut]";
+  return s;
+}
+
+}  // namespace
+
+struct LlmSynthesizer::Recorded {
+  std::string response;
+  int64_t in = 0, out = 0;
+};
+
+LlmSynthesizer::LlmSynthesizer(llm::LlmConfig config, Store& store, const KnowledgeBase* kb,
+                               LlmClientFactory factory)
+    : config_(std::move(config)),
+      store_(store),
+      kb_(kb),
+      limiter_(std::make_shared<llm::Limiter>(config_.concurrency)),
+      budget_(std::make_shared<llm::Budget>(config_.budget_tokens, config_.budget_usd)),
+      factory_(std::move(factory)) {
+  if (config_.models.empty() && config_.cache != "only")
+    throw UserError("search.llm.models: at least one model is needed");
+  if (!factory_) factory_ = [](const llm::ModelConfig& m, auto lim, auto bud) {
+    return llm::make_client(m, std::move(lim), std::move(bud));
+  };
+  clients_.resize(config_.models.size());
+  const std::filesystem::path dir = config_.prompts_dir;
+  std::map<std::string, std::string> dummy;
+  for (const auto& p : kPlaceholders) dummy[p] = "x";
+  for (const char* name : kTemplates) {
+    const auto file = dir / (std::string(name) + ".md");
+    std::string text = read_text_file(file);
+    render(text, dummy, file.string());  // checks the placeholders now, not mid-run
+    templates_[name] = std::move(text);
+  }
+}
+
+LlmSynthesizer::~LlmSynthesizer() = default;
+
+int64_t LlmSynthesizer::tokens() const { return budget_->tokens_used(); }
+double LlmSynthesizer::cost_usd() const { return budget_->usd_used(); }
+
+std::string LlmSynthesizer::knowledge_for(const LlmTaskInfo& task, const LlmAsk& ask) const {
+  if (!kb_ || config_.knowledge == 0) return "(none)";
+  std::string query = task.op + " " + ask.bound + " " + ask.bottleneck + " " + ask.diagnosis;
+  if (ask.mode != LlmAsk::Mode::improve) query += " " + ask.error.substr(0, 400);
+  KbFilter f;
+  f.target = task.target;
+  f.kind = "pattern";
+  std::string s;
+  try {
+    for (const KbHit& h : kb_->search(query, f, static_cast<size_t>(config_.knowledge))) {
+      std::string body = h.doc.body;
+      if (body.size() > 1500) body = body.substr(0, 1500) + " [...]";
+      s += fmt::format("### {} ({})\n{}\n\n", h.doc.title, h.doc.id, body);
+    }
+  } catch (const std::exception& e) {
+    log_warn("knowledge base: {}", e.what());
+  }
+  return s.empty() ? "(none)" : s;
+}
+
+std::string LlmSynthesizer::error_help(const LlmTaskInfo& task, const LlmAsk& ask) const {
+  if (!kb_ || ask.error.empty()) return "(none)";
+  std::string s;
+  try {
+    for (const KbError& e : kb_->match_errors(ask.error, task.target, 4))
+      s += fmt::format("- `{}`: {} Fix: {}\n", e.line, e.meaning, e.fix);
+  } catch (const std::exception& e) {
+    log_warn("knowledge base: {}", e.what());
+  }
+  return s.empty() ? "(none)" : s;
+}
+
+std::vector<llm::Message> LlmSynthesizer::prompt(const LlmTaskInfo& task, const LlmAsk& ask) const {
+  std::map<std::string, std::string> v = {
+      {"op", task.op},
+      {"formula", task.formula},
+      {"tensors", task.tensors},
+      {"scalars", or_none(task.scalars)},
+      {"shapes", task.shapes},
+      {"dtype", task.dtype},
+      {"compare", task.compare},
+      {"target", task.target},
+      {"language", task.language},
+      {"entry_point", task.entry_point},
+      {"abi", task.abi},
+      {"knob_syntax", kKnobSyntax},
+      {"rules", rules_for(task.target)},
+      {"knowledge", knowledge_for(task, ask)},
+      {"others", or_none(task.others)},
+      {"parent_label", ask.parent_label},
+      {"parent_result", or_none(ask.parent_result)},
+      {"parent_source", ask.parent_source},
+      {"diagnosis", or_none(ask.diagnosis)},
+      {"profile", lines_or_none(ask.profile)},
+      {"hot_lines", lines_or_none(ask.hot_lines)},
+      {"failures", lines_or_none(ask.failures)},
+      {"error", or_none(tail_lines(ask.error, 60, 6000))},
+      {"error_help", error_help(task, ask)},
+  };
+  const char* which = ask.mode == LlmAsk::Mode::improve  ? "improve"
+                      : ask.mode == LlmAsk::Mode::repair ? "repair"
+                                                         : "simplify";
+  const std::string dir = config_.prompts_dir;
+  return {{"system", render(templates_.at("system"), v, dir + "/system.md")},
+          {"user", render(templates_.at(which), v, fmt::format("{}/{}.md", dir, which))}};
+}
+
+std::optional<LlmSynthesizer::Recorded> LlmSynthesizer::recorded(const std::string& key,
+                                                                 int64_t occurrence) const {
+  QueryResult q = store_.query(
+      "SELECT response, prompt_tokens, completion_tokens FROM llm_calls "
+      "WHERE prompt_hash = ? AND status = 'ok' ORDER BY id LIMIT 1 OFFSET ?",
+      {SqlValue(key), SqlValue(occurrence)});
+  if (q.rows.empty()) return std::nullopt;
+  Recorded r;
+  if (auto* s = std::get_if<std::string>(&q.rows[0][0])) r.response = *s;
+  if (auto* n = std::get_if<int64_t>(&q.rows[0][1])) r.in = *n;
+  if (auto* n = std::get_if<int64_t>(&q.rows[0][2])) r.out = *n;
+  return r;
+}
+
+std::vector<LlmOutcome> LlmSynthesizer::generate(const LlmTaskInfo& task,
+                                                 const std::vector<LlmAsk>& asks,
+                                                 std::mt19937_64& rng) {
+  struct Pending {
+    size_t model = 0;
+    llm::Request request;
+    std::string key, request_json;
+    std::optional<Recorded> hit;
+    std::future<llm::Reply> reply;
+  };
+  std::vector<Pending> pending(asks.size());
+  std::vector<double> weights;
+  for (const auto& m : config_.models) weights.push_back(m.weight);
+  // Decisions first, in order, on this thread: which model, which prompt,
+  // whether a recorded reply answers it.
+  for (size_t i = 0; i < asks.size(); ++i) {
+    Pending& p = pending[i];
+    if (!weights.empty()) {
+      std::discrete_distribution<size_t> pick(weights.begin(), weights.end());
+      p.model = pick(rng);
+    }
+    p.request.messages = prompt(task, asks[i]);
+    const llm::ModelConfig* m = weights.empty() ? nullptr : &config_.models[p.model];
+    p.request_json = m ? llm::request_json(*m, p.request) : "";
+    p.key = sha256_hex(fmt::format("{}|{}|{}|{}", m ? m->api : "", m ? m->endpoint : "",
+                                   m ? m->model : "", p.request_json));
+    const int64_t occurrence = occurrences_[p.key]++;
+    if (config_.cache != "off") p.hit = recorded(p.key, occurrence);
+    if (p.hit || config_.cache == "only" || !m) continue;
+    if (!clients_[p.model]) clients_[p.model] = factory_(*m, limiter_, budget_);
+    llm::Client* client = clients_[p.model].get();
+    p.reply = std::async(std::launch::async, [client, req = p.request] { return client->complete(req); });
+  }
+  std::vector<LlmOutcome> out(asks.size());
+  for (size_t i = 0; i < asks.size(); ++i) {
+    Pending& p = pending[i];
+    LlmOutcome& o = out[i];
+    o.model = config_.models.empty() ? "recorded" : config_.models[p.model].name;
+    const std::string endpoint = config_.models.empty() ? "" : config_.models[p.model].endpoint;
+    std::string text, status = "ok";
+    int64_t in = 0, out_tokens = 0;
+    double cost = 0, latency = 0;
+    if (p.hit) {
+      text = p.hit->response;
+      in = p.hit->in;
+      out_tokens = p.hit->out;
+      status = "cached";
+      o.cached = true;
+      ++cached_;
+    } else if (!p.reply.valid()) {
+      status = "failed";
+      o.why_not = "cache only: no recorded reply for this prompt";
+      text = o.why_not;
+      ++failed_;
+    } else {
+      try {
+        llm::Reply r = p.reply.get();
+        text = r.text;
+        in = r.input_tokens;
+        out_tokens = r.output_tokens;
+        cost = r.cost_usd;
+        latency = r.latency_s;
+        ++calls_;
+      } catch (const std::exception& e) {
+        // A failed call is a result too: recorded, and the search goes on.
+        status = "failed";
+        o.why_not = fmt::format("the call failed: {}", e.what());
+        text = o.why_not;
+        ++failed_;
+      }
+    }
+    if (status != "failed") {
+      llm::ParsedReply parsed = llm::parse_reply(text, asks[i].parent_source);
+      if (parsed.kind == llm::ParsedReply::Kind::none)
+        o.why_not = "the reply gave no usable kernel: " + parsed.refusal;
+      else
+        o.source = parsed.source;
+    }
+    QueryResult q = store_.query(
+        "INSERT INTO llm_calls (run_id, model, endpoint, prompt_hash, prompt, response, "
+        "prompt_tokens, completion_tokens, cost_usd, latency_s, status, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) "
+        "RETURNING id",
+        {run_ ? SqlValue(run_) : SqlValue(nullptr), SqlValue(o.model), SqlValue(endpoint),
+         SqlValue(p.key), SqlValue(p.request_json), SqlValue(text), SqlValue(in),
+         SqlValue(out_tokens), SqlValue(cost), SqlValue(latency), SqlValue(status)});
+    if (!q.rows.empty()) o.call = std::get<int64_t>(q.rows[0][0]);
+  }
+  return out;
+}
+
+void LlmSynthesizer::link(int64_t call, int64_t candidate) {
+  store_.query("UPDATE llm_calls SET candidate_id = ? WHERE id = ?",
+               {SqlValue(candidate), SqlValue(call)});
+}
+
+}  // namespace kevo

@@ -1,0 +1,339 @@
+// The LLM synthesizer in a real search: kevo run talks to a local server that
+// speaks the OpenAI API, its kernels are compiled, checked and timed on the
+// CPU, a kernel that does not compile goes back for repair, every call is
+// recorded, and a replay from the store (no network) grows the same tree.
+#include <atomic>
+#include <fstream>
+#include <regex>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "core/process.h"
+#include "core/task.h"
+#include "search/engine.h"
+#include "core/store.h"
+#include "support/fake_llm_server.h"
+#include "support/test_support.h"
+#include "synth/llm_synthesizer.h"
+#include "targets/target.h"
+
+namespace kevo {
+namespace {
+
+using testing::FakeLlmServer;
+using testing::RecordedRequest;
+using testing::Step;
+
+const char* const kSecret = "sk-kevo-test-secret-4242";
+
+// swiglu, unrolled by a knob; `broken` adds a line that does not compile.
+std::string unrolled_swiglu(bool broken) {
+  std::string s = R"(// swiglu unrolled by UNROLL (written for the test's fake LLM)
+// @kevo knob UNROLL 2 {1, 2, 4}
+#ifndef UNROLL
+#define UNROLL 2
+#endif
+#include <math.h>
+#include "kevo_kernel.h"
+KEVO_EXPORT int kevo_kernel(const kevo_tensor* in, int n_in, kevo_tensor* out, int n_out,
+                            const double* scalars, int n_scalars) {
+  (void)scalars; (void)n_scalars;
+  if (n_in != 2 || n_out != 1) return KEVO_ERR_ARGS;
+  const int64_t n = kevo_numel(&in[0]);
+  const float* g = (const float*)in[0].data;
+  const float* u = (const float*)in[1].data;
+  float* y = (float*)out[0].data;
+  int64_t i = 0;
+)";
+  if (broken) s += "  this_is_not_declared = 1;\n";
+  s += R"(  for (; i + UNROLL <= n; i += UNROLL)
+    for (int k = 0; k < UNROLL; ++k) y[i + k] = g[i + k] / (1.0f + expf(-g[i + k])) * u[i + k];
+  for (; i < n; ++i) y[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+  return KEVO_OK;
+}
+)";
+  return s;
+}
+
+// Answers by what the prompt asks: an improvement of the naive seed gets a
+// kernel that does not compile, a repair gets the edit that fixes it, an
+// improvement of the LLM's own kernel gets an edit that does not apply.
+Step answer(const RecordedRequest& r) {
+  const std::string p = testing::prompt_text(r);
+  if (p.find("# The kernel to repair") != std::string::npos ||
+      p.find("# Repairs keep failing") != std::string::npos)
+    return Step::reply(
+        "Removed the stray assignment.\n<<<<<<< SEARCH\n  this_is_not_declared = 1;\n=======\n"
+        ">>>>>>> REPLACE\n");
+  if (p.find("# The parent kernel (naive") != std::string::npos)
+    return Step::reply("Unrolled the loop.\n```c\n" + unrolled_swiglu(true) + "```\n");
+  return Step::reply("<<<<<<< SEARCH\nno such line in the parent\n=======\nx\n>>>>>>> REPLACE\n");
+}
+
+class LlmSearch : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = test::temp_dir("llm-search");
+    db_ = (dir_ / "kevo.db").string();
+    Store s(db_);
+    Roof roof = test::fake_roof(1000, 1e6);
+    roof.host_key = make_target("cpu")->host_key();
+    s.add_roof(roof);
+  }
+
+  void write_task(const std::string& base_url, const std::string& cache = "use",
+                  const nlohmann::json& llm_extra = nlohmann::json::object(), int max_evals = 8) {
+    nlohmann::json task = {
+        {"name", "swiglu-llm"},
+        {"operator", "swiglu"},
+        {"shapes", {{"g", {32, 257}}}},
+        {"timing", {{"min_time_ms", 2}, {"min_samples", 3}}},
+        {"search",
+         {{"strategy", "mcts"},
+          {"families", {"naive"}},
+          {"batch", 2},
+          {"confirm", 0},
+          {"stop", {{"max_evals", max_evals}}},
+          {"llm",
+           {{"models",
+             {{{"api", "openai"}, {"endpoint", base_url}, {"model", "fake-coder"},
+               {"api_key_env", "KEVO_TEST_LLM_KEY"}, {"retries", 1}, {"timeout_s", 20}}}},
+            {"per_batch", 2},
+            {"cache", cache}}}}}};
+    task["search"]["llm"].update(llm_extra);
+    std::ofstream(dir_ / "task.json") << task.dump(2);
+  }
+
+  ProcessResult kevo(std::vector<std::string> args) {
+    SpawnOptions o;
+    o.argv = {test::kevo_binary().string()};
+    o.argv.insert(o.argv.end(), args.begin(), args.end());
+    o.cwd = dir_;
+    o.env = {"KEVO_DB=" + db_, std::string("KEVO_TEST_LLM_KEY=") + kSecret};
+    return run_process(o, 300, 1 << 22);
+  }
+
+  // The run's tree: per candidate, what it is and where it came from.
+  std::vector<std::string> tree(int64_t run) {
+    Store s(db_, true);
+    QueryResult q = s.query(
+        "SELECT c.source_hash || ' ' || c.knobs_json || ' ' || c.family || ' ' || c.synthesizer || "
+        "' <- ' || COALESCE((SELECT group_concat(p.source_hash || p.knobs_json, ',') FROM lineage l "
+        "JOIN candidates p ON p.id = l.parent_id WHERE l.child_id = c.id), '') "
+        "FROM candidates c WHERE c.run_id = ? ORDER BY c.id",
+        {SqlValue(run)});
+    std::vector<std::string> out;
+    for (const auto& row : q.rows) out.push_back(std::get<std::string>(row[0]));
+    return out;
+  }
+
+  std::filesystem::path dir_;
+  std::string db_;
+};
+
+TEST_F(LlmSearch, RepairsRecordsAndReplays) {
+  FakeLlmServer server;
+  server.set_responder(answer);
+  write_task(server.base_url());
+  auto r = kevo({"run", "task.json", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto summary = nlohmann::json::parse(r.out);
+  const int64_t run = summary["run"];
+  ASSERT_TRUE(summary.contains("llm")) << r.out;
+  const size_t asked = server.requests().size();
+  EXPECT_GE(asked, 4u);
+  EXPECT_EQ(summary["llm"]["calls"], static_cast<int64_t>(asked));
+
+  Store s(db_, true);
+  // Every request is a row, linked to what it made.
+  QueryResult calls = s.query("SELECT count(*), sum(status = 'ok') FROM llm_calls WHERE run_id = ?",
+                              {SqlValue(run)});
+  EXPECT_EQ(std::get<int64_t>(calls.rows[0][0]), static_cast<int64_t>(asked));
+  EXPECT_EQ(std::get<int64_t>(calls.rows[0][1]), static_cast<int64_t>(asked));
+  // The kernel that did not compile, and its repair, whose parent it is.
+  QueryResult broken = s.query(
+      "SELECT c.id FROM candidates c JOIN evaluations e ON e.candidate_id = c.id "
+      "WHERE c.run_id = ? AND c.synthesizer = 'llm:fake-coder' AND e.status = 'compile_error'",
+      {SqlValue(run)});
+  ASSERT_FALSE(broken.rows.empty());
+  const int64_t broken_id = std::get<int64_t>(broken.rows[0][0]);
+  QueryResult repaired = s.query(
+      "SELECT e.status FROM candidates c JOIN lineage l ON l.child_id = c.id "
+      "JOIN evaluations e ON e.candidate_id = c.id "
+      "WHERE c.synthesizer LIKE 'llm-repair:%' AND l.parent_id = ?",
+      {SqlValue(broken_id)});
+  ASSERT_FALSE(repaired.rows.empty());
+  EXPECT_EQ(std::get<std::string>(repaired.rows[0][0]), "ok");
+  // The repair prompt carried the compiler's words.
+  bool saw_error = false;
+  for (const auto& req : server.requests())
+    saw_error |= testing::prompt_text(req).find("this_is_not_declared") != std::string::npos &&
+                 testing::prompt_text(req).find("# The error") != std::string::npos;
+  EXPECT_TRUE(saw_error);
+
+  // The key went to the server in its header, and nowhere else.
+  EXPECT_EQ(server.requests()[0].headers.at("authorization"), std::string("Bearer ") + kSecret);
+  EXPECT_EQ(r.out.find(kSecret), std::string::npos);
+  EXPECT_EQ(r.err.find(kSecret), std::string::npos);
+  for (const char* table : {"llm_calls", "runs", "evaluations", "sources", "candidates"}) {
+    QueryResult all = s.query(fmt::format("SELECT * FROM {}", table));
+    for (const auto& row : all.rows) {
+      for (const auto& v : row) {
+        const auto* t = std::get_if<std::string>(&v);
+        EXPECT_TRUE(!t || t->find(kSecret) == std::string::npos) << table;
+      }
+    }
+  }
+
+  // Nor in the reports a user shares.
+  for (const char* format : {"md", "html", "json"}) {
+    auto rep = kevo({"report", std::to_string(run), "--format", format});
+    EXPECT_EQ(rep.exit_code, 0) << rep.err;
+    EXPECT_FALSE(rep.out.empty());
+    EXPECT_EQ(rep.out.find(kSecret), std::string::npos) << format;
+  }
+
+  // The replay asks nobody and grows the same tree.
+  auto again = kevo({"run", "task.json", "--replay", std::to_string(run), "--json"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(server.requests().size(), asked);
+  auto replay = nlohmann::json::parse(again.out);
+  EXPECT_EQ(replay["llm"]["cached"], static_cast<int64_t>(asked));
+  EXPECT_EQ(tree(replay["run"]), tree(run));
+}
+
+// A model that never gets it right: its repairs stop after repair_attempts,
+// and after simplify_after failures in a row it is asked for a simpler kernel.
+TEST_F(LlmSearch, RepairsGiveUpAndAskForSimpler) {
+  FakeLlmServer server;
+  std::atomic<int> n{0};
+  server.set_responder([&](const RecordedRequest& r) {
+    const std::string p = testing::prompt_text(r);
+    if (p.find("# The parent kernel (naive") != std::string::npos)
+      return Step::reply("```c\n" + unrolled_swiglu(true) + "```\n");
+    // Each wrong answer differs, so none is a duplicate of an earlier one.
+    return Step::reply(fmt::format("```c\n// try {}\n{}```\n", ++n, unrolled_swiglu(true)));
+  });
+  write_task(server.base_url(), "use", {{"repair_attempts", 3}, {"simplify_after", 2}}, 14);
+  auto r = kevo({"run", "task.json", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int repairs = 0, simpler = 0;
+  for (const auto& req : server.requests()) {
+    const std::string p = testing::prompt_text(req);
+    repairs += p.find("# The kernel to repair") != std::string::npos;
+    simpler += p.find("# Repairs keep failing") != std::string::npos;
+  }
+  EXPECT_EQ(repairs, 2);  // attempts 1 and 2
+  EXPECT_EQ(simpler, 1);  // attempt 3, after two failures in a row
+  Store s(db_, true);
+  QueryResult q = s.query(
+      "SELECT count(*) FROM candidates WHERE synthesizer LIKE 'llm-simplify:%' OR synthesizer LIKE "
+      "'llm-repair:%'");
+  EXPECT_EQ(std::get<int64_t>(q.rows[0][0]), 3);
+}
+
+// A kernel that reaches outside its sandbox is refused before compiling.
+TEST_F(LlmSearch, SandboxEscapeIsRejected) {
+  FakeLlmServer server;
+  server.set_responder([](const RecordedRequest&) {
+    std::string k = unrolled_swiglu(false);
+    k.replace(k.find("int64_t i = 0;"), 14, "int64_t i = getenv(\"HOME\") ? 0 : 0;");
+    return Step::reply("```c\n#include <stdlib.h>\n" + k + "```\n");
+  });
+  write_task(server.base_url(), "use", {{"repair_attempts", 0}}, 4);
+  auto r = kevo({"run", "task.json", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Store s(db_, true);
+  QueryResult q = s.query(
+      "SELECT e.status, e.detail FROM candidates c JOIN evaluations e ON e.candidate_id = c.id "
+      "WHERE c.synthesizer LIKE 'llm:%'");
+  ASSERT_FALSE(q.rows.empty());
+  EXPECT_EQ(std::get<std::string>(q.rows[0][0]), "rejected");
+  EXPECT_NE(std::get<std::string>(q.rows[0][1]).find("getenv"), std::string::npos);
+}
+
+TEST_F(LlmSearch, CacheOnlyNeverCallsAndTheSearchGoesOn) {
+  FakeLlmServer server;
+  server.set_responder(answer);
+  write_task(server.base_url(), "only");
+  auto r = kevo({"run", "task.json", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(server.requests().empty());
+  auto summary = nlohmann::json::parse(r.out);
+  EXPECT_GT(summary["llm"]["failed_calls"].get<int64_t>(), 0);
+  EXPECT_EQ(summary["llm"]["sources"], 0);
+  EXPECT_GT(summary["evaluations"].get<int64_t>(), 0);
+}
+
+TEST_F(LlmSearch, BadLlmSectionIsOneLine) {
+  std::ofstream(dir_ / "task.json") << R"({"operator": "swiglu", "shapes": {"g": [32, 257]},
+    "search": {"llm": {"models": [{"api": "gopher", "model": "m", "endpoint": "http://127.0.0.1:9/v1"}]}}})";
+  auto r = kevo({"run", "task.json"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("$.search.llm.models[0].api"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST(LlmPrompt, UnknownPlaceholderIsRefusedAtStart) {
+  auto dir = test::temp_dir("llm-prompts");
+  for (const char* n : {"system", "improve", "repair", "simplify"})
+    std::ofstream(dir / (std::string(n) + ".md")) << "{{op}}\n";
+  std::ofstream(dir / "repair.md") << "fix {{parent_source}} and {{nonsense}}\n";
+  llm::LlmConfig c;
+  c.models.push_back({});
+  c.prompts_dir = dir.string();
+  Store store(dir / "kevo.db");
+  try {
+    LlmSynthesizer s(c, store, nullptr);
+    FAIL() << "expected an error";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("repair.md"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("{{nonsense}}"), std::string::npos) << e.what();
+  }
+}
+
+TEST(LlmPrompt, ShippedTemplatesCarryTheContext) {
+  auto dir = test::temp_dir("llm-prompt-fill");
+  llm::LlmConfig c;
+  c.models.push_back({});
+  c.prompts_dir = (test::repo_dir() / "configs" / "prompts").string();
+  Store store(dir / "kevo.db");
+  LlmSynthesizer s(c, store, nullptr);
+  LlmTaskInfo t;
+  t.op = "swiglu";
+  t.abi = "ABI-TEXT";
+  t.entry_point = "kevo_kernel";
+  LlmAsk a;
+  a.parent_label = "naive THREADS=1";
+  a.parent_source = "PARENT-SOURCE";
+  a.diagnosis = "memory-bound at 41% of the roof";
+  a.hot_lines = {"line 7: 40% of the stall samples: y[i] = ..."};
+  a.failures = {"attempt 1: compile_error"};
+  auto m = s.prompt(t, a);
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_NE(m[0].content.find("ABI-TEXT"), std::string::npos);
+  for (const char* want : {"swiglu", "PARENT-SOURCE", "41% of the roof", "line 7", "attempt 1"})
+    EXPECT_NE(m[1].content.find(want), std::string::npos) << want;
+  a.mode = LlmAsk::Mode::repair;
+  a.error = "kernel.c:17: error: 'x' undeclared";
+  m = s.prompt(t, a);
+  EXPECT_NE(m[1].content.find("'x' undeclared"), std::string::npos);
+}
+
+// The example configs of the README read as they are (no network needed).
+TEST(LlmConfigs, ShippedExamplesParse) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(test::repo_dir() / "configs" / "llm")) {
+    Task t = load_task(e.path());
+    SearchConfig c = parse_search_config(t.search, "$.search");
+    EXPECT_FALSE(c.llm.is_null()) << e.path();
+    llm::LlmConfig l = llm::parse_llm_config(c.llm, "$.search.llm");
+    EXPECT_FALSE(l.models.empty()) << e.path();
+    ++n;
+  }
+  EXPECT_GE(n, 2);
+}
+
+}  // namespace
+}  // namespace kevo
