@@ -1,0 +1,99 @@
+// kevo compare: two sets of results task by task, for a CI regression gate.
+#include <filesystem>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "bench/compare.h"
+#include "bench/export.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "core/error.h"
+#include "core/paths.h"
+
+namespace kevo::cli {
+
+namespace {
+
+// A side: an export file, else run ids of the store ("12" or "12,13,14").
+nlohmann::json load_side(const std::string& arg, const Args& a, const char* which) {
+  if (std::filesystem::is_regular_file(arg)) {
+    nlohmann::json doc;
+    try {
+      doc = nlohmann::json::parse(read_text_file(arg));
+    } catch (const nlohmann::json::parse_error& e) {
+      throw UserError(fmt::format("{}: not JSON (byte {}); expected a file written by kevo export",
+                                  arg, e.byte));
+    }
+    check_export(doc, arg);
+    return doc;
+  }
+  static const std::regex kRuns("[0-9]+(,[0-9]+)*");
+  if (!std::regex_match(arg, kRuns))
+    throw UserError(
+        fmt::format("{} '{}': no such file, and not a run id (RUN or RUN,RUN,...)", which, arg));
+  std::vector<int64_t> runs;
+  for (size_t pos = 0; pos < arg.size();) {
+    size_t comma = std::min(arg.find(',', pos), arg.size());
+    runs.push_back(parse_id(arg.substr(pos, comma - pos), which));
+    pos = comma + 1;
+  }
+  Store store(store_path(a), /*read_only=*/true);
+  return export_runs(store, runs);
+}
+
+}  // namespace
+
+int cmd_compare(const Argv& argv) {
+  Args a("compare",
+         "compare BASELINE CURRENT [--threshold PCT] [--confidence C] [--junit FILE] [--json] "
+         "[--db PATH]",
+         "Compares two sets of results task by task, for a CI regression gate. Each side is a\n"
+         "file written by kevo export, or run ids of the store (RUN or RUN,RUN,...). Tasks are\n"
+         "matched by hash, then by name. For each, the raw timing samples of its best kernel on\n"
+         "either side give the ratio of medians (current / baseline) and its bootstrap\n"
+         "confidence interval: faster or slower when the whole interval lies beyond the\n"
+         "threshold, unchanged otherwise; new, missing, now-failing, now-passing and\n"
+         "still-failing by which side found a correct kernel. A task whose own p20-p80 spread\n"
+         "is wider than the threshold is marked noisy. Prints a Markdown table. Exit status:\n"
+         "1 when a task is slower beyond the threshold with confidence or now fails, 0\n"
+         "otherwise, 2 for bad input.",
+         {db_option(),
+          {"--threshold", "PCT", "the smallest change that counts, in percent (default 5)"},
+          {"--confidence", "C", "of the bootstrap interval, between 0 and 1 (default 0.95)"},
+          {"--junit", "FILE", "also write JUnit XML there: one test case per task"},
+          json_option()},
+         2, 2);
+  a.parse(argv);
+  if (a.help()) {
+    fmt::print("{}", a.help_text());
+    return 0;
+  }
+  CompareOptions o;
+  if (auto v = a.value("--threshold")) {
+    o.threshold = parse_positive(*v, "--threshold") / 100;
+    if (o.threshold >= 1)
+      throw UserError(fmt::format("--threshold expects a percentage below 100, got '{}'", *v));
+  }
+  if (auto v = a.value("--confidence")) {
+    o.confidence = parse_positive(*v, "--confidence");
+    if (o.confidence >= 1)
+      throw UserError(
+          fmt::format("--confidence expects a number between 0 and 1 (e.g. 0.95), got '{}'", *v));
+  }
+  const nlohmann::json baseline = load_side(a.positional()[0], a, "BASELINE");
+  const nlohmann::json current = load_side(a.positional()[1], a, "CURRENT");
+  std::vector<TaskComparison> rows =
+      compare_tasks(tasks_of_export(baseline), tasks_of_export(current), o);
+  if (auto junit = a.value("--junit")) {
+    const std::string xml = comparison_junit(rows, o);
+    write_file_atomic(*junit, xml.data(), xml.size());
+  }
+  if (a.flag("--json"))
+    fmt::print("{}\n", comparison_json(rows, o).dump(2));
+  else
+    fmt::print("{}", comparison_markdown(rows, o));
+  return comparison_exit_status(rows);
+}
+
+}  // namespace kevo::cli

@@ -1,0 +1,374 @@
+// kevo explain: the evidence for one candidate, read from the store — its
+// bounds against its measured time, the bottleneck, profiler metrics, the
+// hottest source lines and its lineage.
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "bench/export.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "core/error.h"
+#include "core/knobs.h"
+#include "core/task.h"
+#include "eval/roofline.h"
+#include "search/tree.h"
+
+namespace kevo::cli {
+
+namespace {
+
+std::string text_of(const SqlValue& v) {
+  auto* s = std::get_if<std::string>(&v);
+  return s ? *s : std::string();
+}
+
+double number_of(const SqlValue& v) {
+  if (auto* d = std::get_if<double>(&v)) return *d;
+  if (auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
+  return NAN;
+}
+
+std::string bytes_text(double b) {
+  if (b >= 1e9) return fmt::format("{:.2f} GB", b / 1e9);
+  if (b >= 1e6) return fmt::format("{:.1f} MB", b / 1e6);
+  if (b >= 1e3) return fmt::format("{:.1f} kB", b / 1e3);
+  return fmt::format("{:.0f} B", b);
+}
+
+std::string value_text(double v, const std::string& unit) {
+  if (std::isnan(v)) return "n/a";
+  if (unit == "fraction") return fmt::format("{:.1f}%", 100 * v);
+  return unit.empty() ? fmt::format("{:.4g}", v) : fmt::format("{:.4g} {}", v, unit);
+}
+
+nlohmann::json timing_json(const TimingStats& t) {
+  return {{"median_s", t.median_s},
+          {"p20_s", t.p20_s},
+          {"p80_s", t.p80_s},
+          {"samples", t.samples_s.size()}};
+}
+
+// Lines of the source, 1-based as compilers and profilers count them.
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::string trim(std::string s) {
+  const auto b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
+}
+
+// Everything explain shows, as JSON; the text view prints from it.
+nlohmann::json gather(Store& store, int64_t id) {
+  QueryResult c = store.query(
+      "SELECT c.run_id, c.source_hash, c.knobs_json, c.family, c.synthesizer, c.reuses_evaluation, "
+      "r.kind, r.task_name, r.operator, r.target, r.task_json "
+      "FROM candidates c JOIN runs r ON r.id = c.run_id WHERE c.id = ?",
+      {SqlValue(id)});
+  if (c.rows.empty())
+    throw UserError(fmt::format("no candidate {} in {}", id, store.path().string()));
+  const auto& row = c.rows[0];
+  const int64_t run = std::get<int64_t>(row[0]);
+  nlohmann::json j = {
+      {"candidate", id},
+      {"run", run},
+      {"run_kind", text_of(row[6])},
+      {"task",
+       {{"name", text_of(row[7])}, {"operator", text_of(row[8])}, {"target", text_of(row[9])}}},
+      {"family", text_of(row[3])},
+      {"knobs", knobs_from_json(text_of(row[2]))},
+      {"synthesizer", text_of(row[4])},
+      {"source_hash", text_of(row[1])}};
+
+  // Its result is its first evaluation (or the one it reuses from an earlier
+  // run); a later one is the re-measurement that confirmed it.
+  std::vector<int64_t> evals;
+  for (const auto& e :
+       store.query("SELECT id FROM evaluations WHERE candidate_id = ? ORDER BY id", {SqlValue(id)})
+           .rows)
+    evals.push_back(std::get<int64_t>(e[0]));
+  if (evals.empty())
+    if (auto* reused = std::get_if<int64_t>(&row[5])) evals.push_back(*reused);
+  if (evals.empty()) {
+    j["status"] = "pending";
+    return j;
+  }
+  std::optional<EvalResult> result = store.evaluation(evals.front());
+  KEVO_ASSERT(result.has_value());
+  j["evaluation"] = evals.front();
+  j["status"] = std::string(status_name(result->status));
+  j["detail"] = result->detail;
+  double measured = NAN;
+  if (result->timing) {
+    j["timing"] = timing_json(*result->timing);
+    measured = result->timing->median_s;
+  }
+  if (evals.size() > 1) {
+    std::optional<EvalResult> again = store.evaluation(evals.back());
+    nlohmann::json conf = {{"evaluation", evals.back()},
+                           {"status", std::string(status_name(again->status))}};
+    if (again->timing) {
+      conf["timing"] = timing_json(*again->timing);
+      if (again->status == Status::ok) measured = again->timing->median_s;
+    }
+    j["confirmation"] = conf;
+  }
+  if (result->diagnosis) {
+    const Diagnosis& d = *result->diagnosis;
+    j["bound"] = d.bound;
+    j["roof_fraction"] = d.roof_fraction;
+    j["diagnosis"] = d.why;
+    j["bottleneck"] = d.bottleneck;
+    j["achieved_gbps"] = d.achieved_gbps;
+    j["achieved_gflops"] = d.achieved_gflops;
+  }
+
+  // The bounds, from the task's byte and FLOP counts and the roof the
+  // evaluation was judged against.
+  nlohmann::json bounds = {
+      {"measured_s", std::isnan(measured) ? nlohmann::json(nullptr) : nlohmann::json(measured)}};
+  std::optional<Task> task;
+  try {
+    task = parse_task(nlohmann::json::parse(text_of(row[10])));
+  } catch (const std::exception&) {  // a config this kevo no longer reads: no bounds
+  }
+  std::optional<Roof> roof =
+      result->roof_id ? roof_as_judged(store, result->roof_id) : std::nullopt;
+  if (task) {
+    j["task"]["shape"] = shape_str(task->main.shapes[0]);
+    j["task"]["dtype"] = dtype_name(task->dtype);
+    bounds["bytes"] = task->bytes();
+    bounds["flops"] = task->flops();
+  }
+  if (task && roof) {
+    if (const BandwidthPoint* bw = roof->bandwidth_for(task->bytes())) {
+      const double floor = task->bytes() / (bw->gbps * 1e9);
+      bounds["memory"] = {{"floor_s", floor},
+                          {"gbps", bw->gbps},
+                          {"kind", bw->kind},
+                          {"working_set_bytes", bw->bytes},
+                          {"threads", bw->threads}};
+      if (!std::isnan(measured)) bounds["memory"]["fraction"] = floor / measured;
+    }
+    if (std::optional<PeakPoint> peak = roof->peak_for()) {
+      const double floor = task->flops() / (peak->gflops * 1e9);
+      bounds["compute"] = {{"floor_s", floor},
+                           {"gflops", peak->gflops},
+                           {"kind", peak->kind},
+                           {"threads", peak->threads}};
+      if (!std::isnan(measured)) bounds["compute"]["fraction"] = floor / measured;
+    }
+    bounds["roof"] = {
+        {"id", roof->id}, {"host_key", roof->host_key}, {"calibrations", roof->calibrations}};
+  }
+  j["bounds"] = bounds;
+
+  // Profiler and compiler figures of the latest evaluation that has any.
+  std::string ids;
+  for (int64_t e : evals) ids += fmt::format("{}{}", ids.empty() ? "" : ",", e);
+  QueryResult p = store.query(fmt::format(
+      "SELECT evaluation_id, metric, value, unit, source_line FROM profiles "
+      "WHERE evaluation_id = (SELECT MAX(evaluation_id) FROM profiles WHERE evaluation_id IN ({})) "
+      "ORDER BY id",
+      ids));
+  nlohmann::json metrics = nlohmann::json::array();
+  std::map<std::string, std::vector<std::pair<int64_t, std::pair<double, std::string>>>> per_line;
+  for (const auto& m : p.rows) {
+    const double v = number_of(m[2]);
+    if (auto* line = std::get_if<int64_t>(&m[4]); line && *line > 0) {
+      per_line[text_of(m[1])].push_back({*line, {v, text_of(m[3])}});
+      continue;
+    }
+    metrics.push_back({{"metric", text_of(m[1])},
+                       {"value", std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v)},
+                       {"unit", text_of(m[3])}});
+  }
+  j["profile"] = metrics;
+  if (!p.rows.empty()) j["profile_evaluation"] = std::get<int64_t>(p.rows[0][0]);
+
+  // The hottest lines by each per-line metric, with their text.
+  constexpr size_t kHotLines = 5;
+  QueryResult src = store.query("SELECT text FROM sources WHERE hash = ?", {row[1]});
+  const std::vector<std::string> lines =
+      src.rows.empty() ? std::vector<std::string>{} : split_lines(text_of(src.rows[0][0]));
+  nlohmann::json hot = nlohmann::json::array();
+  for (auto& [metric, rows] : per_line) {
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+    for (size_t i = 0; i < rows.size() && i < kHotLines; ++i) {
+      const int64_t line = rows[i].first;
+      hot.push_back({{"line", line},
+                     {"metric", metric},
+                     {"value", rows[i].second.first},
+                     {"unit", rows[i].second.second},
+                     {"text", line <= static_cast<int64_t>(lines.size())
+                                  ? nlohmann::json(trim(lines[static_cast<size_t>(line - 1)]))
+                                  : nlohmann::json(nullptr)}});
+    }
+  }
+  j["hot_lines"] = hot;
+
+  // Its ancestry up to the seed (a crossover has two parents: both are there).
+  CandidateTree tree = CandidateTree::load(store, run);
+  nlohmann::json lineage = nlohmann::json::array();
+  for (int64_t a : tree.lineage(id)) {
+    const TreeNode* n = tree.find(a);
+    nlohmann::json node = {
+        {"candidate", a},
+        {"family", n->family},
+        {"knobs", n->knobs},
+        {"synthesizer", n->synthesizer},
+        {"parents", tree.parents(a)},
+        {"status", n->evaluated ? nlohmann::json(std::string(status_name(n->status)))
+                                : nlohmann::json("pending")}};
+    if (n->evaluated && n->status == Status::ok) node["median_s"] = n->seconds;
+    lineage.push_back(std::move(node));
+  }
+  j["lineage"] = lineage;
+  return j;
+}
+
+void print_text(const nlohmann::json& j) {
+  auto line = [](const char* label, const std::string& text) {
+    fmt::print("{:<12}{}\n", label, text);
+  };
+  const auto& t = j["task"];
+  fmt::print("candidate {} of run {} ({}): {} ({}{}{} on {})\n", j["candidate"].get<int64_t>(),
+             j["run"].get<int64_t>(), j["run_kind"].get<std::string>(),
+             t["name"].get<std::string>(), t["operator"].get<std::string>(),
+             t.contains("shape") ? " " + t["shape"].get<std::string>() : "",
+             t.contains("dtype") ? " " + t["dtype"].get<std::string>() : "",
+             t["target"].get<std::string>());
+  KnobValues knobs = j["knobs"].get<KnobValues>();
+  line("family",
+       fmt::format("{}{}{} (made by {})", j["family"].get<std::string>(), knobs.empty() ? "" : "  ",
+                   knobs_to_string(knobs), j["synthesizer"].get<std::string>()));
+  std::string status = j["status"].get<std::string>();
+  if (j.contains("detail") && !j["detail"].get<std::string>().empty())
+    status += ": " + j["detail"].get<std::string>();
+  line("status", status);
+  if (j["status"] == "pending") return;
+  auto timing = [](const nlohmann::json& x) {
+    return fmt::format("{} (p20 {}, p80 {}, {} samples)",
+                       format_seconds(x["median_s"].get<double>()),
+                       format_seconds(x["p20_s"].get<double>()),
+                       format_seconds(x["p80_s"].get<double>()), x["samples"].get<size_t>());
+  };
+  if (j.contains("timing")) {
+    std::string m = timing(j["timing"]);
+    if (j.contains("confirmation")) {
+      const auto& c = j["confirmation"];
+      m += c.contains("timing") ? "; re-measured " + timing(c["timing"])
+                                : "; re-measured: " + c["status"].get<std::string>();
+    }
+    line("median", m);
+  }
+  const auto& b = j["bounds"];
+  if (b.contains("memory")) {
+    const auto& m = b["memory"];
+    line("memory",
+         fmt::format(
+             "{} / {:.1f} GB/s ({} at {} on {} thread{}) = floor {}{}",
+             bytes_text(b["bytes"].get<double>()), m["gbps"].get<double>(),
+             m["kind"].get<std::string>(), bytes_text(m["working_set_bytes"].get<double>()),
+             m["threads"].get<int>(), m["threads"].get<int>() > 1 ? "s" : "",
+             format_seconds(m["floor_s"].get<double>()),
+             m.contains("fraction")
+                 ? fmt::format(", {:.0f}% of the {} median", 100 * m["fraction"].get<double>(),
+                               format_seconds(b["measured_s"].get<double>()))
+                 : ""));
+  }
+  if (b.contains("compute")) {
+    const auto& c = b["compute"];
+    line("compute",
+         fmt::format(
+             "{:.4g} GFLOP / {:.1f} GFLOP/s ({} on {} thread{}) = floor {}{}",
+             b["flops"].get<double>() / 1e9, c["gflops"].get<double>(),
+             c["kind"].get<std::string>(), c["threads"].get<int>(),
+             c["threads"].get<int>() > 1 ? "s" : "", format_seconds(c["floor_s"].get<double>()),
+             c.contains("fraction")
+                 ? fmt::format(", {:.0f}% of the {} median", 100 * c["fraction"].get<double>(),
+                               format_seconds(b["measured_s"].get<double>()))
+                 : ""));
+  }
+  if (!b.contains("memory") && !b.contains("compute"))
+    line("bounds", "unknown (no roof stored for the machine, or the task no longer loads)");
+  if (j.contains("bound"))
+    line("bound",
+         fmt::format("{}-bound, {:.0f}% of the roof (achieved {:.3g} GB/s, {:.3g} GFLOP/s)",
+                     j["bound"].get<std::string>(), 100 * j["roof_fraction"].get<double>(),
+                     j["achieved_gbps"].get<double>(), j["achieved_gflops"].get<double>()));
+  if (j.contains("bottleneck"))
+    line("bottleneck", j["bottleneck"].get<std::string>().empty()
+                           ? "not profiled"
+                           : j["bottleneck"].get<std::string>());
+  if (j.contains("diagnosis")) line("diagnosis", j["diagnosis"].get<std::string>());
+  bool first = true;
+  for (const auto& m : j["profile"]) {
+    const double v = m["value"].is_number() ? m["value"].get<double>() : NAN;
+    line(first ? "profile" : "", fmt::format("{:<32} {}", m["metric"].get<std::string>(),
+                                             value_text(v, m["unit"].get<std::string>())));
+    first = false;
+  }
+  if (first)
+    line("profile", "none stored (kevo profiles the best candidates where the target can)");
+  first = true;
+  for (const auto& h : j["hot_lines"]) {
+    line(first ? "hot lines" : "",
+         fmt::format("line {:<5} {:<12} {}  | {}", h["line"].get<int64_t>(),
+                     value_text(h["value"].get<double>(), h["unit"].get<std::string>()),
+                     h["metric"].get<std::string>(),
+                     h["text"].is_string() ? h["text"].get<std::string>() : "(no such line)"));
+    first = false;
+  }
+  first = true;
+  for (const auto& n : j["lineage"]) {
+    std::string parents;
+    for (const auto& p : n["parents"])
+      parents += fmt::format("{}{}", parents.empty() ? "" : ", ", p.get<int64_t>());
+    line(first ? "lineage" : "",
+         fmt::format("#{} {}{}{} ({}): {}{}", n["candidate"].get<int64_t>(),
+                     n["family"].get<std::string>(),
+                     n["knobs"].get<std::string>().empty() ? "" : " ",
+                     n["knobs"].get<std::string>(), n["synthesizer"].get<std::string>(),
+                     n.contains("median_s") ? format_seconds(n["median_s"].get<double>())
+                                            : n["status"].get<std::string>(),
+                     parents.empty() ? "" : " <- " + parents));
+    first = false;
+  }
+}
+
+}  // namespace
+
+int cmd_explain(const Argv& argv) {
+  Args a("explain", "explain CANDIDATE [--json] [--db PATH]",
+         "Shows the evidence for one candidate from the store: its task, family, knobs and\n"
+         "status; the memory floor (bytes / measured bandwidth) and compute floor (FLOPs /\n"
+         "measured peak rate) against its measured median; its bound, fraction of the roof and\n"
+         "bottleneck; the profiler and compiler metrics stored for it (ncu.*, ptxas.*); its\n"
+         "hottest source lines with their text; and its lineage up to the seed. Candidate ids\n"
+         "are in kevo run's output, kevo export and: kevo query top-k RUN 10",
+         {db_option(), json_option()}, 1, 1);
+  a.parse(argv);
+  if (a.help()) {
+    fmt::print("{}", a.help_text());
+    return 0;
+  }
+  const int64_t id = parse_id(a.positional()[0], "kevo explain CANDIDATE");
+  Store store(store_path(a), /*read_only=*/true);
+  nlohmann::json j = gather(store, id);
+  if (a.flag("--json"))
+    fmt::print("{}\n", j.dump(2));
+  else
+    print_text(j);
+  return 0;
+}
+
+}  // namespace kevo::cli

@@ -1,0 +1,182 @@
+// kevo explain and kevo query's named queries on a store written here: a seed
+// and a child candidate, the child profiled (kernel metrics and per-line stall
+// shares), with a known roof.
+#include <fstream>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "core/process.h"
+#include "core/store.h"
+#include "support/test_support.h"
+
+namespace kevo {
+namespace {
+
+// Lines 3 and 5 are the hot ones.
+const char* kSource =
+    "// @kevo knob VEC 4 {1, 2, 4}\n"
+    "for (int64_t i = 0; i < n; ++i) {\n"
+    "  float g = x[i] * scale;   // the hottest line\n"
+    "  float s = g / (1 + expf(-g));\n"
+    "  y[i] = s * u[i];          // the second\n"
+    "}\n";
+
+class Explain : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = test::temp_dir("explain");
+    db_ = (dir_ / "kevo.db").string();
+    Store s(db_);
+    roof_id_ = s.add_roof(test::fake_roof(50, 400));
+    task_ = test::quick_task("swiglu", {{"g", {256, 4096}}});
+    run_ = s.begin_run("search", task_, nlohmann::json::object());
+    const std::string hash = s.put_source(kSource, "swiglu_vec.c", "c");
+    seed_ = s.add_candidate(run_, hash, {{"VEC", 4}}, "swiglu_vec", "seed");
+    child_ = s.add_candidate(run_, hash, {{"VEC", 2}}, "swiglu_vec", "knob", {seed_});
+    s.add_evaluation(seed_, result(2e-3, {}));
+    s.add_evaluation(child_, result(1e-3, {{"ncu.dram_pct", 87.5, "%", 0},
+                                           {"ptxas.registers", 32, "register/thread", 0},
+                                           {"ncu.line.stall_share", 0.6, "fraction", 3},
+                                           {"ncu.line.stall_share", 0.1, "fraction", 2},
+                                           {"ncu.line.stall_share", 0.3, "fraction", 5}}));
+  }
+
+  EvalResult result(double median_s, std::vector<ProfileMetric> profile) {
+    EvalResult r;
+    r.timing = TimingStats::from_samples({median_s * 0.99, median_s, median_s * 1.01}, 1, 2);
+    Diagnosis d;
+    d.bound = "memory";
+    d.floor_s = task_.bytes() / 50e9;
+    d.roof_fraction = d.floor_s / median_s;
+    d.achieved_gbps = task_.bytes() / median_s / 1e9;
+    d.why = "memory-bound: synthetic";
+    d.bottleneck = profile.empty() ? "" : "dram-bandwidth";
+    r.diagnosis = d;
+    r.roof_id = roof_id_;
+    r.profile = std::move(profile);
+    return r;
+  }
+
+  ProcessResult kevo(std::vector<std::string> args) {
+    SpawnOptions o;
+    o.argv = {test::kevo_binary().string()};
+    o.argv.insert(o.argv.end(), args.begin(), args.end());
+    o.argv.insert(o.argv.end(), {"--db", db_});
+    o.cwd = dir_;
+    return run_process(o, 60, 1 << 20);
+  }
+
+  std::filesystem::path dir_;
+  std::string db_;
+  Task task_;
+  int64_t roof_id_ = 0, run_ = 0, seed_ = 0, child_ = 0;
+};
+
+TEST_F(Explain, ShowsBoundsMetricsHotLinesAndLineage) {
+  auto r = kevo({"explain", std::to_string(child_)});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* s :
+       {"swiglu_vec", "VEC=2", "status      ok", "memory", "compute", "dram-bandwidth",
+        "ncu.dram_pct", "87.5 %", "ptxas.registers", "hot lines", "60.0%",
+        "float g = x[i] * scale;   // the hottest line", "y[i] = s * u[i];", "lineage"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+  // The hottest line comes first, the child before its parent.
+  EXPECT_LT(r.out.find("the hottest line"), r.out.find("the second"));
+  EXPECT_LT(r.out.find(fmt::format("#{} ", child_)), r.out.find(fmt::format("#{} ", seed_)));
+}
+
+TEST_F(Explain, JsonHasTheEvidence) {
+  auto r = kevo({"explain", std::to_string(child_), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["candidate"], child_);
+  EXPECT_EQ(j["status"], "ok");
+  EXPECT_EQ(j["knobs"]["VEC"], 2);
+  EXPECT_EQ(j["bottleneck"], "dram-bandwidth");
+  // The memory floor is the task's bytes over the roof's 50 GB/s, against the 1 ms median.
+  const auto& b = j["bounds"];
+  EXPECT_DOUBLE_EQ(b["bytes"].get<double>(), task_.bytes());
+  EXPECT_DOUBLE_EQ(b["memory"]["floor_s"].get<double>(), task_.bytes() / 50e9);
+  EXPECT_DOUBLE_EQ(b["memory"]["fraction"].get<double>(), task_.bytes() / 50e9 / 1e-3);
+  EXPECT_DOUBLE_EQ(b["compute"]["floor_s"].get<double>(), task_.flops() / 400e9);
+  ASSERT_EQ(j["profile"].size(), 2u);
+  ASSERT_EQ(j["hot_lines"].size(), 3u);
+  EXPECT_EQ(j["hot_lines"][0]["line"], 3);
+  EXPECT_EQ(j["hot_lines"][0]["text"], "float g = x[i] * scale;   // the hottest line");
+  EXPECT_EQ(j["hot_lines"][1]["line"], 5);
+  ASSERT_EQ(j["lineage"].size(), 2u);
+  EXPECT_EQ(j["lineage"][0]["candidate"], child_);
+  EXPECT_EQ(j["lineage"][0]["parents"], nlohmann::json::array({seed_}));
+  EXPECT_EQ(j["lineage"][1]["candidate"], seed_);
+
+  // Without a profile: said so, nothing invented.
+  auto s = kevo({"explain", std::to_string(seed_), "--json"});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  auto sj = nlohmann::json::parse(s.out);
+  EXPECT_TRUE(sj["profile"].empty());
+  EXPECT_TRUE(sj["hot_lines"].empty());
+  EXPECT_EQ(sj["lineage"].size(), 1u);
+}
+
+TEST_F(Explain, BadInputIsOneLineAndExitTwo) {
+  for (std::vector<std::string> args : {std::vector<std::string>{"explain", "99"},
+                                        {"explain", "x"},
+                                        {"explain"},
+                                        {"query", "top-k", "1"},
+                                        {"query", "SELECT 1", "2"},
+                                        {"query"}}) {
+    auto r = kevo(args);
+    EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+TEST_F(Explain, NamedQueriesAnswerTheSameQuestions) {
+  auto list = kevo({"query", "--list"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  for (const char* n : {"best-per-run", "failures-by-status RUN", "top-k RUN K",
+                        "profile CANDIDATE", "hot-lines CANDIDATE", "lineage CANDIDATE", "roofs"})
+    EXPECT_NE(list.out.find(n), std::string::npos) << n;
+  auto listed = nlohmann::json::parse(kevo({"query", "--list", "--json"}).out);
+  EXPECT_GE(listed.size(), 7u);
+  for (const auto& q : listed) EXPECT_FALSE(q["sql"].get<std::string>().empty());
+
+  auto json = [&](std::vector<std::string> args) {
+    args.push_back("--json");
+    auto r = kevo(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  const std::string child = std::to_string(child_);
+  auto hot = json({"query", "hot-lines", child});
+  ASSERT_EQ(hot.size(), 3u);
+  EXPECT_EQ(hot[0]["line"], 3);
+  EXPECT_EQ(hot[0]["text"], "float g = x[i] * scale;   // the hottest line");
+  auto profile = json({"query", "profile", child});
+  ASSERT_EQ(profile.size(), 2u);
+  EXPECT_EQ(profile[0]["metric"], "ncu.dram_pct");
+  auto lineage = json({"query", "lineage", child});
+  ASSERT_EQ(lineage.size(), 2u);
+  EXPECT_EQ(lineage[1]["candidate"], seed_);
+  EXPECT_EQ(lineage[1]["depth"], 1);
+  auto top = json({"query", "top-k", std::to_string(run_), "1"});
+  ASSERT_EQ(top.size(), 1u);
+  EXPECT_EQ(top[0]["candidate"], child_);
+  auto best = json({"query", "best-per-run"});
+  ASSERT_EQ(best.size(), 1u);
+  EXPECT_EQ(best[0]["candidate"], child_);
+  EXPECT_DOUBLE_EQ(best[0]["median_s"].get<double>(), 1e-3);
+  auto statuses = json({"query", "failures-by-status", std::to_string(run_)});
+  ASSERT_EQ(statuses.size(), 1u);
+  EXPECT_EQ(statuses[0]["n"], 2);
+  auto roofs = json({"query", "roofs"});
+  ASSERT_EQ(roofs.size(), 1u);
+  EXPECT_DOUBLE_EQ(roofs[0]["best_gbps"].get<double>(), 50);
+  // Plain SQL still works.
+  auto sql = json({"query", "SELECT COUNT(*) AS n FROM candidates"});
+  EXPECT_EQ(sql[0]["n"], 2);
+}
+
+}  // namespace
+}  // namespace kevo

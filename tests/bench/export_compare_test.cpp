@@ -1,0 +1,523 @@
+// kevo export and kevo compare: the export's JSON and T4 structure on a store
+// filled by a small real search, and the comparison's verdicts on synthetic
+// samples with known outcomes, in every output format (Markdown, JUnit XML,
+// JSON) and exit status.
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <boost/property_tree/ptree.hpp>
+#include <boost/property_tree/xml_parser.hpp>
+
+#include "bench/compare.h"
+#include "bench/export.h"
+#include "core/process.h"
+#include "core/rng.h"
+#include "core/store.h"
+#include "support/test_support.h"
+#include "targets/target.h"
+
+namespace kevo {
+namespace {
+
+ProcessResult kevo(const std::filesystem::path& dir, const std::string& db,
+                   std::vector<std::string> args) {
+  SpawnOptions o;
+  o.argv = {test::kevo_binary().string()};
+  o.argv.insert(o.argv.end(), args.begin(), args.end());
+  o.cwd = dir;
+  o.env = {"KEVO_DB=" + db};
+  return run_process(o, 300, 4 << 20);
+}
+
+std::string read(const std::filesystem::path& p) {
+  std::ifstream f(p);
+  return std::string((std::istreambuf_iterator<char>(f)), {});
+}
+
+int lines(const std::string& s) {
+  return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
+}
+
+// `n` per-call times around `median_s`: log-normal with a relative spread of
+// about `sigma`, from the counter-based generator (the same every run).
+std::vector<double> samples(double median_s, double sigma, int n, uint64_t stream) {
+  std::vector<double> out;
+  for (int i = 0; i < n; ++i) {
+    const double u1 = std::max(uniform01(7, stream, 2 * static_cast<uint64_t>(i)), 1e-12);
+    const double u2 = uniform01(7, stream, 2 * static_cast<uint64_t>(i) + 1);
+    const double z = std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2);
+    out.push_back(median_s * std::exp(sigma * z));
+  }
+  return out;
+}
+
+TaskResult ok_task(const std::string& name, std::vector<double> s) {
+  TaskResult t;
+  t.name = name;
+  t.hash = "hash-" + name;
+  t.origin = "run 1";
+  t.ok = true;
+  t.candidate = 1;
+  t.family = "online";
+  std::vector<double> sorted = s;
+  std::sort(sorted.begin(), sorted.end());
+  auto q = [&](double p) {  // type 7, as the comparison computes it
+    const double pos = p * static_cast<double>(sorted.size() - 1);
+    const size_t lo = static_cast<size_t>(pos);
+    const size_t hi = std::min(lo + 1, sorted.size() - 1);
+    return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+  };
+  t.median_s = q(0.5), t.p20_s = q(0.2), t.p80_s = q(0.8);
+  t.samples_s = std::move(s);
+  return t;
+}
+
+TaskResult failing_task(const std::string& name) {
+  TaskResult t;
+  t.name = name;
+  t.hash = "hash-" + name;
+  t.origin = "run 1";
+  t.failures = "2 compile_error";
+  return t;
+}
+
+const TaskComparison& row(const std::vector<TaskComparison>& rows, const std::string& task) {
+  for (const auto& r : rows)
+    if (r.task == task) return r;
+  throw std::runtime_error("no row for " + task);
+}
+
+TEST(Compare, ClearRegressionIsSlowerAndFailsTheGate) {
+  auto rows = compare_tasks({ok_task("t", samples(1e-3, 0.01, 200, 1))},
+                            {ok_task("t", samples(1.3e-3, 0.01, 200, 2))}, {});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].verdict, Verdict::slower);
+  EXPECT_GT(rows[0].interval.low, 1.05);
+  EXPECT_NEAR(rows[0].interval.ratio, 1.3, 0.02);
+  EXPECT_LE(rows[0].interval.low, rows[0].interval.ratio);
+  EXPECT_GE(rows[0].interval.high, rows[0].interval.ratio);
+  EXPECT_FALSE(rows[0].noisy);
+  EXPECT_TRUE(rows[0].regressed());
+  EXPECT_EQ(comparison_exit_status(rows), 1);
+}
+
+TEST(Compare, ClearImprovementIsFaster) {
+  auto rows = compare_tasks({ok_task("t", samples(1e-3, 0.01, 200, 1))},
+                            {ok_task("t", samples(0.7e-3, 0.01, 200, 2))}, {});
+  EXPECT_EQ(rows[0].verdict, Verdict::faster);
+  EXPECT_LT(rows[0].interval.high, 0.95);
+  EXPECT_EQ(comparison_exit_status(rows), 0);
+}
+
+// Both sides drawn from one distribution: whatever the draw, nothing changed.
+TEST(Compare, PureNoiseIsUnchanged) {
+  for (uint64_t k = 0; k < 20; ++k) {
+    auto rows = compare_tasks({ok_task("t", samples(1e-3, 0.03, 100, 100 + k))},
+                              {ok_task("t", samples(1e-3, 0.03, 100, 200 + k))}, {});
+    EXPECT_EQ(rows[0].verdict, Verdict::unchanged) << "draw " << k;
+    EXPECT_LT(rows[0].interval.low, 1.0 + 0.05);
+    EXPECT_EQ(comparison_exit_status(rows), 0);
+  }
+}
+
+// A small change inside the threshold is unchanged even when it is certain.
+TEST(Compare, AChangeWithinTheThresholdIsUnchanged) {
+  auto rows = compare_tasks({ok_task("t", samples(1e-3, 0.002, 500, 1))},
+                            {ok_task("t", samples(1.02e-3, 0.002, 500, 2))}, {});
+  EXPECT_GT(rows[0].interval.low, 1.0);            // certain...
+  EXPECT_EQ(rows[0].verdict, Verdict::unchanged);  // ...but under 5%
+  CompareOptions tight;
+  tight.threshold = 0.01;
+  EXPECT_EQ(compare_tasks({ok_task("t", samples(1e-3, 0.002, 500, 1))},
+                          {ok_task("t", samples(1.02e-3, 0.002, 500, 2))}, tight)[0]
+                .verdict,
+            Verdict::slower);
+}
+
+// A 10% slowdown measured with a wide spread: the medians differ by more than
+// the threshold, but the interval says it could be noise, so no verdict.
+TEST(Compare, AnUncertainChangeIsUnchanged) {
+  auto rows = compare_tasks({ok_task("t", samples(1e-3, 0.25, 30, 1))},
+                            {ok_task("t", samples(1.1e-3, 0.25, 30, 2))}, {});
+  ASSERT_GT(rows[0].interval.ratio, 1.05);  // a point estimate alone would call it slower
+  EXPECT_LT(rows[0].interval.low, 1.05);
+  EXPECT_EQ(rows[0].verdict, Verdict::unchanged);
+  EXPECT_TRUE(rows[0].noisy);
+  EXPECT_EQ(comparison_exit_status(rows), 0);
+}
+
+TEST(Compare, NoisyTaskIsFlaggedNotHidden) {
+  // A 30% shift measured with a spread as wide: flagged noisy, and the table says so.
+  auto rows = compare_tasks({ok_task("wild", samples(1e-3, 0.25, 60, 1))},
+                            {ok_task("wild", samples(1e-3, 0.25, 60, 2))}, {});
+  EXPECT_TRUE(rows[0].noisy);
+  EXPECT_GT(rows[0].baseline->spread(), 0.05);
+  EXPECT_EQ(rows[0].verdict, Verdict::unchanged);
+  const std::string md = comparison_markdown(rows, {});
+  EXPECT_NE(md.find("noisy"), std::string::npos) << md;
+  auto quiet = compare_tasks({ok_task("calm", samples(1e-3, 0.005, 60, 1))},
+                             {ok_task("calm", samples(1e-3, 0.005, 60, 2))}, {});
+  EXPECT_FALSE(quiet[0].noisy);
+}
+
+TEST(Compare, NewMissingAndFailingTasks) {
+  std::vector<TaskResult> base = {
+      ok_task("kept", samples(1e-3, 0.01, 50, 1)), ok_task("gone", samples(1e-3, 0.01, 50, 2)),
+      ok_task("broke", samples(1e-3, 0.01, 50, 3)), failing_task("fixed"), failing_task("stuck")};
+  std::vector<TaskResult> cur = {ok_task("kept", samples(1e-3, 0.01, 50, 4)), failing_task("broke"),
+                                 ok_task("fixed", samples(1e-3, 0.01, 50, 5)),
+                                 failing_task("stuck"),
+                                 ok_task("added", samples(1e-3, 0.01, 50, 6))};
+  auto rows = compare_tasks(base, cur, {});
+  ASSERT_EQ(rows.size(), 6u);
+  EXPECT_EQ(row(rows, "kept").verdict, Verdict::unchanged);
+  EXPECT_EQ(row(rows, "gone").verdict, Verdict::missing);
+  EXPECT_EQ(row(rows, "broke").verdict, Verdict::now_failing);
+  EXPECT_EQ(row(rows, "fixed").verdict, Verdict::now_passing);
+  EXPECT_EQ(row(rows, "stuck").verdict, Verdict::failing);
+  EXPECT_EQ(row(rows, "added").verdict, Verdict::added);
+  EXPECT_EQ(rows.back().task, "added");  // baseline order, then what is new
+  EXPECT_TRUE(row(rows, "gone").failed());
+  EXPECT_FALSE(row(rows, "gone").regressed());  // reported, does not fail the gate by itself
+  EXPECT_TRUE(row(rows, "broke").regressed());
+  EXPECT_EQ(comparison_exit_status(rows), 1);
+}
+
+TEST(Compare, ATaskWhoseConfigChangedIsMatchedByNameAndSaysSo) {
+  TaskResult b = ok_task("softmax", samples(1e-3, 0.01, 50, 1));
+  TaskResult c = ok_task("softmax", samples(1e-3, 0.01, 50, 2));
+  c.hash = "another-hash";
+  auto rows = compare_tasks({b}, {c}, {});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].verdict, Verdict::unchanged);
+  EXPECT_NE(rows[0].note.find("config changed"), std::string::npos);
+}
+
+TEST(Compare, TheBootstrapIsReproducible) {
+  auto b = samples(1e-3, 0.05, 80, 1), c = samples(1.1e-3, 0.05, 80, 2);
+  RatioInterval x = bootstrap_median_ratio(b, c, 0.95, 2000, 1);
+  RatioInterval y = bootstrap_median_ratio(b, c, 0.95, 2000, 1);
+  EXPECT_EQ(x.low, y.low);
+  EXPECT_EQ(x.high, y.high);
+  RatioInterval wide = bootstrap_median_ratio(b, c, 0.99, 2000, 1);
+  EXPECT_LE(wide.low, x.low);
+  EXPECT_GE(wide.high, x.high);
+}
+
+// --- the command line, on export files ----------------------------------
+
+// A kevo export with one run per task: its best candidate's samples, or a
+// failing candidate.
+nlohmann::json export_doc(const std::vector<std::pair<std::string, std::vector<double>>>& tasks,
+                          const std::vector<std::string>& failing = {}) {
+  nlohmann::json runs = nlohmann::json::array();
+  int64_t id = 1;
+  for (const auto& [name, s] : tasks) {
+    runs.push_back({{"run", id},
+                    {"task", {{"name", name}, {"hash", "hash-" + name}}},
+                    {"best", id},
+                    {"candidates",
+                     {{{"id", id},
+                       {"family", "online"},
+                       {"knobs", {{"VEC", 4}}},
+                       {"status", "ok"},
+                       {"timing", {{"median_s", s[s.size() / 2]}, {"samples_s", s}}},
+                       {"confirmation", nullptr}}}}});
+    ++id;
+  }
+  for (const auto& name : failing) {
+    runs.push_back(
+        {{"run", id},
+         {"task", {{"name", name}, {"hash", "hash-" + name}}},
+         {"best", nullptr},
+         {"candidates",
+          {{{"id", id}, {"family", "online"}, {"status", "compile_error"}, {"timing", nullptr}}}}});
+    ++id;
+  }
+  return {{"format", "kevo-export"}, {"format_version", 1}, {"runs", runs}};
+}
+
+// The rows of the Markdown table: cells by column name.
+std::vector<std::map<std::string, std::string>> table_rows(const std::string& md) {
+  std::vector<std::vector<std::string>> cells;
+  std::istringstream in(md);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("| ", 0) != 0) continue;
+    std::vector<std::string> row;
+    std::string cell;
+    for (size_t i = 1; i < line.size(); ++i) {
+      if (line[i] == '\\' && i + 1 < line.size() && line[i + 1] == '|') {
+        cell += '|';
+        ++i;
+      } else if (line[i] == '|') {
+        row.push_back(cell.substr(cell.find_first_not_of(' ') == std::string::npos
+                                      ? cell.size()
+                                      : cell.find_first_not_of(' ')));
+        while (!row.back().empty() && row.back().back() == ' ') row.back().pop_back();
+        cell.clear();
+      } else {
+        cell += line[i];
+      }
+    }
+    cells.push_back(row);
+  }
+  std::vector<std::map<std::string, std::string>> out;
+  if (cells.empty()) return out;
+  for (size_t r = 1; r < cells.size(); ++r) {
+    EXPECT_EQ(cells[r].size(), cells[0].size()) << md;
+    std::map<std::string, std::string> m;
+    for (size_t c = 0; c < cells[0].size() && c < cells[r].size(); ++c)
+      m[cells[0][c]] = cells[r][c];
+    out.push_back(m);
+  }
+  return out;
+}
+
+class CompareCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = test::temp_dir("compare-cli");
+    db_ = (dir_ / "kevo.db").string();
+  }
+  void write(const std::string& name, const nlohmann::json& j) {
+    std::ofstream(dir_ / name) << j.dump();
+  }
+  ProcessResult run(std::vector<std::string> args) { return kevo(dir_, db_, std::move(args)); }
+  std::filesystem::path dir_;
+  std::string db_;
+};
+
+TEST_F(CompareCli, MarkdownJunitJsonAndExitStatus) {
+  write("base.json", export_doc({{"steady", samples(1e-3, 0.01, 100, 1)},
+                                 {"regressed", samples(2e-3, 0.01, 100, 2)},
+                                 {"improved", samples(3e-3, 0.01, 100, 3)},
+                                 {"gone", samples(1e-3, 0.01, 100, 4)},
+                                 {"breaks", samples(1e-3, 0.01, 100, 5)}}));
+  write("cur.json", export_doc({{"steady", samples(1e-3, 0.01, 100, 11)},
+                                {"regressed", samples(2.6e-3, 0.01, 100, 12)},
+                                {"improved", samples(2e-3, 0.01, 100, 13)},
+                                {"fresh", samples(1e-3, 0.01, 100, 14)}},
+                               {"breaks"}));
+  auto r = run({"compare", "base.json", "cur.json", "--junit", "out/junit.xml"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  auto rows = table_rows(r.out);
+  ASSERT_EQ(rows.size(), 6u) << r.out;
+  std::map<std::string, std::string> verdicts;
+  for (auto& row : rows) verdicts[row["task"]] = row["verdict"];
+  EXPECT_EQ(verdicts["steady"], "unchanged");
+  EXPECT_EQ(verdicts["regressed"], "slower");
+  EXPECT_EQ(verdicts["improved"], "faster");
+  EXPECT_EQ(verdicts["gone"], "missing");
+  EXPECT_EQ(verdicts["breaks"], "now-failing");
+  EXPECT_EQ(verdicts["fresh"], "new");
+  for (auto& row : rows) {
+    for (const char* col : {"baseline", "current", "change", "95% interval", "noise", "note"})
+      EXPECT_TRUE(row.count(col)) << col;
+    if (row["task"] == "regressed") {
+      EXPECT_EQ(row["change"].rfind("+30", 0), 0u) << row["change"];
+    }
+  }
+
+  // JUnit: one test case per task; slower, now-failing and missing fail.
+  boost::property_tree::ptree xml;
+  boost::property_tree::read_xml((dir_ / "out" / "junit.xml").string(), xml);
+  const auto& suite = xml.get_child("testsuites.testsuite");
+  EXPECT_EQ(suite.get<int>("<xmlattr>.tests"), 6);
+  EXPECT_EQ(suite.get<int>("<xmlattr>.failures"), 3);
+  int cases = 0, failures = 0;
+  std::set<std::string> failed;
+  for (const auto& [tag, tc] : suite) {
+    if (tag != "testcase") continue;
+    ++cases;
+    if (auto f = tc.get_child_optional("failure")) {
+      ++failures;
+      failed.insert(tc.get<std::string>("<xmlattr>.name"));
+      EXPECT_FALSE(f->get<std::string>("<xmlattr>.message").empty());
+    }
+  }
+  EXPECT_EQ(cases, 6);
+  EXPECT_EQ(failures, 3);
+  EXPECT_EQ(failed, (std::set<std::string>{"regressed", "breaks", "gone"}));
+
+  auto j = run({"compare", "base.json", "cur.json", "--json"});
+  EXPECT_EQ(j.exit_code, 1);
+  auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["counts"]["slower"], 1);
+  EXPECT_EQ(doc["regressed"], true);
+  EXPECT_EQ(doc["tasks"].size(), 6u);
+
+  // Without the regressions the gate passes; a higher threshold forgives 30%.
+  auto same = run({"compare", "base.json", "base.json"});
+  EXPECT_EQ(same.exit_code, 0) << same.out;
+  auto lenient = run({"compare", "base.json", "cur.json", "--threshold", "50"});
+  EXPECT_EQ(lenient.exit_code, 1);  // "breaks" still fails
+  EXPECT_EQ(table_rows(lenient.out)[1]["verdict"], "unchanged");
+}
+
+TEST_F(CompareCli, BadInputIsOneLineAndExitTwo) {
+  write("base.json", export_doc({{"t", samples(1e-3, 0.01, 20, 1)}}));
+  write("other.json", nlohmann::json{{"results", nlohmann::json::array()}});
+  std::ofstream(dir_ / "text.json") << "not json";
+  nlohmann::json bad_samples = export_doc({{"t", samples(1e-3, 0.01, 20, 1)}});
+  bad_samples["runs"][0]["candidates"][0]["timing"]["samples_s"][3] = "fast";
+  write("bad_samples.json", bad_samples);
+  for (std::vector<std::string> args : {std::vector<std::string>{"compare", "base.json"},
+                                        {"compare", "base.json", "missing.json"},
+                                        {"compare", "base.json", "other.json"},
+                                        {"compare", "base.json", "text.json"},
+                                        {"compare", "base.json", "bad_samples.json"},
+                                        {"compare", "base.json", "base.json", "--threshold", "-3"},
+                                        {"compare", "base.json", "base.json", "--confidence", "95"},
+                                        {"compare", "base.json", "7"},  // no store, no run 7
+                                        {"export", "7"},
+                                        {"export", "1", "--format", "csv"}}) {
+    auto r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << args[1] << " " << args.back() << ": " << r.err;
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+    EXPECT_EQ(r.err.rfind("kevo: ", 0), 0u) << r.err;
+  }
+  auto r = run({"compare", "base.json", "bad_samples.json"});
+  EXPECT_NE(r.err.find("$.runs[0].candidates[0].timing.samples_s"), std::string::npos) << r.err;
+  for (const char* c : {"export", "compare"}) {
+    auto h = run({c, "--help"});
+    EXPECT_EQ(h.exit_code, 0);
+    EXPECT_NE(h.out.find("usage: kevo "), std::string::npos);
+  }
+}
+
+// --- a small real search, exported ------------------------------------
+
+TEST(Export, ARealRunAsKevoJsonAndT4AndComparedWithItself) {
+  auto dir = test::temp_dir("export-real");
+  const std::string db = (dir / "kevo.db").string();
+  {
+    Store s(db);  // a stored roof for this machine spares the calibration
+    Roof roof = test::fake_roof(1000, 1e6);
+    roof.host_key = make_target("cpu")->host_key();
+    s.add_roof(roof);
+  }
+  std::ofstream(dir / "search.json") << R"({"name": "swiglu-small", "operator": "swiglu",
+      "shapes": {"g": [64, 1000]}, "timing": {"min_time_ms": 2, "min_samples": 3},
+      "knobs": {"THREADS": [1]},
+      "search": {"strategy": "evolution", "batch": 2, "confirm": 2, "stop": {"max_evals": 4}}})";
+  auto ran = kevo(dir, db, {"run", "search.json", "--json"});
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  const int64_t run = nlohmann::json::parse(ran.out)["run"].get<int64_t>();
+
+  auto e = kevo(dir, db, {"export", std::to_string(run), "-o", "export.json"});
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  auto doc = nlohmann::json::parse(read(dir / "export.json"));
+  EXPECT_NO_THROW(check_export(doc, "export.json"));
+  EXPECT_EQ(doc["format"], "kevo-export");
+  ASSERT_EQ(doc["runs"].size(), 1u);
+  const auto& r = doc["runs"][0];
+  EXPECT_EQ(r["run"], run);
+  EXPECT_EQ(r["kind"], "search");
+  EXPECT_EQ(r["task"]["name"], "swiglu-small");
+  EXPECT_EQ(r["task"]["operator"], "swiglu");
+  EXPECT_EQ(r["task"]["target"], "cpu");
+  EXPECT_GT(r["task"]["bytes"].get<double>(), 0);
+  EXPECT_FALSE(r["host"]["hostname"].get<std::string>().empty());
+  ASSERT_TRUE(r["roof"].is_object());
+  EXPECT_FALSE(r["roof"]["bandwidth"].empty());
+  ASSERT_TRUE(r["summary"].is_object());
+  EXPECT_EQ(r["best"], r["summary"]["best"]["candidate"]);
+  ASSERT_GE(r["candidates"].size(), 4u);
+  int confirmed = 0;
+  for (const auto& c : r["candidates"]) {
+    for (const char* k :
+         {"id", "family", "knobs", "source_hash", "synthesizer", "parents", "lineage", "status",
+          "timing", "roof_fraction", "bound", "diagnosis", "bottleneck", "confirmation"})
+      EXPECT_TRUE(c.contains(k)) << k;
+    EXPECT_EQ(c["lineage"][0], c["id"]);  // itself first, then up to the seed
+    if (c["status"] != "ok") continue;
+    const auto& t = c["timing"];
+    EXPECT_GE(t["samples_s"].size(), 3u);
+    EXPECT_LE(t["p20_s"].get<double>(), t["median_s"].get<double>());
+    EXPECT_LE(t["median_s"].get<double>(), t["p80_s"].get<double>());
+    EXPECT_GT(c["roof_fraction"].get<double>(), 0);
+    EXPECT_EQ(c["bound"], "memory");
+    if (c["confirmation"].is_object()) {
+      ++confirmed;
+      EXPECT_GE(c["confirmation"]["timing"]["samples_s"].size(), 3u);
+    }
+  }
+  EXPECT_GE(confirmed, 1);
+
+  // T4: the required keys of every result, times in milliseconds.
+  auto t4run = kevo(dir, db, {"export", std::to_string(run), "--format", "t4"});
+  ASSERT_EQ(t4run.exit_code, 0) << t4run.err;
+  auto t4 = nlohmann::json::parse(t4run.out);
+  EXPECT_EQ(t4["schema_version"], "1.0.0");
+  EXPECT_EQ(t4["metadata"]["timeunit"], "milliseconds");
+  ASSERT_EQ(t4["results"].size(), r["candidates"].size());
+  for (size_t i = 0; i < t4["results"].size(); ++i) {
+    const auto& x = t4["results"][i];
+    const auto& c = r["candidates"][i];
+    for (const char* k : {"configuration", "times", "invalidity", "correctness", "measurements",
+                          "objectives", "timestamp"})
+      EXPECT_TRUE(x.contains(k)) << k;
+    EXPECT_EQ(x["configuration"]["family"], c["family"]);
+    for (auto it = c["knobs"].begin(); it != c["knobs"].end(); ++it)
+      EXPECT_EQ(x["configuration"][it.key()], it.value());
+    const std::set<std::string> reasons = {"timeout",     "compile",     "runtime",
+                                           "correctness", "constraints", "correct"};
+    EXPECT_TRUE(reasons.count(x["invalidity"].get<std::string>())) << x["invalidity"];
+    EXPECT_EQ(x["invalidity"] == "correct", c["status"] == "ok");
+    if (c["status"] != "ok") continue;
+    EXPECT_EQ(x["correctness"], 1);
+    EXPECT_EQ(x["times"]["runtimes"].size(), c["timing"]["samples_s"].size());
+    EXPECT_DOUBLE_EQ(x["times"]["runtimes"][0].get<double>(),
+                     1e3 * c["timing"]["samples_s"][0].get<double>());
+    bool time = false;
+    for (const auto& m : x["measurements"])
+      if (m["name"] == "time") {
+        time = true;
+        EXPECT_EQ(m["unit"], "ms");
+        EXPECT_DOUBLE_EQ(m["value"].get<double>(), 1e3 * c["timing"]["median_s"].get<double>());
+      }
+    EXPECT_TRUE(time);
+  }
+
+  // The run against its own export: unchanged, the gate passes.
+  auto same = kevo(dir, db, {"compare", "export.json", std::to_string(run), "--junit", "j.xml"});
+  EXPECT_EQ(same.exit_code, 0) << same.out << same.err;
+  auto rows = table_rows(same.out);
+  ASSERT_EQ(rows.size(), 1u) << same.out;
+  EXPECT_EQ(rows[0]["task"], "swiglu-small");
+  EXPECT_EQ(rows[0]["verdict"], "unchanged");
+
+  // The same export with every best sample 40% slower: a regression.
+  nlohmann::json slow = doc;
+  for (auto& c : slow["runs"][0]["candidates"]) {
+    for (auto* t :
+         {&c["timing"], c["confirmation"].is_object() ? &c["confirmation"]["timing"] : nullptr}) {
+      if (!t || !t->is_object()) continue;
+      for (auto& s : (*t)["samples_s"]) s = s.get<double>() * 1.4;
+      (*t)["median_s"] = (*t)["median_s"].get<double>() * 1.4;
+    }
+  }
+  std::ofstream(dir / "slow.json") << slow.dump();
+  auto worse = kevo(dir, db, {"compare", "export.json", "slow.json"});
+  EXPECT_EQ(worse.exit_code, 1) << worse.out << worse.err;
+  EXPECT_EQ(table_rows(worse.out).at(0)["verdict"], "slower") << worse.out;
+
+  // ... and with no correct candidate left: now failing.
+  nlohmann::json broken = doc;
+  for (auto& c : broken["runs"][0]["candidates"]) {
+    c["status"] = "mismatch";
+    c["confirmation"] = nullptr;
+  }
+  broken["runs"][0]["best"] = nullptr;
+  std::ofstream(dir / "broken.json") << broken.dump();
+  auto fails = kevo(dir, db, {"compare", std::to_string(run), "broken.json"});
+  EXPECT_EQ(fails.exit_code, 1);
+  EXPECT_EQ(table_rows(fails.out).at(0)["verdict"], "now-failing") << fails.out;
+}
+
+}  // namespace
+}  // namespace kevo
