@@ -1,45 +1,23 @@
 // kevo run: a search from a task config until a stop condition, every result
 // stored as it finishes; --resume continues a killed run, --replay answers
 // from a recorded run instead of running kernels.
-#include <csignal>
 #include <fstream>
 
 #include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "core/clock.h"
+#include "cli/search_session.h"
 #include "core/error.h"
-#include "core/log.h"
 #include "core/paths.h"
 #include "core/store.h"
 #include "core/task.h"
-#include "eval/backend.h"
 #include "eval/roofline.h"
-#include "eval/roofs.h"
 #include "search/engine.h"
 
 namespace kevo::cli {
 
 namespace {
-
-volatile std::sig_atomic_t g_interrupted = 0;
-void on_signal(int) { g_interrupted = 1; }
-
-std::string result_text(const Observation& o) {
-  if (o.ok())
-    return fmt::format("{} ({:.0f}% of roof)", format_seconds(o.seconds), 100 * o.roof_fraction);
-  return std::string(status_name(o.status));
-}
-
-std::string failures_text(const EngineStats& s) {
-  std::string out;
-  for (const auto& [status, n] : s.by_status) {
-    if (status == "ok") continue;
-    out += fmt::format("{}{} {}", out.empty() ? "" : ", ", n, status);
-  }
-  return out.empty() ? "no failures" : out;
-}
 
 void print_summary(const Engine& engine, const Task& task, const nlohmann::json& j,
                    const std::string& best_file) {
@@ -197,90 +175,15 @@ int cmd_run(const Argv& argv) {
              "stopping after 15 minutes");
   }
 
-  std::unique_ptr<Target> target = make_target(task.target);
-  SearchSpace space = load_space(family_files(task, cfg.families), task.knob_restrictions,
-                                 [&](const std::filesystem::path& f) { return target->language_of(f); });
+  std::optional<int64_t> replay;
+  if (auto r = a.value("--replay")) replay = parse_id(*r, "--replay");
+  else if (resume && run_config.contains("replay"))  // a replay resumes as one
+    replay = run_config["replay"].get<int64_t>();
 
-  // The backend: the machine, or a recorded run.
-  std::unique_ptr<EvalBackend> backend;
-  std::unique_ptr<ReferenceCache> references;
-  std::unique_ptr<CompileCache> compiles;
-  std::unique_ptr<Evaluator> evaluator;
-  Roof roof;
-  std::optional<std::string> replay_arg = a.value("--replay");
-  if (!replay_arg && resume && run_config.contains("replay"))  // a replay resumes as one
-    replay_arg = std::to_string(run_config["replay"].get<int64_t>());
-  if (replay_arg) {
-    const int64_t replayed = parse_id(*replay_arg, "--replay");
-    QueryResult q = store.query("SELECT task_hash FROM runs WHERE id = ?", {SqlValue(replayed)});
-    if (q.rows.empty()) throw UserError(fmt::format("--replay: no run {} in {}", replayed, db));
-    if (std::get<std::string>(q.rows[0][0]) != task.hash)
-      throw UserError(fmt::format("--replay: run {} measured another task", replayed));
-    auto replay = std::make_unique<ReplayBackend>(store, replayed);
-    space.restrict_to(replay->recorded_keys());
-    backend = std::move(replay);
-    run_config["replay"] = replayed;
-  } else {
-    if (store.roofs(target->name(), target->host_key()).empty())
-      progress(fmt::format("no roof measured for {} yet: calibrating (once)", target->host_key()));
-    roof = roof_for(store, *target, [](std::string_view line) { log_debug("{}", line); });
-    references = std::make_unique<ReferenceCache>(cache_dir() / "ref");
-    compiles = std::make_unique<CompileCache>(cache_dir());
-    evaluator = std::make_unique<Evaluator>(task, *target, roof, *references, *compiles);
-    evaluator->profile_top = static_cast<int>(cfg.profile_top);
-    evaluator->remeasure_roof = [&](double bytes) {
-      return remeasure(store, *target, bytes, [](std::string_view line) { log_debug("{}", line); });
-    };
-    backend = make_local_backend(*evaluator);
-  }
-
-  Engine engine(task, space, store, *backend, cfg);
-  engine.reuse_earlier_runs = !replay_arg;
-  if (resume) {
-    engine.resume(*resume);
-    progress(fmt::format("resuming run {}: {} evaluations already stored", *resume,
-                         engine.stats().evaluations));
-  } else {
-    engine.begin(run_config, replay_arg ? "replay" : "search");
-  }
-
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
-  engine.interrupted = [] { return g_interrupted != 0; };
-  StatusLine status;
-  const bool tty = stderr_is_tty();
-  const bool quiet = replay_arg.has_value() && !tty;
-  auto budget = [&](const Engine& e) {
-    std::string b = fmt::format("{}", e.stats().evaluations);
-    if (cfg.stop.max_evals) b += fmt::format("/{}", cfg.stop.max_evals);
-    return b;
-  };
-  auto eta = [&](const Engine& e) -> std::string {
-    const EngineStats& s = e.stats();
-    const double elapsed = s.elapsed_s > 0 ? s.elapsed_s : backend->clock();
-    double left = cfg.stop.max_seconds ? cfg.stop.max_seconds - elapsed : 1e300;
-    if (cfg.stop.max_evals && s.evaluations > 0)
-      left = std::min(left, elapsed / s.evaluations * (cfg.stop.max_evals - s.evaluations));
-    return left < 1e299 ? ", ETA " + format_seconds(std::max(0.0, left)) : "";
-  };
-  engine.on_stage = [&](std::string_view stage) {
-    status.set(fmt::format("[{} evals] {}", budget(engine), stage));
-  };
-  engine.on_result = [&](const Engine& e, const Observation& o) {
-    auto best = e.best();
-    std::string best_text = best ? result_text(best->obs) : "none yet";
-    if (tty) {
-      status.set(fmt::format("[{} evals; {}] best {}{}", budget(e), failures_text(e.stats()),
-                             best_text, eta(e)));
-    } else if (!quiet) {
-      progress(fmt::format("[{}] {} {} {}: {}{} | best {}", budget(e),
-                           space.family(o.point.family).name, knobs_to_string(o.point.knobs),
-                           o.synthesizer, result_text(o), o.reused ? " (stored earlier)" : "",
-                           best_text));
-    }
-  };
-  const std::string reason = engine.run();
-  status.clear();
+  SearchSession session(store, {task, cfg, run_config, resume, replay});
+  const std::string reason = session.run();
+  Engine& engine = session.engine();
+  const SearchSpace& space = engine.space();
 
   nlohmann::json summary = engine.summary(reason);
   std::string best_file;

@@ -19,5 +19,10 @@ int cmd_run(const Argv& args);
 int cmd_tree(const Argv& args);
 int cmd_bench(const Argv& args);
 int cmd_kb(const Argv& args);
+int cmd_export(const Argv& args);
+int cmd_compare(const Argv& args);
+int cmd_explain(const Argv& args);
+int cmd_batch(const Argv& args);
+int cmd_report(const Argv& args);
 
 }  // namespace kevo::cli

@@ -32,6 +32,15 @@ const Command kCommands[] = {
     {"bench", "compare the search strategies in replay: kevo bench strategies",
      kevo::cli::cmd_bench},
     {"kb", "search the knowledge base: kevo kb search \"TEXT\" [--target T]", kevo::cli::cmd_kb},
+    {"export", "write a run's results as JSON (kevo's, or T4 for Kernel Tuner and KTT)",
+     kevo::cli::cmd_export},
+    {"compare", "compare two exports or runs task by task; exit 1 on a regression",
+     kevo::cli::cmd_compare},
+    {"explain", "the evidence for one candidate: bounds, bottleneck, profile, hot lines",
+     kevo::cli::cmd_explain},
+    {"batch", "search every task of a suite, resumable: kevo batch SUITE", kevo::cli::cmd_batch},
+    {"report", "what a run or batch found: kevo report RUN|BATCH --format md|html|json",
+     kevo::cli::cmd_report},
 };
 
 void print_overview() {

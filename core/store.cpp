@@ -159,6 +159,32 @@ CREATE INDEX lineage_by_parent ON lineage(parent_id);
     R"sql(
 ALTER TABLE evaluations ADD COLUMN bottleneck TEXT;
 )sql",
+    // 4: batches (kevo batch): a suite's tasks with their resolved configs,
+    // run one after another; each task's search run is also tagged with the
+    // batch in runs.config_json, so a kill between starting a run and
+    // recording it here loses nothing.
+    R"sql(
+CREATE TABLE batches (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  suite_path TEXT NOT NULL,
+  suite_json TEXT NOT NULL,
+  status TEXT NOT NULL DEFAULT 'running',  -- running | interrupted | done
+  started_at TEXT NOT NULL,
+  finished_at TEXT
+);
+CREATE TABLE batch_tasks (
+  batch_id INTEGER NOT NULL REFERENCES batches(id),
+  seq INTEGER NOT NULL,                     -- 1-based, the order they run in
+  task_name TEXT NOT NULL,
+  origin TEXT NOT NULL,                     -- the task config file
+  config_json TEXT NOT NULL,                -- after the suite's defaults and overrides
+  run_id INTEGER REFERENCES runs(id),
+  status TEXT NOT NULL DEFAULT 'pending',   -- pending | running | done | no-kernel | error
+  detail TEXT,
+  PRIMARY KEY (batch_id, seq)
+) WITHOUT ROWID;
+)sql",
 };
 
 constexpr int kLatest = sizeof(kMigrations) / sizeof(kMigrations[0]);
@@ -516,7 +542,8 @@ std::optional<EvalResult> Store::evaluation(int64_t id) {
   Stmt s(db_,
          "SELECT status, detail, compile_s, compile_cached, run_s, median_s, p20_s, p80_s, mean_s, "
          "min_s, max_s, calls_per_sample, bound, roof_fraction, floor_s, achieved_gbps, "
-         "achieved_gflops, diagnosis, roof_id, checks_json, bottleneck FROM evaluations WHERE id = ?");
+         "achieved_gflops, diagnosis, roof_id, checks_json, bottleneck, compile_log, stdout, stderr "
+         "FROM evaluations WHERE id = ?");
   s.bind(1, id);
   if (!s.step()) return std::nullopt;
   auto num = [&](int i) {
@@ -557,6 +584,9 @@ std::optional<EvalResult> Store::evaluation(int64_t id) {
     r.diagnosis = std::move(d);
   }
   r.roof_id = static_cast<int64_t>(num(18));
+  r.compile_log = text(21);
+  r.stdout_text = text(22);
+  r.stderr_text = text(23);
   return r;
 }
 

@@ -13,11 +13,14 @@ packages=(
   libgtest-dev libgmock-dev
   libbenchmark-dev
 )
-# Extra groups, asked for by name: `setup.sh bench` for the peer baselines.
+# Extra groups, asked for by name: `setup.sh bench` for the peer baselines,
+# `setup.sh test-browser` for the test that renders a report in headless
+# Chromium (`make test` asks for it; the test skips where it is missing).
 for group in "$@"; do
   case "$group" in
     bench) packages+=(libdnnl-dev libopenblas-dev) ;;
-    *) echo "setup.sh: unknown package group '$group' (known: bench)" >&2; exit 2 ;;
+    test-browser) packages+=(chromium) ;;
+    *) echo "setup.sh: unknown package group '$group' (known: bench, test-browser)" >&2; exit 2 ;;
   esac
 done
 

@@ -1,0 +1,191 @@
+// kevo batch: the tasks of a suite searched one after another, recorded in
+// the store as a batch that resumes after a kill (search/batch.h).
+#include <fmt/format.h>
+
+#include "bench/report.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "cli/search_session.h"
+#include "core/error.h"
+#include "core/store.h"
+#include "eval/roofline.h"
+#include "search/batch.h"
+
+namespace kevo::cli {
+
+namespace {
+
+// A task that stopped with an error (a target missing on this machine, say)
+// is tried again when the batch resumes.
+bool finished(const BatchTask& t) {
+  return t.status == "done" || t.status == "no-kernel";
+}
+
+// The stored outcome of a run that finished (a kill can fall after the run
+// finished and before the batch recorded it).
+std::optional<nlohmann::json> finished_summary(Store& store, int64_t run) {
+  QueryResult q =
+      store.query("SELECT status, summary_json FROM runs WHERE id = ?", {SqlValue(run)});
+  if (q.rows.empty() || sql_value_text(q.rows[0][0]) != "done") return std::nullopt;
+  auto s = nlohmann::json::parse(sql_value_text(q.rows[0][1]), nullptr, false);
+  return s.is_object() ? s : nlohmann::json::object();
+}
+
+std::string outcome_text(const nlohmann::json& summary) {
+  if (!summary.contains("best") || !summary["best"].is_object()) return "no correct kernel";
+  std::string text = fmt::format("best {} ({:.0f}% of roof)",
+                                 format_seconds(summary["best"]["median_s"].get<double>()),
+                                 100 * summary["best"]["roof_fraction"].get<double>());
+  if (summary.contains("speedup_over_seed"))
+    text += fmt::format(", {:.2f}x the seed", summary["speedup_over_seed"].get<double>());
+  return text;
+}
+
+void print_batch_table(const nlohmann::json& report) {
+  QueryResult table;
+  table.columns = {"#", "task", "run", "status", "best", "speedup over seed", "roof", "evals"};
+  for (const auto& t : report["tasks"]) {
+    auto cell = [](const nlohmann::json& v) {
+      return SqlValue(v.is_string() ? v.get<std::string>() : v.is_null() ? "" : v.dump());
+    };
+    table.rows.push_back(
+        {cell(t["seq"]), cell(t["task"]), cell(t["run"]), cell(t["status"]),
+         SqlValue(t["best_s"].is_number() ? format_seconds(t["best_s"].get<double>()) : ""),
+         SqlValue(t["speedup_over_seed"].is_number()
+                      ? fmt::format("{:.2f}x", t["speedup_over_seed"].get<double>())
+                      : ""),
+         SqlValue(t["roof_fraction"].is_number()
+                      ? fmt::format("{:.0f}%", 100 * t["roof_fraction"].get<double>())
+                      : ""),
+         cell(t["evaluations"])});
+  }
+  const nlohmann::json& b = report["batch"];
+  fmt::print("kevo batch {} ({}): {}\n", b["id"].get<int64_t>(), b["name"].get<std::string>(),
+             b["status"].get<std::string>());
+  print_table(stdout, table);
+  fmt::print("report: kevo report batch:{} [--format html -o report.html]\n",
+             b["id"].get<int64_t>());
+}
+
+}  // namespace
+
+int cmd_batch(const Argv& argv) {
+  Args a("batch", "batch SUITE [--db PATH] [--resume BATCH] [--json]",
+         "Searches every task of a suite, one after another, as kevo run would. A suite is JSON:\n"
+         "  {\"name\": \"nightly\", \"tasks\": [\"../cpu/*.json\"],\n"
+         "   \"defaults\": {...}, \"overrides\": {\"*\": {...}, \"TASK\": {...}}}\n"
+         "tasks are paths or globs relative to the suite; each task's config is merged over\n"
+         "the defaults, then the overrides for every task (\"*\") and its own are merged over it.\n"
+         "The batch is kept in the store: a killed batch continues with --resume, keeping every\n"
+         "finished task and continuing the unfinished one. Ends with a table of the tasks.\n"
+         "Exit status: 0 when every task found a correct kernel, 1 otherwise, 2 for bad input.",
+         {db_option(),
+          {"--resume", "BATCH", "continue batch BATCH (an id, batch:ID or a name; SUITE optional)"},
+          json_option()},
+         0, 1);
+  a.parse(argv);
+  if (a.help()) {
+    fmt::print("{}", a.help_text());
+    return 0;
+  }
+  const std::string db = store_path(a);
+  Store store(db);
+  int64_t id = 0;
+  if (auto r = a.value("--resume")) {
+    const bool numeric = !r->empty() && r->find_first_not_of("0123456789") == std::string::npos;
+    auto found = find_batch(store, numeric ? "batch:" + *r : *r);
+    if (!found) throw UserError(fmt::format("--resume: no batch '{}' in {}", *r, db));
+    id = *found;
+    if (!a.positional().empty()) {
+      // A resumed batch keeps the configs it started with; a changed suite
+      // is a new batch.
+      const Suite suite = load_suite(a.positional()[0]);
+      const Batch stored = load_batch(store, id);
+      bool same = suite.tasks.size() == stored.tasks.size();
+      for (size_t i = 0; same && i < suite.tasks.size(); ++i)
+        same = suite.tasks[i].config == stored.tasks[i].config;
+      if (!same)
+        throw UserError(
+            fmt::format("{} has changed since batch {} began: run it without --resume "
+                        "to start a new batch",
+                        a.positional()[0], id));
+    }
+  } else {
+    if (a.positional().empty())
+      throw UserError("kevo batch: SUITE is required (or --resume BATCH); see kevo batch --help");
+    id = create_batch(store, load_suite(a.positional()[0]));
+  }
+
+  const Batch batch = load_batch(store, id);
+  size_t left = 0;
+  for (const auto& t : batch.tasks) left += !finished(t);
+  if (left > 0) {
+    set_batch_status(store, id, "running");
+    progress(fmt::format("batch {} ({}): {} of {} tasks to search; report: kevo report batch:{}",
+                         id, batch.name, left, batch.tasks.size(), id));
+  }
+  bool stopped = false;
+  for (const BatchTask& t : batch.tasks) {
+    if (finished(t)) continue;
+    const std::string label = fmt::format("[task {}/{} {}] ", t.seq, batch.tasks.size(), t.name);
+    const std::optional<int64_t> run = batch_task_run(store, id, t.seq);
+    if (run) {
+      if (auto summary = finished_summary(store, *run)) {
+        set_batch_task(
+            store, id, t.seq, run,
+            summary->contains("best") && (*summary)["best"].is_object() ? "done" : "no-kernel",
+            summary->value("stop_reason", ""));
+        continue;
+      }
+    }
+    try {
+      Task task = parse_task(t.config, t.origin);
+      SearchConfig cfg = parse_search_config(task.search, "$.search");
+      if (!cfg.stop.max_evals && !cfg.stop.max_seconds) {
+        cfg.stop.max_seconds = 15 * 60;
+        progress(label +
+                 "no budget given (search.stop.max_evals / max_minutes, in the task or "
+                 "the suite): stopping after 15 minutes");
+      }
+      nlohmann::json run_config = {
+          {"config", task.config}, {"origin", t.origin}, {"batch", {{"id", id}, {"seq", t.seq}}}};
+      SearchSession session(store, {task, cfg, run_config, run, std::nullopt});
+      set_batch_task(store, id, t.seq, session.engine().run_id(), "running");
+      progress(fmt::format("{}{} run {}", label, run ? "resuming" : "searching in",
+                           session.engine().run_id()));
+      const std::string reason = session.run(label);
+      if (reason == "interrupted") {
+        stopped = true;
+        break;
+      }
+      nlohmann::json summary = session.engine().summary(reason);
+      set_batch_task(store, id, t.seq, std::nullopt, session.engine().best() ? "done" : "no-kernel",
+                     reason);
+      progress(fmt::format("{}{}; {}", label, outcome_text(summary), reason));
+    } catch (const UserError& e) {
+      // One task's mistake (a kernel folder missing, say) does not stop the
+      // others; the table says what it was.
+      set_batch_task(store, id, t.seq, std::nullopt, "error", e.what());
+      progress(label + "error: " + e.what());
+    }
+    if (search_interrupted()) {
+      stopped = true;
+      break;
+    }
+  }
+  if (stopped) progress(fmt::format("interrupted: continue with kevo batch --resume {}", id));
+  if (left > 0) set_batch_status(store, id, stopped ? "interrupted" : "done");
+
+  const nlohmann::json report = batch_report(store, id);
+  if (a.flag("--json")) {
+    fmt::print("{}\n",
+               nlohmann::json{{"batch", report["batch"]}, {"tasks", report["tasks"]}}.dump(2));
+  } else {
+    print_batch_table(report);
+  }
+  bool all_found = !stopped;
+  for (const auto& t : report["tasks"]) all_found = all_found && t["status"] == "done";
+  return all_found ? 0 : 1;
+}
+
+}  // namespace kevo::cli

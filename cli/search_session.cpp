@@ -1,0 +1,141 @@
+#include "cli/search_session.h"
+
+#include <csignal>
+
+#include <fmt/format.h>
+
+#include "cli/common.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/paths.h"
+#include "core/store.h"
+#include "eval/roofline.h"
+#include "eval/roofs.h"
+#include "knowledge/knowledge_base.h"
+#include "synth/llm/config.h"
+
+namespace kevo::cli {
+
+namespace {
+volatile std::sig_atomic_t g_interrupted = 0;
+void on_signal(int) { g_interrupted = 1; }
+}  // namespace
+
+bool search_interrupted() { return g_interrupted != 0; }
+
+std::string result_text(const Observation& o) {
+  if (o.ok())
+    return fmt::format("{} ({:.0f}% of roof)", format_seconds(o.seconds), 100 * o.roof_fraction);
+  return std::string(status_name(o.status));
+}
+
+std::string failures_text(const EngineStats& s) {
+  std::string out;
+  for (const auto& [status, n] : s.by_status) {
+    if (status == "ok") continue;
+    out += fmt::format("{}{} {}", out.empty() ? "" : ", ", n, status);
+  }
+  return out.empty() ? "no failures" : out;
+}
+
+SearchSession::SearchSession(Store& store, SearchRequest request)
+    : store_(store), request_(std::move(request)) {
+  const Task& task = request_.task;
+  const SearchConfig& cfg = request_.config;
+  target_ = make_target(task.target);
+  space_ = load_space(family_files(task, cfg.families), task.knob_restrictions,
+                      [&](const std::filesystem::path& f) { return target_->language_of(f); });
+
+  // The backend: the machine, or a recorded run.
+  if (request_.replay) {
+    const int64_t replayed = *request_.replay;
+    QueryResult q = store.query("SELECT task_hash FROM runs WHERE id = ?", {SqlValue(replayed)});
+    if (q.rows.empty())
+      throw UserError(fmt::format("--replay: no run {} in {}", replayed, store.path().string()));
+    if (std::get<std::string>(q.rows[0][0]) != task.hash)
+      throw UserError(fmt::format("--replay: run {} measured another task", replayed));
+    auto replay = std::make_unique<ReplayBackend>(store, replayed);
+    space_.restrict_to(replay->recorded_keys());
+    backend_ = std::move(replay);
+    request_.run_config["replay"] = replayed;
+  } else {
+    if (store.roofs(target_->name(), target_->host_key()).empty())
+      progress(fmt::format("no roof measured for {} yet: calibrating (once)", target_->host_key()));
+    roof_ = roof_for(store, *target_, [](std::string_view line) { log_debug("{}", line); });
+    references_ = std::make_unique<ReferenceCache>(cache_dir() / "ref");
+    compiles_ = std::make_unique<CompileCache>(cache_dir());
+    evaluator_ = std::make_unique<Evaluator>(request_.task, *target_, roof_, *references_, *compiles_);
+    evaluator_->profile_top = static_cast<int>(cfg.profile_top);
+    evaluator_->remeasure_roof = [this](double bytes) {
+      return remeasure(store_, *target_, bytes, [](std::string_view line) { log_debug("{}", line); });
+    };
+    backend_ = make_local_backend(*evaluator_);
+  }
+
+  engine_ = std::make_unique<Engine>(request_.task, space_, store, *backend_, cfg);
+  engine_->reuse_earlier_runs = !request_.replay;
+  if (!cfg.llm.is_null()) {
+    // The LLM synthesizer; a replay is answered from the recorded calls only.
+    llm::LlmConfig lc = llm::parse_llm_config(cfg.llm, "$.search.llm");
+    if (request_.replay) lc.cache = "only";
+    knowledge_ = std::make_unique<KnowledgeBase>(KnowledgeBase::open());
+    llm_ = std::make_unique<LlmSynthesizer>(std::move(lc), store, knowledge_.get());
+    engine_->set_llm(llm_.get());
+  }
+  if (request_.resume) {
+    engine_->resume(*request_.resume);
+    progress(fmt::format("resuming run {}: {} evaluations already stored", *request_.resume,
+                         engine_->stats().evaluations));
+  } else {
+    engine_->begin(request_.run_config, request_.replay ? "replay" : "search");
+  }
+}
+
+SearchSession::~SearchSession() = default;
+
+std::string SearchSession::run(const std::string& label) {
+  const SearchConfig& cfg = request_.config;
+  Engine& engine = *engine_;
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  engine.interrupted = [] { return g_interrupted != 0; };
+  StatusLine status;
+  const bool tty = stderr_is_tty();
+  const bool quiet = request_.replay.has_value() && !tty;
+  auto budget = [&](const Engine& e) {
+    std::string b = fmt::format("{}", e.stats().evaluations);
+    if (cfg.stop.max_evals) b += fmt::format("/{}", cfg.stop.max_evals);
+    return b;
+  };
+  auto eta = [&](const Engine& e) -> std::string {
+    const EngineStats& s = e.stats();
+    const double elapsed = s.elapsed_s > 0 ? s.elapsed_s : backend_->clock();
+    double left = cfg.stop.max_seconds ? cfg.stop.max_seconds - elapsed : 1e300;
+    if (cfg.stop.max_evals && s.evaluations > 0)
+      left = std::min(left, elapsed / s.evaluations * (cfg.stop.max_evals - s.evaluations));
+    return left < 1e299 ? ", ETA " + format_seconds(std::max(0.0, left)) : "";
+  };
+  engine.on_stage = [&](std::string_view stage) {
+    status.set(fmt::format("{}[{} evals] {}", label, budget(engine), stage));
+  };
+  engine.on_result = [&](const Engine& e, const Observation& o) {
+    auto best = e.best();
+    std::string best_text = best ? result_text(best->obs) : "none yet";
+    if (tty) {
+      status.set(fmt::format("{}[{} evals; {}] best {}{}", label, budget(e),
+                             failures_text(e.stats()), best_text, eta(e)));
+    } else if (!quiet) {
+      progress(fmt::format("{}[{}] {} {} {}: {}{} | best {}", label, budget(e),
+                           e.space().family(o.point.family).name, knobs_to_string(o.point.knobs),
+                           o.synthesizer, result_text(o), o.reused ? " (stored earlier)" : "",
+                           best_text));
+    }
+  };
+  std::string reason = engine.run();
+  status.clear();
+  engine.on_stage = nullptr;
+  engine.on_result = nullptr;
+  return reason;
+}
+
+}  // namespace kevo::cli

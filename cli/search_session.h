@@ -1,0 +1,79 @@
+// One search of one task as `kevo run` and `kevo batch` drive it: the target,
+// the search space, the roof, the evaluation backend (this machine or a
+// replay) and the engine, begun or resumed, with progress on stderr.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/roof.h"
+#include "core/space.h"
+#include "core/task.h"
+#include "eval/backend.h"
+#include "eval/compile_cache.h"
+#include "eval/evaluator.h"
+#include "eval/reference_cache.h"
+#include "search/engine.h"
+#include "targets/target.h"
+
+namespace kevo {
+class Store;
+}
+
+namespace kevo::cli {
+
+struct SearchRequest {
+  Task task;
+  SearchConfig config;
+  nlohmann::json run_config;      // kept with a new run (what --resume reads)
+  std::optional<int64_t> resume;  // continue this run instead of beginning one
+  std::optional<int64_t> replay;  // answer from this run's measurements
+};
+
+class SearchSession {
+ public:
+  // Builds the target, the space and the backend (calibrating the roof once
+  // when the store has none for this machine), then begins or resumes the
+  // run. Throws UserError for a replay of an unknown run or another task.
+  SearchSession(Store& store, SearchRequest request);
+  ~SearchSession();
+  SearchSession(const SearchSession&) = delete;
+  SearchSession& operator=(const SearchSession&) = delete;
+
+  // Searches until a stop condition or Ctrl-C (SIGINT, SIGTERM), keeping one
+  // status line on a terminal or logging a line per result elsewhere, both
+  // prefixed with `label` ("[2/7 gemm-1024] "). Returns why it stopped.
+  std::string run(const std::string& label = "");
+
+  Engine& engine() { return *engine_; }
+  const Task& task() const { return request_.task; }
+  const SearchConfig& config() const { return request_.config; }
+
+ private:
+  Store& store_;
+  SearchRequest request_;
+  std::unique_ptr<Target> target_;
+  SearchSpace space_;
+  Roof roof_;
+  std::unique_ptr<ReferenceCache> references_;
+  std::unique_ptr<CompileCache> compiles_;
+  std::unique_ptr<Evaluator> evaluator_;
+  std::unique_ptr<EvalBackend> backend_;
+  std::unique_ptr<KnowledgeBase> knowledge_;  // with an LLM synthesizer
+  std::unique_ptr<LlmSynthesizer> llm_;
+  std::unique_ptr<Engine> engine_;
+};
+
+// Whether SIGINT or SIGTERM arrived during a SearchSession::run.
+bool search_interrupted();
+
+// "1.23 ms (45% of roof)" for an ok result, its status otherwise.
+std::string result_text(const Observation& o);
+// "2 compile-error, 1 timeout" (or "no failures").
+std::string failures_text(const EngineStats& s);
+
+}  // namespace kevo::cli

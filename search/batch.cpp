@@ -1,0 +1,226 @@
+#include "search/batch.h"
+
+#include <glob.h>
+
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/json_reader.h"
+#include "core/store.h"
+#include "core/task.h"
+#include "search/engine.h"
+
+namespace kevo {
+
+namespace {
+
+// The files `pattern` names (a path or a shell glob, relative to `dir`),
+// sorted; empty when none.
+std::vector<std::filesystem::path> expand(const std::filesystem::path& dir,
+                                          const std::string& pattern) {
+  const std::filesystem::path p =
+      std::filesystem::path(pattern).is_absolute() ? std::filesystem::path(pattern) : dir / pattern;
+  glob_t g{};
+  std::vector<std::filesystem::path> out;
+  if (glob(p.c_str(), 0, nullptr, &g) == 0)
+    for (size_t i = 0; i < g.gl_pathc; ++i)
+      if (std::filesystem::is_regular_file(g.gl_pathv[i])) out.emplace_back(g.gl_pathv[i]);
+  globfree(&g);
+  return out;
+}
+
+// A suite section that patches task configs: an object that may not rename
+// the task (names key the overrides and the reports).
+const nlohmann::json& patch_at(const nlohmann::json& v, const std::string& path) {
+  if (!v.is_object()) throw ConfigError(path, "expected an object (merged into task configs)");
+  if (v.contains("name")) throw ConfigError(path + ".name", "a suite cannot rename a task");
+  return v;
+}
+
+std::string text_of(const SqlValue& v) {
+  auto* s = std::get_if<std::string>(&v);
+  return s ? *s : std::string();
+}
+
+}  // namespace
+
+Suite load_suite(const std::filesystem::path& path) {
+  Suite suite;
+  suite.written = read_json_file(path.string());
+  const nlohmann::json& j = suite.written;
+  suite.path = std::filesystem::absolute(path);
+  const std::filesystem::path dir = suite.path.parent_path();
+  try {
+    JsonObject root(j, "$");
+    suite.name = root.get_string("name", path.stem().string());
+    const nlohmann::json* tasks = root.get_raw("tasks");
+    const nlohmann::json* d = root.get_raw("defaults");
+    const nlohmann::json* o = root.get_raw("overrides");
+    root.finish();  // a misspelt key first: it explains what seems missing
+    if (!tasks || !tasks->is_array() || tasks->empty())
+      throw ConfigError(root.path_of("tasks"),
+                        "expected a non-empty list of task config paths or globs");
+    const nlohmann::json defaults =
+        d ? patch_at(*d, root.path_of("defaults")) : nlohmann::json::object();
+    nlohmann::json overrides = nlohmann::json::object();
+    if (o) {
+      if (!o->is_object())
+        throw ConfigError(root.path_of("overrides"),
+                          "expected an object of patches by task name (\"*\": every task)");
+      for (auto it = o->begin(); it != o->end(); ++it)
+        patch_at(it.value(), root.path_of("overrides") + "." + it.key());
+      overrides = *o;
+    }
+
+    std::set<std::filesystem::path> seen_files;
+    std::set<std::string> names;
+    for (size_t i = 0; i < tasks->size(); ++i) {
+      const std::string at = fmt::format("$.tasks[{}]", i);
+      const std::string pattern = json_to_string((*tasks)[i], at);
+      const auto files = expand(dir, pattern);
+      if (files.empty()) throw ConfigError(at, fmt::format("'{}' matches no file", pattern));
+      for (const auto& file : files) {
+        if (!seen_files.insert(std::filesystem::weakly_canonical(file)).second) continue;
+        const nlohmann::json own = read_json_file(file.string());
+        SuiteTask t;
+        t.origin = file;
+        t.name = own.is_object() && own.contains("name") && own["name"].is_string()
+                     ? own["name"].get<std::string>()
+                     : file.stem().string();
+        if (!names.insert(t.name).second)
+          throw ConfigError(at,
+                            fmt::format("a second task named '{}' ({})", t.name, file.string()));
+        t.config = defaults;
+        t.config.merge_patch(own);
+        if (overrides.contains("*")) t.config.merge_patch(overrides["*"]);
+        if (overrides.contains(t.name)) t.config.merge_patch(overrides[t.name]);
+        t.config["name"] = t.name;
+        try {  // every task is checked now, not hours into the batch
+          const Task task = parse_task(t.config, file);
+          parse_search_config(task.search, "$.search");
+        } catch (const UserError& e) {
+          throw UserError(fmt::format("task '{}' ({}) with the suite's defaults and overrides: {}",
+                                      t.name, file.string(), e.what()));
+        }
+        suite.tasks.push_back(std::move(t));
+      }
+    }
+    for (auto it = overrides.begin(); it != overrides.end(); ++it)
+      if (it.key() != "*" && !names.count(it.key()))
+        throw ConfigError("$.overrides." + it.key(),
+                          "the suite has no task of this name (names come from each config's "
+                          "\"name\", else its file name)");
+  } catch (const UserError& e) {
+    throw UserError(fmt::format("{}: {}", path.string(), e.what()));
+  }
+  return suite;
+}
+
+int64_t create_batch(Store& store, const Suite& suite) {
+  store.query("BEGIN IMMEDIATE");
+  try {
+    store.query("INSERT INTO batches(name, suite_path, suite_json, started_at) VALUES (?,?,?,?)",
+                {SqlValue(suite.name), SqlValue(suite.path.string()),
+                 SqlValue(suite.written.dump()), SqlValue(now_iso8601())});
+    const int64_t id =
+        std::get<int64_t>(store.query("SELECT last_insert_rowid()").rows.at(0).at(0));
+    for (size_t i = 0; i < suite.tasks.size(); ++i) {
+      const SuiteTask& t = suite.tasks[i];
+      store.query(
+          "INSERT INTO batch_tasks(batch_id, seq, task_name, origin, config_json) "
+          "VALUES (?,?,?,?,?)",
+          {SqlValue(id), SqlValue(static_cast<int64_t>(i + 1)), SqlValue(t.name),
+           SqlValue(t.origin.string()), SqlValue(t.config.dump())});
+    }
+    store.query("COMMIT");
+    return id;
+  } catch (...) {
+    store.query("ROLLBACK");
+    throw;
+  }
+}
+
+Batch load_batch(Store& store, int64_t id) {
+  QueryResult b = store.query(
+      "SELECT name, suite_path, status, started_at, finished_at FROM batches WHERE id = ?",
+      {SqlValue(id)});
+  if (b.rows.empty()) throw UserError(fmt::format("no batch {} in {}", id, store.path().string()));
+  Batch batch;
+  batch.id = id;
+  batch.name = text_of(b.rows[0][0]);
+  batch.suite_path = text_of(b.rows[0][1]);
+  batch.status = text_of(b.rows[0][2]);
+  batch.started_at = text_of(b.rows[0][3]);
+  batch.finished_at = text_of(b.rows[0][4]);
+  QueryResult t = store.query(
+      "SELECT seq, task_name, origin, config_json, run_id, status, detail FROM batch_tasks "
+      "WHERE batch_id = ? ORDER BY seq",
+      {SqlValue(id)});
+  for (const auto& row : t.rows) {
+    BatchTask bt;
+    bt.seq = std::get<int64_t>(row[0]);
+    bt.name = text_of(row[1]);
+    bt.origin = text_of(row[2]);
+    bt.config = nlohmann::json::parse(text_of(row[3]));
+    if (auto* r = std::get_if<int64_t>(&row[4])) bt.run = *r;
+    bt.status = text_of(row[5]);
+    bt.detail = text_of(row[6]);
+    batch.tasks.push_back(std::move(bt));
+  }
+  return batch;
+}
+
+std::optional<int64_t> find_batch(Store& store, std::string_view ref) {
+  // A store older than batches, opened read-only, has none.
+  if (std::get<int64_t>(store.query("SELECT COUNT(*) FROM sqlite_master WHERE name = 'batches'")
+                            .rows.at(0)
+                            .at(0)) == 0)
+    return std::nullopt;
+  constexpr std::string_view kPrefix = "batch:";
+  if (ref.substr(0, kPrefix.size()) == kPrefix) {
+    const std::string digits(ref.substr(kPrefix.size()));
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos)
+      return std::nullopt;
+    QueryResult q = store.query("SELECT id FROM batches WHERE id = ?",
+                                {SqlValue(static_cast<int64_t>(std::stoll(digits)))});
+    if (q.rows.empty()) return std::nullopt;
+    return std::get<int64_t>(q.rows[0][0]);
+  }
+  QueryResult q =
+      store.query("SELECT MAX(id) FROM batches WHERE name = ?", {SqlValue(std::string(ref))});
+  if (auto* id = std::get_if<int64_t>(&q.rows.at(0).at(0))) return *id;
+  return std::nullopt;
+}
+
+std::optional<int64_t> batch_task_run(Store& store, int64_t batch, int64_t seq) {
+  QueryResult q = store.query(
+      "SELECT COALESCE(t.run_id, (SELECT MAX(r.id) FROM runs r "
+      "  WHERE json_extract(r.config_json, '$.batch.id') = t.batch_id "
+      "    AND json_extract(r.config_json, '$.batch.seq') = t.seq)) "
+      "FROM batch_tasks t WHERE t.batch_id = ? AND t.seq = ?",
+      {SqlValue(batch), SqlValue(seq)});
+  if (q.rows.empty()) return std::nullopt;
+  if (auto* id = std::get_if<int64_t>(&q.rows[0][0])) return *id;
+  return std::nullopt;
+}
+
+void set_batch_task(Store& store, int64_t batch, int64_t seq, std::optional<int64_t> run,
+                    std::string_view status, std::string_view detail) {
+  store.query(
+      "UPDATE batch_tasks SET run_id = COALESCE(?, run_id), status = ?, detail = ? "
+      "WHERE batch_id = ? AND seq = ?",
+      {run ? SqlValue(*run) : SqlValue(nullptr), SqlValue(std::string(status)),
+       detail.empty() ? SqlValue(nullptr) : SqlValue(std::string(detail)), SqlValue(batch),
+       SqlValue(seq)});
+}
+
+void set_batch_status(Store& store, int64_t batch, std::string_view status) {
+  store.query("UPDATE batches SET status = ?, finished_at = ? WHERE id = ?",
+              {SqlValue(std::string(status)),
+               status == "running" ? SqlValue(nullptr) : SqlValue(now_iso8601()), SqlValue(batch)});
+}
+
+}  // namespace kevo

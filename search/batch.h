@@ -1,0 +1,83 @@
+// Batches: a suite of tasks (task configs by path or glob, shared defaults,
+// per-task overrides) searched one after another and recorded in the store
+// (tables batches and batch_tasks), so that a killed batch resumes with
+// every finished task kept and an unfinished one continued, not restarted.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kevo {
+
+class Store;
+
+struct SuiteTask {
+  std::string name;              // the task's "name", else its file's stem
+  std::filesystem::path origin;  // the task config file
+  // The suite's defaults, then the file, then the overrides for every task
+  // ("*") and for this one, each merged over the last as a JSON merge patch
+  // (RFC 7396: objects merge key by key, anything else replaces).
+  nlohmann::json config;
+};
+
+struct Suite {
+  std::string name;  // "name", else the suite file's stem
+  std::filesystem::path path;
+  nlohmann::json written;        // the file as written (kept with the batch)
+  std::vector<SuiteTask> tasks;  // in the order listed (each glob's matches sorted)
+};
+
+// Reads a suite file:
+//   {"name": "cpu-nightly",
+//    "tasks": ["../cpu/*.json", "extra/gemm-512.json"],
+//    "defaults": {"search": {"stop": {"max_minutes": 10}}},
+//    "overrides": {"*": {"knobs": {"THREADS": [1]}}, "gemm-1024": {...}}}
+// Paths are relative to the suite file. Every task's config is checked
+// (task and search sections) before anything runs. Throws UserError naming
+// the JSON path: an unknown key, a pattern that matches no file, two tasks
+// of one name, an override for a task the suite does not have.
+Suite load_suite(const std::filesystem::path& path);
+
+struct BatchTask {
+  int64_t seq = 0;  // 1-based
+  std::string name;
+  std::string origin;
+  nlohmann::json config;
+  std::optional<int64_t> run;
+  std::string status;  // pending | running | done | no-kernel | error
+  std::string detail;  // the stop reason, or the error
+};
+
+struct Batch {
+  int64_t id = 0;
+  std::string name;
+  std::string suite_path;
+  std::string status;  // running | interrupted | done
+  std::string started_at;
+  std::string finished_at;
+  std::vector<BatchTask> tasks;
+};
+
+// Records a new batch of `suite`'s tasks, all pending; returns its id.
+int64_t create_batch(Store& store, const Suite& suite);
+// The batch as stored. Throws UserError when there is none of that id.
+Batch load_batch(Store& store, int64_t id);
+// A batch named by "batch:ID" or by its name (the latest of that name);
+// nullopt when `ref` is neither.
+std::optional<int64_t> find_batch(Store& store, std::string_view ref);
+
+// The search run of task `seq` of `batch`: the one recorded, else the one
+// tagged with them in runs.config_json (a kill can fall between starting a
+// run and recording it).
+std::optional<int64_t> batch_task_run(Store& store, int64_t batch, int64_t seq);
+void set_batch_task(Store& store, int64_t batch, int64_t seq, std::optional<int64_t> run,
+                    std::string_view status, std::string_view detail = {});
+void set_batch_status(Store& store, int64_t batch, std::string_view status);
+
+}  // namespace kevo

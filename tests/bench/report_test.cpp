@@ -1,0 +1,400 @@
+// kevo report on a store filled by a small real search: the structure of
+// each format (the Markdown tables, the JSON, the SVG elements) checked
+// against the store, and the HTML rendered in headless Chromium.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <boost/property_tree/ptree.hpp>
+#include <boost/property_tree/xml_parser.hpp>
+
+#include "core/process.h"
+#include "core/store.h"
+#include "support/test_support.h"
+#include "targets/target.h"
+
+namespace kevo {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t pos = 0; (pos = text.find(what, pos)) != std::string::npos; pos += what.size()) ++n;
+  return n;
+}
+
+class Report : public ::testing::Test {
+ protected:
+  // One search for every test: swiglu's families plus three that fail
+  // (wrong results, a crash, a compile error), from a kernel home that
+  // links the real one.
+  static void SetUpTestSuite() {
+    dir_ = test::temp_dir("report");
+    const fs::path repo = test::repo_dir();
+    const fs::path home = dir_ / "home";
+    const fs::path kernels = home / "targets" / "cpu" / "kernels" / "swiglu";
+    fs::create_directories(kernels);
+    fs::create_directory_symlink(repo / "targets" / "abi", home / "targets" / "abi");
+    fs::create_directory_symlink(repo / "knowledge", home / "knowledge");
+    fs::create_directory_symlink(repo / "configs", home / "configs");
+    for (const auto& f : fs::directory_iterator(repo / "targets" / "cpu" / "kernels" / "swiglu"))
+      fs::create_symlink(f.path(), kernels / f.path().filename());
+    for (const char* bad : {"wrong", "segfault", "compile_error"})
+      fs::copy_file(test::source_dir() / "eval" / "kernels" / (std::string(bad) + ".c"),
+                    kernels / (std::string(bad) + ".c"));
+    // The kevo processes started below inherit it.
+    setenv("KEVO_HOME", home.c_str(), 1);
+
+    db_ = (dir_ / "kevo.db").string();
+    {
+      Store s(db_);
+      Roof roof = test::fake_roof(100, 1000);
+      roof.host_key = make_target("cpu")->host_key();
+      s.add_roof(roof);
+    }
+    std::ofstream(dir_ / "search.json") << R"({"name": "swiglu-small", "operator": "swiglu",
+        "shapes": {"g": [64, 1000]}, "timing": {"min_time_ms": 2, "min_samples": 3},
+        "knobs": {"THREADS": [1]},
+        "search": {"strategy": "evolution", "batch": 2, "stop": {"max_evals": 9}}})";
+    auto r = kevo({"run", "search.json", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    run_ = json::parse(r.out)["run"].get<int64_t>();
+  }
+
+  static ProcessResult kevo(std::vector<std::string> args) {
+    SpawnOptions o;
+    o.argv = {test::kevo_binary().string()};
+    o.argv.insert(o.argv.end(), args.begin(), args.end());
+    o.cwd = dir_;
+    o.env = {"KEVO_DB=" + db_};
+    return run_process(o, 300, 1 << 22);
+  }
+
+  static int64_t scalar(const std::string& sql) {
+    Store s(db_, true);
+    return std::get<int64_t>(s.query(sql, {SqlValue(run_)}).rows.at(0).at(0));
+  }
+
+  // Candidates of the run whose result (their first evaluation, or the one
+  // they reused) has `condition`.
+  static int64_t candidates_where(const std::string& condition) {
+    return scalar(
+        "SELECT COUNT(*) FROM candidates c JOIN evaluations e ON e.id = "
+        "COALESCE(c.reuses_evaluation, (SELECT MIN(x.id) FROM evaluations x "
+        "WHERE x.candidate_id = c.id)) WHERE c.run_id = ? AND " +
+        condition);
+  }
+
+  static json report_json() {
+    auto r = kevo({"report", std::to_string(run_), "--format", "json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return json::parse(r.out);
+  }
+
+  static inline fs::path dir_;
+  static inline std::string db_;
+  static inline int64_t run_ = 0;
+};
+
+TEST_F(Report, JsonHoldsEverySectionAsTheStoreHasIt) {
+  const json j = report_json();
+  EXPECT_EQ(j["kind"], "run");
+  EXPECT_EQ(j["run"]["id"], run_);
+  EXPECT_EQ(j["run"]["task"], "swiglu-small");
+  EXPECT_EQ(j["run"]["strategy"], "evolution");
+  const int64_t ok = candidates_where("e.status = 'ok'");
+  const int64_t failed = candidates_where("e.status != 'ok'");
+  ASSERT_GT(ok, 0);
+  EXPECT_EQ(j["ok_candidates"], ok);
+
+  // The best: the summary's, with its knobs baked into its source.
+  const json& best = j["best"];
+  ASSERT_TRUE(best.is_object());
+  EXPECT_EQ(best["candidate"],
+            scalar("SELECT json_extract(summary_json, '$.best.candidate') FROM runs WHERE id = ?"));
+  EXPECT_LE(best["p20_s"].get<double>(), best["median_s"].get<double>());
+  EXPECT_LE(best["median_s"].get<double>(), best["p80_s"].get<double>());
+  for (auto it = best["knobs"].begin(); it != best["knobs"].end(); ++it)
+    EXPECT_NE(best["source"].get<std::string>().find("#define " + it.key() + " " +
+                                                     std::to_string(it.value().get<int64_t>())),
+              std::string::npos)
+        << it.key();
+  ASSERT_TRUE(j["seed"].is_object());
+  EXPECT_GT(j["seed"]["speedup"].get<double>(), 0);
+  ASSERT_TRUE(j["naive"].is_object());
+
+  // Failures: every status but ok, counted, with examples that say why.
+  std::set<std::string> statuses;
+  int64_t failures = 0;
+  for (const auto& f : j["failures"]) {
+    statuses.insert(f["status"].get<std::string>());
+    failures += f["count"].get<int64_t>();
+    ASSERT_FALSE(f["examples"].empty());
+    EXPECT_FALSE(f["examples"][0]["detail"].get<std::string>().empty());
+  }
+  EXPECT_EQ(failures, failed);
+  for (const char* s : {"mismatch", "crash", "compile_error"}) EXPECT_TRUE(statuses.count(s)) << s;
+
+  // Top candidates: the fastest correct ones, in order.
+  const json& top = j["top"];
+  ASSERT_EQ(top.size(), std::min<size_t>(10, ok));
+  for (size_t i = 1; i < top.size(); ++i)
+    EXPECT_LE(top[i - 1]["median_s"].get<double>(), top[i]["median_s"].get<double>());
+  EXPECT_FALSE(top[0]["diagnosis"].get<std::string>().empty());
+
+  // Convergence of this run: one point per result from the first correct
+  // one, the best never getting worse.
+  const json& points = j["convergence"][0]["points"];
+  ASSERT_FALSE(points.empty());
+  EXPECT_EQ(points.back()["n"].get<int64_t>(), ok + failed);
+  for (size_t i = 1; i < points.size(); ++i) {
+    EXPECT_EQ(points[i]["n"].get<int64_t>(), points[i - 1]["n"].get<int64_t>() + 1);
+    EXPECT_LE(points[i]["best_s"].get<double>(), points[i - 1]["best_s"].get<double>());
+  }
+
+  // The roofline has every correct candidate and the stored roofs.
+  EXPECT_EQ(j["roofline"]["points"].size(), static_cast<size_t>(ok));
+  EXPECT_EQ(j["roofline"]["roofs"].size(), 2u);  // the fake roof: one bandwidth, one peak
+
+  EXPECT_EQ(j["lineage"][0]["candidate"], best["candidate"]);
+  EXPECT_EQ(j["time"]["evaluations"],
+            scalar("SELECT COUNT(*) FROM evaluations e JOIN candidates c ON c.id = "
+                   "e.candidate_id WHERE c.run_id = ?"));
+}
+
+// The rows of the Markdown table whose header starts with `first` (a header
+// is the line above a |---| rule).
+std::vector<std::vector<std::string>> md_table(const std::string& md, const std::string& first) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> lines;
+  std::istringstream in(md);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  size_t i = 0;
+  while (i + 1 < lines.size() &&
+         !(lines[i].rfind("| " + first + " |", 0) == 0 && lines[i + 1].rfind("|---", 0) == 0))
+    ++i;
+  for (i += 2; i < lines.size(); ++i) {
+    const std::string& line = lines[i];
+    if (line.empty() || line[0] != '|') break;
+    std::vector<std::string> cells;
+    std::string cell;
+    auto trimmed = [](const std::string& t) {
+      const size_t a = t.find_first_not_of(' '), b = t.find_last_not_of(' ');
+      return a == std::string::npos ? std::string() : t.substr(a, b - a + 1);
+    };
+    for (size_t c = 1; c < line.size(); ++c) {
+      if (line[c] == '\\' && c + 1 < line.size() && line[c + 1] == '|') {
+        cell += '|';  // an escaped bar inside a cell
+        ++c;
+      } else if (line[c] == '|') {
+        cells.push_back(trimmed(cell));
+        cell.clear();
+      } else {
+        cell += line[c];
+      }
+    }
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+TEST_F(Report, MarkdownTablesMatchTheJsonAndPlotsSitBesideIt) {
+  const json j = report_json();
+  auto r = kevo({"report", std::to_string(run_), "-o", "out/report.md"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string md = read(dir_ / "out" / "report.md");
+
+  auto top = md_table(md, "rank");
+  ASSERT_EQ(top.size(), j["top"].size());
+  for (size_t i = 0; i < top.size(); ++i) {
+    ASSERT_EQ(top[i].size(), 10u) << i;
+    EXPECT_EQ(top[i][0], std::to_string(i + 1));
+    EXPECT_EQ(top[i][1], std::to_string(j["top"][i]["candidate"].get<int64_t>()));
+    EXPECT_EQ(top[i][2], j["top"][i]["family"].get<std::string>());
+  }
+  auto failures = md_table(md, "status");
+  ASSERT_EQ(failures.size(), j["failures"].size());
+  for (size_t i = 0; i < failures.size(); ++i) {
+    EXPECT_EQ(failures[i][0], j["failures"][i]["status"].get<std::string>());
+    EXPECT_EQ(failures[i][1], std::to_string(j["failures"][i]["count"].get<int64_t>()));
+  }
+  EXPECT_EQ(md_table(md, "stage").size(), 6u);
+  EXPECT_NE(md.find("```\n/* kevo run"), std::string::npos);
+  for (const char* plot : {"convergence-evals", "convergence-time", "roofline"}) {
+    EXPECT_NE(md.find(std::string("(report-") + plot + ".svg)"), std::string::npos) << plot;
+    EXPECT_TRUE(fs::exists(dir_ / "out" / (std::string("report-") + plot + ".svg"))) << plot;
+  }
+
+  // On stdout there is nowhere to put the plots: the report says so.
+  auto s = kevo({"report", std::to_string(run_)});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_NE(s.out.find("Plots left out"), std::string::npos);
+  EXPECT_EQ(md_table(s.out, "rank").size(), j["top"].size());
+}
+
+namespace pt = boost::property_tree;
+
+// Every element of `tree` (recursively) named `name` whose class list has `cls`.
+void collect(const pt::ptree& tree, const std::string& name, const std::string& cls,
+             std::vector<const pt::ptree*>& out) {
+  for (const auto& [key, child] : tree) {
+    if (key == name) {
+      const std::string c = child.get<std::string>("<xmlattr>.class", "");
+      std::istringstream words(c);
+      std::string w;
+      while (words >> w)
+        if (w == cls) out.push_back(&child);
+    }
+    collect(child, name, cls, out);
+  }
+}
+
+std::vector<const pt::ptree*> elements(const pt::ptree& t, const std::string& name,
+                                       const std::string& cls) {
+  std::vector<const pt::ptree*> out;
+  collect(t, name, cls, out);
+  return out;
+}
+
+TEST_F(Report, SvgPlotsAreWellFormedWithAxesAndAPointPerCorrectCandidate) {
+  const json j = report_json();
+  ASSERT_EQ(kevo({"report", std::to_string(run_), "-o", "svg/report.md"}).exit_code, 0);
+  for (const char* plot : {"convergence-evals", "convergence-time", "roofline"}) {
+    pt::ptree t;
+    std::ifstream in(dir_ / "svg" / (std::string("report-") + plot + ".svg"));
+    ASSERT_NO_THROW(pt::read_xml(in, t)) << plot;  // well-formed XML
+    const pt::ptree& svg = t.get_child("svg");
+    EXPECT_EQ(svg.get<std::string>("<xmlattr>.id"), std::string("plot-") + plot);
+    EXPECT_EQ(svg.get<std::string>("<xmlattr>.xmlns"), "http://www.w3.org/2000/svg");
+    for (const char* axis : {"x-axis", "y-axis"}) {
+      auto a = elements(svg, "g", axis);
+      ASSERT_EQ(a.size(), 1u) << plot << " " << axis;
+      EXPECT_GE(elements(*a[0], "g", "tick").size(), 2u) << plot << " " << axis;
+      EXPECT_EQ(elements(*a[0], "text", "axis-label").size(), 1u) << plot << " " << axis;
+    }
+    if (std::string(plot) == "roofline") {
+      auto points = elements(svg, "circle", "point");
+      EXPECT_EQ(points.size(), j["roofline"]["points"].size());
+      std::set<int64_t> want, got;
+      for (const auto& p : j["roofline"]["points"]) want.insert(p["candidate"].get<int64_t>());
+      for (const auto* p : points) got.insert(p->get<int64_t>("<xmlattr>.data-candidate"));
+      EXPECT_EQ(got, want);
+      EXPECT_EQ(elements(svg, "g", "roof").size(), j["roofline"]["roofs"].size());
+    } else {
+      auto series = elements(svg, "g", "series");
+      EXPECT_EQ(series.size(), j["convergence"].size());
+      EXPECT_EQ(series[0]->get<std::string>("<xmlattr>.data-name"),
+                "evolution (run " + std::to_string(run_) + ")");
+      EXPECT_EQ(series[0]->count("path"), 1u);
+    }
+  }
+}
+
+TEST_F(Report, HtmlIsOnePageWithNothingToFetchAndNoScript) {
+  auto r = kevo({"report", std::to_string(run_), "--format", "html"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string& html = r.out;
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_EQ(count(html, "<script"), 0u);
+  EXPECT_EQ(count(html, " src="), 0u);
+  EXPECT_EQ(count(html, "<link"), 0u);
+  // Nothing refers outside the page: no links, and url() only to the
+  // plots' own clip paths.
+  EXPECT_EQ(count(html, "href="), 0u);
+  EXPECT_EQ(count(html, "url("), count(html, "url(#"));
+  for (const char* id : {"plot-convergence-evals", "plot-convergence-time", "plot-roofline"})
+    EXPECT_EQ(count(html, std::string("id=\"") + id + "\""), 1u) << id;
+  for (const char* section :
+       {"summary", "best", "convergence", "roofline", "lineage", "failures", "top", "time"})
+    EXPECT_EQ(count(html, std::string("<section id=\"") + section + "\""), 1u) << section;
+}
+
+TEST_F(Report, UnknownRunsAndBadOptionsAreOneLineErrors) {
+  for (std::vector<std::string> args : {std::vector<std::string>{"report", "999"},
+                                        {"report", "batch:7"},
+                                        {"report", "nightly"},
+                                        {"report", std::to_string(run_), "--format", "pdf"}}) {
+    auto r = kevo(args);
+    EXPECT_EQ(r.exit_code, 2) << args[1] << r.err;
+    EXPECT_EQ(count(r.err, "\n"), 1u) << r.err;
+  }
+}
+
+// Chromium from Debian's package (scripts/setup.sh test-browser), or none.
+std::optional<std::string> chromium() {
+  for (const char* p : {"/usr/bin/chromium", "/usr/bin/chromium-browser"})
+    if (access(p, X_OK) == 0) return std::string(p);
+  return std::nullopt;
+}
+
+// Width and height from a PNG's IHDR chunk (bytes 16..23, big-endian).
+std::pair<uint32_t, uint32_t> png_size(const std::string& png) {
+  auto be32 = [&](size_t at) {
+    uint32_t v = 0;
+    for (size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(png[at + i]);
+    return v;
+  };
+  if (png.size() < 24 || png.compare(1, 3, "PNG") != 0) return {0, 0};
+  return {be32(16), be32(20)};
+}
+
+TEST_F(Report, ChromiumRendersTheHtmlWithItsPlotsAndNoConsoleErrors) {
+  auto browser = chromium();
+  if (!browser) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh test-browser)";
+  ASSERT_EQ(kevo({"report", std::to_string(run_), "-o", "report.html"}).exit_code, 0);
+  const json j = report_json();
+  // The screenshot stays in the build tree for people to look at.
+  const fs::path artifacts = fs::path(KEVO_TEST_BINARY_DIR) / "artifacts";
+  fs::create_directories(artifacts);
+  const fs::path shot = artifacts / "report.png";
+  fs::remove(shot);
+  const std::string url = "file://" + (dir_ / "report.html").string();
+  auto run = [&](std::vector<std::string> extra) {
+    SpawnOptions o;
+    o.argv = {*browser,
+              "--headless=new",
+              "--no-sandbox",
+              "--disable-gpu",
+              "--user-data-dir=" + (dir_ / "chromium-profile").string(),
+              "--enable-logging=stderr",
+              "--v=0"};
+    o.argv.insert(o.argv.end(), extra.begin(), extra.end());
+    o.argv.push_back(url);
+    return run_process(o, 120, 1 << 24);
+  };
+  auto page = run({"--screenshot=" + shot.string(), "--window-size=1200,2000"});
+  ASSERT_EQ(page.exit_code, 0) << page.err;
+  EXPECT_EQ(png_size(read(shot)), (std::pair<uint32_t, uint32_t>{1200, 2000}));
+  auto dom = run({"--dump-dom"});
+  ASSERT_EQ(dom.exit_code, 0) << dom.err;
+
+  // The page's console: any message (an error, a blocked fetch) fails.
+  for (const std::string& log : {page.err, dom.err}) {
+    EXPECT_EQ(count(log, ":CONSOLE"), 0u) << log;
+    EXPECT_EQ(count(log, "Uncaught"), 0u) << log;
+  }
+  // The plots as the browser parsed them: each svg element, the roofline's
+  // points one per correct candidate, both axes everywhere.
+  const std::string& d = dom.out;
+  for (const char* id : {"plot-convergence-evals", "plot-convergence-time", "plot-roofline"})
+    EXPECT_NE(d.find(std::string("<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"") + id),
+              std::string::npos)
+        << id;
+  EXPECT_EQ(count(d, "class=\"point\""), j["roofline"]["points"].size());
+  EXPECT_EQ(count(d, "class=\"axis x-axis\""), 3u);
+  EXPECT_EQ(count(d, "class=\"axis y-axis\""), 3u);
+}
+
+}  // namespace
+}  // namespace kevo
