@@ -49,8 +49,10 @@ void print_overview() {
   fmt::print("usage: kevo COMMAND [ARGS...]     kevo COMMAND --help for its options\n\n");
   fmt::print("commands:\n");
   for (const auto& c : kCommands) fmt::print("  {:<10} {}\n", c.name, c.summary);
-  fmt::print("\nenvironment: KEVO_DB (store path), KEVO_CACHE_DIR (compile and reference caches),\n"
-             "             KEVO_HOME (kernel families and ABI header), KEVO_LOG (debug|info|warn)\n");
+  fmt::print("\nenvironment: KEVO_DB (store path), KEVO_CACHE_DIR (compile and reference caches,\n"
+             "             knowledge index), KEVO_HOME (kernel families, ABI header, knowledge corpus,\n"
+             "             prompt templates), KEVO_LOG (debug|info|warn); the LLM synthesizer reads its\n"
+             "             keys from the variables its config names (search.llm.models[].api_key_env)\n");
 }
 
 }  // namespace

@@ -55,9 +55,11 @@ int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), 
 TEST_F(Cli, HelpListsTheCommands) {
   auto r = kevo({"--help"});
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* c : {"run", "eval", "calibrate", "query", "targets", "operators", "knobs", "tree"})
-    EXPECT_NE(r.out.find(c), std::string::npos) << c;
-  for (const char* c : {"run", "eval", "calibrate", "query", "targets", "operators", "knobs", "tree"}) {
+  const std::vector<std::string> commands = {"run",   "eval",   "calibrate", "query",  "targets",
+                                             "operators", "knobs", "tree", "bench", "kb",
+                                             "export", "compare", "explain", "batch", "report"};
+  for (const auto& c : commands) EXPECT_NE(r.out.find("  " + c + " "), std::string::npos) << c;
+  for (const auto& c : commands) {
     auto h = kevo({c, "--help"});
     EXPECT_EQ(h.exit_code, 0) << c;
     EXPECT_NE(h.out.find("usage: kevo "), std::string::npos) << c;
