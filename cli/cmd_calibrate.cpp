@@ -1,12 +1,44 @@
 // kevo calibrate: measure this machine's roof and store it.
 #include <fmt/format.h>
 
+#include <cctype>
+#include <fstream>
+#include <optional>
+#include <vector>
+
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "core/log.h"
 #include "eval/roofs.h"
+#include "knowledge/knowledge_base.h"
 #include "targets/target.h"
 
 namespace kevo::cli {
+
+namespace {
+
+// The knowledge base's hardware sheet for what was calibrated: the GPU by its
+// name, the CPU by whether it has AVX-512.
+std::optional<std::string> sheet_for(Target& target) {
+  const std::string key = target.host_key();
+  if (target.name() == "cuda") {
+    for (const char* gpu : {"H200", "H100", "A100"})
+      if (key.find(gpu) != std::string::npos) {
+        std::string id = gpu;
+        id[0] = static_cast<char>(std::tolower(id[0]));
+        return id;
+      }
+    return std::nullopt;
+  }
+  if (target.name() != "cpu") return std::nullopt;
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line))
+    if (line.rfind("flags", 0) == 0) return line.find(" avx512f") != std::string::npos ? "x86-avx512" : "x86-avx2";
+  return std::nullopt;
+}
+
+}  // namespace
 
 int cmd_calibrate(const Argv& argv) {
   Args a("calibrate", "calibrate [--target T] [--json] [--db PATH]",
@@ -27,11 +59,28 @@ int cmd_calibrate(const Argv& argv) {
   Roof roof = calibrate_and_store(store, *target, [&](std::string_view line) {
     if (!json) fmt::print("  {}\n", line);
   });
+  // The datasheet figures of the knowledge base, beside what was measured.
+  std::optional<KbDoc> sheet;
+  if (auto id = sheet_for(*target)) {
+    try {
+      sheet = KnowledgeBase::open().hardware(*id);
+    } catch (const std::exception& e) {
+      log_warn("knowledge base: {}", e.what());
+    }
+  }
   if (json) {
     nlohmann::json j = roof.to_json();
     j["id"] = roof.id;
+    if (sheet)
+      j["knowledge_base"] = {{"id", sheet->id}, {"title", sheet->title}, {"figures", sheet->figures},
+                             {"sources", sheet->source}};
     fmt::print("{}\n", j.dump(2));
   } else {
+    if (sheet) {
+      std::vector<std::string> figures;
+      for (const auto& [name, value] : sheet->figures.items()) figures.push_back(fmt::format("{} {}", name, value.dump()));
+      fmt::print("  knowledge base ({}): {}: {}\n", sheet->id, sheet->title, fmt::join(figures, ", "));
+    }
     fmt::print("stored roof {} for {} at {}\n", roof.id, roof.host_key, roof.measured_at);
   }
   return 0;
