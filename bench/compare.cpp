@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "bench/svg.h"  // xml_escape
+#include "eval/roofline.h"  // format_seconds
 #include "core/knobs.h"
 #include "core/rng.h"
 
@@ -98,19 +99,6 @@ TaskResult task_of_run(const nlohmann::json& run) {
   return t;
 }
 
-// Three significant figures in the unit that keeps the figure below 1000
-// once rounded (format_seconds shows 0.9997 ms as "1e+03 us").
-std::string time_text(double s) {
-  static const char* const kUnits[] = {"ns", "us", "ms", "s"};
-  double v = s * 1e9;
-  size_t u = 0;
-  while (u + 1 < std::size(kUnits) && std::abs(std::stod(fmt::format("{:.3g}", v))) >= 1000) {
-    v /= 1e3;
-    ++u;
-  }
-  return fmt::format("{:.3g} {}", v, kUnits[u]);
-}
-
 std::string pct(double ratio) {
   return fmt::format("{:+.1f}%", 100 * (ratio - 1));
 }
@@ -120,7 +108,7 @@ std::string side_text(const std::optional<TaskResult>& s) {
   if (!s->ok)
     return fmt::format("no correct kernel ({}; {})",
                        s->failures.empty() ? "nothing measured" : s->failures, s->origin);
-  return fmt::format("{} ({}{}{}; {})", time_text(s->median_s), s->family,
+  return fmt::format("{} ({}{}{}; {})", format_seconds(s->median_s), s->family,
                      s->knobs.empty() ? "" : " ", s->knobs, s->origin);
 }
 
@@ -153,8 +141,8 @@ std::string explanation(const TaskComparison& r, const CompareOptions& o) {
     case Verdict::slower:
     case Verdict::unchanged:
       return fmt::format("{}: {} -> {}, {} ({:.0f}% interval {} .. {}; threshold {:.0f}%){}{}",
-                         verdict_name(r.verdict), time_text(r.baseline->median_s),
-                         time_text(r.current->median_s), pct(r.interval.ratio), 100 * o.confidence,
+                         verdict_name(r.verdict), format_seconds(r.baseline->median_s),
+                         format_seconds(r.current->median_s), pct(r.interval.ratio), 100 * o.confidence,
                          pct(r.interval.low), pct(r.interval.high), 100 * o.threshold,
                          r.noisy ? "; noisy: " + noise_text(r, o.threshold) : "",
                          r.note.empty() ? "" : "; " + r.note);
@@ -166,7 +154,7 @@ std::string explanation(const TaskComparison& r, const CompareOptions& o) {
       return fmt::format(
           "now failing: the baseline had a correct kernel ({}), the current results "
           "none ({})",
-          time_text(r.baseline->median_s), r.current->failures);
+          format_seconds(r.baseline->median_s), r.current->failures);
     case Verdict::now_passing:
       return "now passing: the baseline had no correct kernel";
     case Verdict::failing:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -9,6 +10,9 @@ namespace kevo {
 
 std::string format_seconds(double s) {
   if (!(s > 0)) return fmt::format("{:g} s", s);
+  // The unit is chosen after rounding to the 3 digits shown, so 999.96 us
+  // prints as 1 ms, not as 1e+03 us.
+  s = std::strtod(fmt::format("{:.3g}", s).c_str(), nullptr);
   if (s >= 1) return fmt::format("{:.3g} s", s);
   if (s >= 1e-3) return fmt::format("{:.3g} ms", s * 1e3);
   if (s >= 1e-6) return fmt::format("{:.3g} us", s * 1e6);

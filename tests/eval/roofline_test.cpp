@@ -68,6 +68,15 @@ TEST(Roofline, PicksTheBandwidthOfTheWorkingSet) {
   EXPECT_DOUBLE_EQ(r.peak_for(2)->gflops, 161);
 }
 
+TEST(Roofline, SecondsPrintInTheUnitOfTheirRoundedValue) {
+  EXPECT_EQ(format_seconds(73.2e-6), "73.2 us");
+  EXPECT_EQ(format_seconds(0.00099996), "1 ms");
+  EXPECT_EQ(format_seconds(0.99996), "1 s");
+  EXPECT_EQ(format_seconds(0.000999), "999 us");
+  EXPECT_EQ(format_seconds(2.5e-9), "2.5 ns");
+  EXPECT_EQ(format_seconds(0), "0 s");
+}
+
 TEST(Timing, Quantiles) {
   TimingStats t = TimingStats::from_samples({5, 1, 4, 2, 3}, 1, 0);
   EXPECT_DOUBLE_EQ(t.median_s, 3);
