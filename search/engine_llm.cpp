@@ -165,6 +165,7 @@ int Engine::llm_family(const std::string& source, const std::string& model,
 
 std::vector<Proposal> Engine::llm_proposals(std::map<std::string, LlmPending>& made) {
   const llm::LlmConfig& cfg = llm_->config();
+  if (llm_->exhausted()) return {};
   std::vector<LlmAsk> asks;
   std::vector<int64_t> chains;  // per ask: the chain a repair continues (0: new)
   while (!llm_repairs_.empty() && asks.size() < static_cast<size_t>(cfg.per_batch)) {
@@ -217,7 +218,7 @@ std::vector<Proposal> Engine::llm_proposals(std::map<std::string, LlmPending>& m
     }
     if (!point) {
       ++stats_.llm_unusable;
-      log_info("llm ({}): {}", r.model, why_not);
+      log_warn("llm ({}): {}", r.model, why_not);
       if (chains[i]) {  // a failed repair attempt: try again while attempts remain
         LlmChain& c = llm_chains_[chains[i]];
         c.failures.push_back(fmt::format("attempt {}: {}", c.attempts, first_line(why_not)));

@@ -291,6 +291,10 @@ std::vector<LlmOutcome> LlmSynthesizer::generate(const LlmTaskInfo& task,
         o.why_not = fmt::format("the call failed: {}", e.what());
         text = o.why_not;
         ++failed_;
+        if (const auto* le = dynamic_cast<const llm::LlmError*>(&e); le && le->kind == "budget") {
+          if (!exhausted_) log_warn("LLM budget spent: the search goes on without the LLM ({})", e.what());
+          exhausted_ = true;
+        }
       }
     }
     if (status != "failed") {

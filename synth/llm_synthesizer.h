@@ -82,6 +82,9 @@ class LlmSynthesizer {
   // The messages of one request (for tests and `--dry-run` style checks).
   std::vector<llm::Message> prompt(const LlmTaskInfo& task, const LlmAsk& ask) const;
 
+  // Whether the token or money budget is spent: no more requests are made.
+  bool exhausted() const { return exhausted_; }
+
   int64_t calls() const { return calls_; }
   int64_t cached_calls() const { return cached_; }
   int64_t failed_calls() const { return failed_; }
@@ -105,6 +108,7 @@ class LlmSynthesizer {
   std::map<std::string, int64_t> occurrences_;    // prompt key -> times asked in this run
   int64_t run_ = 0;
   int64_t calls_ = 0, cached_ = 0, failed_ = 0;
+  bool exhausted_ = false;
 };
 
 }  // namespace kevo

@@ -253,6 +253,29 @@ TEST_F(LlmSearch, SandboxEscapeIsRejected) {
   EXPECT_NE(std::get<std::string>(q.rows[0][1]).find("getenv"), std::string::npos);
 }
 
+// Once the budget is spent no more requests are made, and the search goes on.
+TEST_F(LlmSearch, SpentBudgetStopsTheRequests) {
+  FakeLlmServer server;
+  server.set_responder([](const RecordedRequest&) {
+    Step s = Step::reply("```c\n" + unrolled_swiglu(false) + "```\n");
+    s.input_tokens = 900;
+    s.output_tokens = 200;
+    return s;
+  });
+  write_task(server.base_url(), "use", {{"budget_tokens", 1000}, {"per_batch", 1}}, 10);
+  auto r = kevo({"run", "task.json", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto summary = nlohmann::json::parse(r.out);
+  EXPECT_EQ(server.requests().size(), 1u);  // the second was refused before sending
+  EXPECT_EQ(summary["llm"]["calls"], 1);
+  EXPECT_EQ(summary["llm"]["failed_calls"], 1);
+  EXPECT_NE(r.err.find("budget"), std::string::npos) << r.err;
+  // The strategy still searched the knobs of the kernel it got.
+  Store st(db_, true);
+  QueryResult q = st.query("SELECT count(*) FROM candidates WHERE family LIKE 'llm-%'");
+  EXPECT_EQ(std::get<int64_t>(q.rows[0][0]), 3);  // UNROLL 1, 2, 4
+}
+
 TEST_F(LlmSearch, CacheOnlyNeverCallsAndTheSearchGoesOn) {
   FakeLlmServer server;
   server.set_responder(answer);
