@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/clock.h"
+#include "core/defined_operator.h"
 #include "core/hash.h"
 #include "core/log.h"
 #include "core/paths.h"
@@ -41,6 +42,9 @@ std::string ReferenceCache::key(const Task& task, const ShapeSet& shapes, uint64
                       {"shapes", shapes.shapes},
                       {"scalars", task.scalars},
                       {"seed", seed}};
+  // A defined operator's name says little: its definition and reference may change.
+  if (auto* d = dynamic_cast<const DefinedOperator*>(task.op))
+    k["definition"] = d->identity_hash();
   return sha256_hex(k.dump()).substr(0, 32);
 }
 

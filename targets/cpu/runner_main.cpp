@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/defined_operator.h"
 #include "core/operator.h"
 #include "core/process.h"
 #include "targets/abi/kevo_kernel.h"
@@ -228,7 +229,8 @@ kevo_tensor make_tensor(const Guarded& g, DType dtype, const Shape& shape) {
 }
 
 int run_kernel(const Job& job) {
-  const Operator& op = operators().get(job.op);
+  std::shared_ptr<const Operator> defined;
+  const Operator& op = job_operator(job.op, job.op_definition, defined);
   const size_t n_in = op.n_inputs();
   const size_t n_out = op.n_outputs();
 

@@ -12,6 +12,7 @@ nlohmann::json Job::to_json() const {
   j["artifact"] = artifact;
   j["entry"] = entry;
   j["op"] = op;
+  if (!op_definition.is_null()) j["op_definition"] = op_definition;
   j["dtype"] = std::string(dtype_name(dtype));
   j["scalars"] = scalars;
   j["phases"] = nlohmann::json::array();
@@ -37,6 +38,7 @@ Job Job::from_json(const nlohmann::json& j) {
   job.artifact = j.at("artifact").get<std::string>();
   job.entry = j.at("entry").get<std::string>();
   job.op = j.at("op").get<std::string>();
+  job.op_definition = j.value("op_definition", nlohmann::json());
   job.dtype = parse_dtype(j.at("dtype").get<std::string>()).value_or(DType::f32);
   job.scalars = j.at("scalars").get<std::vector<double>>();
   for (const auto& p : j.at("phases"))

@@ -37,6 +37,7 @@ struct Job {
   std::string artifact;
   std::string entry = "kevo_kernel";
   std::string op;
+  nlohmann::json op_definition;  // a defined operator's definition; null for a built-in
   DType dtype = DType::f32;
   std::vector<double> scalars;
   std::vector<Phase> phases;

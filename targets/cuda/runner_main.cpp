@@ -41,6 +41,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/defined_operator.h"
 #include "core/operator.h"
 #include "targets/abi/kevo_kernel.h"
 #include "targets/cpu/runner_protocol.h"
@@ -198,9 +199,12 @@ struct Loaded {
 // ---- one candidate ---------------------------------------------------------------
 
 int run_kernel(const Job& job, bool profile_only) {
-  const Operator* opp = operators().find(job.op);
-  if (!opp) {
-    emit({{"event", "setup_error"}, {"what", "unknown operator " + job.op}});
+  std::shared_ptr<const Operator> defined;
+  const Operator* opp = nullptr;
+  try {
+    opp = &job_operator(job.op, job.op_definition, defined);
+  } catch (const std::exception& e) {
+    emit({{"event", "setup_error"}, {"what", e.what()}});
     return 0;
   }
   const Operator& op = *opp;
