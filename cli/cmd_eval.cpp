@@ -8,6 +8,7 @@
 #include "core/knobs.h"
 #include "core/log.h"
 #include "core/paths.h"
+#include "core/space.h"
 #include "core/store.h"
 #include "core/task.h"
 #include "eval/evaluator.h"
@@ -113,7 +114,8 @@ int cmd_eval(const Argv& argv) {
   src.text = read_text_file(kernel);
   src.origin = kernel;
   src.language = target->language_of(kernel);
-  KnobSpace space = KnobSpace::parse_source(src.text, kernel.string());
+  KnobSpace space =
+      make_family(kernel.stem().string(), kernel, src.text, src.language, task.config_knobs).space;
   for (const auto& [name, values] : task.knob_restrictions)
     if (space.find(name)) space.restrict(name, values);
   std::vector<std::pair<std::string, int64_t>> overrides;

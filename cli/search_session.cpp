@@ -44,7 +44,8 @@ SearchSession::SearchSession(Store& store, SearchRequest request)
   const SearchConfig& cfg = request_.config;
   target_ = make_target(task.target);
   space_ = load_space(family_files(task, cfg.families), task.knob_restrictions,
-                      [&](const std::filesystem::path& f) { return target_->language_of(f); });
+                      [&](const std::filesystem::path& f) { return target_->language_of(f); },
+                      task.config_knobs);
 
   // The backend: the machine, or a recorded run.
   if (request_.replay) {

@@ -168,7 +168,7 @@ void SearchSpace::restrict_to(const std::set<std::string>& keys) {
 }
 
 Family make_family(std::string name, std::filesystem::path origin, std::string text,
-                   std::string language) {
+                   std::string language, const ConfigKnobs& config) {
   Family f;
   f.name = std::move(name);
   f.origin = std::move(origin);
@@ -176,15 +176,20 @@ Family make_family(std::string name, std::filesystem::path origin, std::string t
   f.language = std::move(language);
   f.source_hash = sha256_hex(f.text);
   f.space = KnobSpace::parse_source(f.text, f.origin.string());
+  if (!config.empty())
+    f.space = KnobSpace::parse_source(f.text + "\n" + config.declarations(f.space),
+                                      f.origin.string() + " with the task's tune_params");
   return f;
 }
 
 SearchSpace load_space(const std::vector<std::filesystem::path>& files,
                        const std::map<std::string, std::vector<int64_t>>& restrictions,
-                       const std::function<std::string(const std::filesystem::path&)>& language_of) {
+                       const std::function<std::string(const std::filesystem::path&)>& language_of,
+                       const ConfigKnobs& config) {
   std::vector<Family> families;
   for (const auto& file : files) {
-    Family f = make_family(file.stem().string(), file, read_text_file(file), language_of(file));
+    Family f =
+        make_family(file.stem().string(), file, read_text_file(file), language_of(file), config);
     for (const auto& [name, values] : restrictions)
       if (f.space.find(name)) f.space.restrict(name, values);
     for (const auto& other : families)

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/knobs.h"
+#include "core/task_kernels.h"
 
 namespace kevo {
 
@@ -96,14 +97,18 @@ class SearchSpace {
 };
 
 // A family from a source text; its knobs are parsed from the text (a
-// malformed declaration is a UserError naming `origin`).
+// malformed declaration is a UserError naming `origin`), together with the
+// task's config knobs that the text does not declare itself. The text and its
+// hash stay the file's own: config knobs reach the compiler only as a point's
+// -D values, so the same point under other tune_params is the same program.
 Family make_family(std::string name, std::filesystem::path origin, std::string text,
-                   std::string language);
+                   std::string language, const ConfigKnobs& config = ConfigKnobs{});
 
-// Loads families from `files` (kernel sources), applying the task's knob
-// restrictions to the knobs each declares. Throws UserError for a bad file.
+// Loads families from `files` (kernel sources), adding the task's config knobs
+// and applying its knob restrictions. Throws UserError for a bad file.
 SearchSpace load_space(const std::vector<std::filesystem::path>& files,
                        const std::map<std::string, std::vector<int64_t>>& restrictions,
-                       const std::function<std::string(const std::filesystem::path&)>& language_of);
+                       const std::function<std::string(const std::filesystem::path&)>& language_of,
+                       const ConfigKnobs& config = ConfigKnobs{});
 
 }  // namespace kevo

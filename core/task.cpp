@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/defined_operator.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/json_reader.h"
@@ -61,8 +62,19 @@ Task parse_task(const nlohmann::json& config, const std::filesystem::path& origi
   t.origin = origin;
   t.name = root.get_string("name", origin.empty() ? std::string("task") : origin.stem().string());
 
-  std::string op_name = root.get_string("operator");
-  t.op = operators().find(op_name);
+  // An operator defined inline or in a .json file, else a registered name.
+  const nlohmann::json* op_value = root.get_raw("operator");
+  if (op_value) {
+    auto defined = parse_operator_definition(
+        *op_value, root.path_of("operator"),
+        origin.empty() ? std::filesystem::current_path()
+                       : std::filesystem::absolute(origin).parent_path());
+    if (defined) defined->prepare_reference();
+    t.owned_op = defined;
+    t.op = defined.get();
+  }
+  std::string op_name = t.op ? std::string(t.op->name()) : root.get_string("operator");
+  if (!t.op) t.op = operators().find(op_name);
   if (!t.op)
     throw ConfigError(root.path_of("operator"),
                       fmt::format("unknown operator '{}' (known: {})", op_name,
@@ -193,6 +205,16 @@ Task parse_task(const nlohmann::json& config, const std::filesystem::path& origi
     }
   }
 
+  t.config_knobs = parse_config_knobs(root.get_raw("tune_params"), root.path_of("tune_params"),
+                                      root.get_raw("restrictions"), root.path_of("restrictions"));
+  if (const nlohmann::json* entry = root.get_raw("entry"))
+    t.entry = parse_entry(*entry, root.path_of("entry"), *t.op, t.target, t.config_knobs);
+  if (const nlohmann::json* kernels = root.get_raw("kernels")) {
+    const auto task_dir = origin.empty() ? std::filesystem::current_path()
+                                         : std::filesystem::absolute(origin).parent_path();
+    t.kernel_files = resolve_kernel_globs(*kernels, root.path_of("kernels"), task_dir);
+  }
+
   if (const nlohmann::json* search = root.get_raw("search")) {
     if (!search->is_object())
       throw ConfigError(root.path_of("search"), "expected an object (strategy, stop, ...)");
@@ -201,6 +223,9 @@ Task parse_task(const nlohmann::json& config, const std::filesystem::path& origi
 
   root.finish();
   t.config = config;
+  // Self-contained (reference text inlined), so resume, explain and export
+  // rebuild the operator without the files or the directory it came from.
+  if (auto* d = dynamic_cast<const DefinedOperator*>(t.op)) t.config["operator"] = d->definition();
 
   // What the task resolved to, and the hash of what changes a measurement.
   nlohmann::json r;
@@ -221,10 +246,26 @@ Task parse_task(const nlohmann::json& config, const std::filesystem::path& origi
   for (const auto& c : t.check_shapes) r["check_shapes"].push_back(c.given);
   r["seed"] = t.seed;
   r["knobs"] = t.knob_restrictions;
+  // A defined operator's identity (its definition and reference source):
+  // editing either invalidates stored measurements and cached references.
+  if (auto* d = dynamic_cast<const DefinedOperator*>(t.op))
+    r["operator_definition"] = d->identity_hash();
+  // The entry changes the program that is compiled; the config's knobs only
+  // choose which points are searched (a point's values reach the compiler as
+  // -D defines, like a source's own knobs), so they stay out of the hash.
+  if (!t.entry.empty()) r["entry"] = t.entry.spec;
   nlohmann::json measured = r;
   measured.erase("name");
   measured.erase("seed");
   measured.erase("knobs");  // which points may be searched, not how one is measured
+  if (!t.config_knobs.empty()) {
+    for (const auto& k : t.config_knobs.knobs) r["tune_params"][k.name] = k.values;
+    r["restrictions"] = t.config_knobs.restrictions;
+  }
+  if (!t.kernel_files.empty()) {
+    r["kernels"] = nlohmann::json::array();
+    for (const auto& f : t.kernel_files) r["kernels"].push_back(f.string());
+  }
   r["timing"] = {{"min_time_ms", t.timing.min_time_s * 1000},
                  {"min_samples", t.timing.min_samples},
                  {"max_samples", t.timing.max_samples},

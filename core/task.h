@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "core/compare_mode.h"
 #include "core/dtype.h"
 #include "core/operator.h"
+#include "core/task_kernels.h"
 
 namespace kevo {
 
@@ -51,6 +53,7 @@ struct Task {
   std::string name;
   std::filesystem::path origin;  // the config file, empty when built in code
   const Operator* op = nullptr;
+  std::shared_ptr<const Operator> owned_op;  // a defined operator (op points at it)
   DType dtype = DType::f32;
   ShapeSet main;                      // the shape that is timed
   std::vector<ShapeSet> check_shapes;  // checked first (small, ragged)
@@ -62,6 +65,10 @@ struct Task {
   Limits limits;
   uint64_t seed = 1;
   std::map<std::string, std::vector<int64_t>> knob_restrictions;
+  // "kernels": the task's own seed files, replacing the shipped families.
+  std::vector<std::filesystem::path> kernel_files;
+  ConfigKnobs config_knobs;  // "tune_params" and "restrictions"
+  KernelEntry entry;         // "entry": a plain kernel; empty for kevo_kernel/kevo_launch
   // The "search" section as written (strategy, stop conditions, families):
   // read and checked by the search module, not part of the hash.
   nlohmann::json search = nlohmann::json::object();

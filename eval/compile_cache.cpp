@@ -17,13 +17,12 @@ constexpr const char* kPlaceholder = "@KEVO_CANDIDATE@";
 
 std::string CompileCache::key(Target& target, const Task& task, const std::string& source_text,
                               const std::string& language, const KnobValues& knobs) {
-  return Sha256()
-      .field(source_text)
-      .field(knobs_to_json(knobs))
-      .field(language)
-      .field(target.toolchain_id(task, language))
-      .hex()
-      .substr(0, 32);
+  Sha256 h;
+  h.field(source_text).field(knobs_to_json(knobs)).field(language).field(
+      target.toolchain_id(task, language));
+  // A plain kernel is compiled inside a wrapper generated from the entry.
+  if (!task.entry.empty()) h.field(task.entry.spec.dump());
+  return h.hex().substr(0, 32);
 }
 
 CompiledCandidate CompileCache::get(Target& target, const Task& task,

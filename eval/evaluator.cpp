@@ -54,7 +54,11 @@ PreparedCandidate Evaluator::prepare(const CandidateSource& source,
   EvalResult& r = p.result;
   r.roof_id = roof_.id;
   const bool cuda = source.language == "cuda";
-  if (auto why = static_check(source.text, cuda ? "kevo_launch" : "kevo_kernel", source.language)) {
+  // A plain kernel's ABI entry point is generated: the source needs its function.
+  const std::string entry = !task_.entry.empty() ? task_.entry.function
+                            : cuda               ? "kevo_launch"
+                                                 : "kevo_kernel";
+  if (auto why = static_check(source.text, entry, source.language)) {
     r.status = Status::rejected;
     r.detail = *why;
     return p;

@@ -128,6 +128,18 @@ std::string standalone_source(const Family& family, const KnobValues& knobs,
 
 std::vector<std::filesystem::path> family_files(const Task& task,
                                                 const std::vector<std::string>& families) {
+  if (!task.kernel_files.empty()) {  // the task brings its own families
+    std::vector<std::filesystem::path> files;
+    for (const auto& f : task.kernel_files)
+      if (families.empty() ||
+          std::find(families.begin(), families.end(), f.stem().string()) != families.end())
+        files.push_back(f);
+    for (const auto& want : families)
+      if (std::none_of(files.begin(), files.end(),
+                       [&](const auto& f) { return f.stem().string() == want; }))
+        throw UserError(fmt::format("no kernel family '{}' among the task's \"kernels\"", want));
+    return files;
+  }
   const auto dir = kevo_home() / "targets" / task.target / "kernels" / std::string(task.op->name());
   std::vector<std::filesystem::path> files;
   std::error_code ec;

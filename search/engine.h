@@ -63,8 +63,9 @@ SearchConfig parse_search_config(const nlohmann::json& search, const std::string
 std::string standalone_source(const Family& family, const KnobValues& knobs,
                               const std::string& note);
 
-// The kernel files of the task's operator on its target, optionally only the
-// named families. Throws UserError naming the folder when there are none.
+// The kernel files of the task's operator on its target (or the task's own
+// "kernels" when it lists some), optionally only the named families. Throws
+// UserError naming the folder when there are none.
 std::vector<std::filesystem::path> family_files(const Task& task,
                                                 const std::vector<std::string>& families);
 

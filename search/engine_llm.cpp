@@ -150,7 +150,8 @@ int Engine::llm_family(const std::string& source, const std::string& model,
   if (int f = space_.find_family(name); f >= 0) return f;
   Family fam;
   try {
-    fam = make_family(name, std::string(kLlmOrigin) + model, source, language);
+    // Like the task's other families, it gets the config's tune_params.
+    fam = make_family(name, std::string(kLlmOrigin) + model, source, language, task_.config_knobs);
   } catch (const UserError& e) {
     why_not = fmt::format("its knob declarations cannot be read: {}", e.what());
     return -1;

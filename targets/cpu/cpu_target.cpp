@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "core/clock.h"
+#include "core/defined_operator.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/log.h"
@@ -23,6 +24,7 @@
 #include "core/process.h"
 #include "targets/cpu/runner_protocol.h"
 #include "targets/runner_io.h"
+#include "targets/wrapper.h"
 
 namespace kevo {
 
@@ -114,7 +116,8 @@ class CpuTarget : public Target {
     opt.argv.push_back("-I" + (kevo_home() / "targets" / "abi").string());
     for (const auto& d : req.include_dirs) opt.argv.push_back("-I" + d.string());
     for (const auto& [k, v] : req.knobs) opt.argv.push_back(fmt::format("-D{}={}", k, v));
-    opt.argv.push_back(req.source.string());
+    const CompileSource source(req);  // a plain kernel's generated wrapper, or the file
+    opt.argv.push_back(source.path().string());
     opt.argv.push_back("-o");
     opt.argv.push_back(req.output.string());
     opt.argv.push_back("-lm");
@@ -301,6 +304,7 @@ RunOutcome CpuTarget::run(const Task& task, const std::filesystem::path& artifac
   job.mode = "kernel";
   job.artifact = std::filesystem::absolute(artifact).string();
   job.op = std::string(op.name());
+  job.op_definition = operator_definition(op);
   job.dtype = task.dtype;
   job.scalars = task.scalars;
   job.timing = task.timing;

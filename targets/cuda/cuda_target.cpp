@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 
 #include "core/clock.h"
+#include "core/defined_operator.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/log.h"
@@ -32,6 +33,7 @@
 #include "targets/cpu/runner_protocol.h"
 #include "targets/cuda/reports.h"
 #include "targets/runner_io.h"
+#include "targets/wrapper.h"
 
 namespace kevo {
 
@@ -207,7 +209,8 @@ class CudaTarget final : public Target {
     opt.argv.push_back("-I" + (kevo_home() / "targets" / "abi").string());
     for (const auto& d : req.include_dirs) opt.argv.push_back("-I" + d.string());
     for (const auto& [k, v] : req.knobs) opt.argv.push_back(fmt::format("-D{}={}", k, v));
-    opt.argv.push_back(req.source.string());
+    const CompileSource source(req);  // a plain kernel's generated wrapper, or the file
+    opt.argv.push_back(source.path().string());
     opt.argv.push_back("-o");
     opt.argv.push_back(req.output.string());
     opt.limits.file_size_bytes = int64_t{512} << 20;
@@ -439,6 +442,7 @@ RunOutcome CudaTarget::run(const Task& task, const std::filesystem::path& artifa
   job.artifact = std::filesystem::absolute(artifact).string();
   job.entry = "kevo_launch";
   job.op = std::string(task.op->name());
+  job.op_definition = operator_definition(*task.op);
   job.dtype = task.dtype;
   job.scalars = task.scalars;
   for (const auto& p : phases)
@@ -691,6 +695,7 @@ ProfileOutcome CudaTarget::profile(const Task& task, const std::filesystem::path
   job.artifact = std::filesystem::absolute(artifact).string();
   job.entry = "kevo_launch";
   job.op = std::string(task.op->name());
+  job.op_definition = operator_definition(*task.op);
   job.dtype = task.dtype;
   job.scalars = task.scalars;
   job.phases.push_back({false, phase.shapes.shapes, phase.seed});

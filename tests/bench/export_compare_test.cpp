@@ -25,12 +25,7 @@ namespace {
 
 ProcessResult kevo(const std::filesystem::path& dir, const std::string& db,
                    std::vector<std::string> args) {
-  SpawnOptions o;
-  o.argv = {test::kevo_binary().string()};
-  o.argv.insert(o.argv.end(), args.begin(), args.end());
-  o.cwd = dir;
-  o.env = {"KEVO_DB=" + db};
-  return run_process(o, 300, 4 << 20);
+  return test::run_kevo(dir, db, std::move(args), {}, 4 << 20);
 }
 
 std::string read(const std::filesystem::path& p) {
@@ -394,12 +389,7 @@ TEST_F(CompareCli, BadInputIsOneLineAndExitTwo) {
 TEST(Export, ARealRunAsKevoJsonAndT4AndComparedWithItself) {
   auto dir = test::temp_dir("export-real");
   const std::string db = (dir / "kevo.db").string();
-  {
-    Store s(db);  // a stored roof for this machine spares the calibration
-    Roof roof = test::fake_roof(1000, 1e6);
-    roof.host_key = make_target("cpu")->host_key();
-    s.add_roof(roof);
-  }
+  test::store_cpu_roof(db);  // no command calibrates
   std::ofstream(dir / "search.json") << R"({"name": "swiglu-small", "operator": "swiglu",
       "shapes": {"g": [64, 1000]}, "timing": {"min_time_ms": 2, "min_samples": 3},
       "knobs": {"THREADS": [1]},

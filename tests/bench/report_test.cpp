@@ -73,12 +73,7 @@ class Report : public ::testing::Test {
   }
 
   static ProcessResult kevo(std::vector<std::string> args) {
-    SpawnOptions o;
-    o.argv = {test::kevo_binary().string()};
-    o.argv.insert(o.argv.end(), args.begin(), args.end());
-    o.cwd = dir_;
-    o.env = {"KEVO_DB=" + db_};
-    return run_process(o, 300, 1 << 22);
+    return test::run_kevo(dir_, db_, std::move(args), {}, 1 << 22);
   }
 
   static int64_t scalar(const std::string& sql) {

@@ -23,10 +23,7 @@ class Batch : public ::testing::Test {
   void SetUp() override {
     dir_ = test::temp_dir("batch");
     db_ = (dir_ / "kevo.db").string();
-    Store s(db_);
-    Roof roof = test::fake_roof(1000, 1e6);
-    roof.host_key = make_target("cpu")->host_key();
-    s.add_roof(roof);
+    test::store_cpu_roof(db_);  // no command calibrates
     std::filesystem::create_directories(dir_ / "tasks");
     // Three small tasks of different hashes: nothing one measures answers another.
     write("tasks/a.json", R"({"operator": "swiglu", "shapes": {"g": [64, 1000]}})");

@@ -21,10 +21,7 @@ class Cli : public ::testing::Test {
     dir_ = test::temp_dir("cli");
     db_ = (dir_ / "kevo.db").string();
     // A stored roof for this machine spares each eval the calibration.
-    Store s(db_);
-    Roof roof = test::fake_roof(1000, 1e6);
-    roof.host_key = make_target("cpu")->host_key();
-    s.add_roof(roof);
+    test::store_cpu_roof(db_);  // no command calibrates
     write("task.json", R"({"operator": "swiglu", "shapes": {"g": [32, 257]},
                            "timing": {"min_time_ms": 2, "min_samples": 3}})");
   }
@@ -34,12 +31,7 @@ class Cli : public ::testing::Test {
   }
 
   ProcessResult kevo(std::vector<std::string> args) {
-    SpawnOptions o;
-    o.argv = {test::kevo_binary().string()};
-    o.argv.insert(o.argv.end(), args.begin(), args.end());
-    o.cwd = dir_;
-    o.env = {"KEVO_DB=" + db_};
-    return run_process(o, 300, 1 << 20);
+    return test::run_kevo(dir_, db_, std::move(args));
   }
 
   std::string kernel(const std::string& name) {

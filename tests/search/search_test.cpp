@@ -337,7 +337,9 @@ TEST(Search, ReplayReproducesTheRecordedNumbersExactly) {
   for (const auto& o : e.observations()) {
     const EvalResult& rec = replay.recorded().at(space.key(o.point));
     EXPECT_EQ(o.status, rec.status);
-    if (o.ok()) EXPECT_EQ(o.seconds, rec.timing->median_s);  // bit for bit
+    if (o.ok()) {
+      EXPECT_EQ(o.seconds, rec.timing->median_s);  // bit for bit
+    }
   }
   // The charged time is the recorded compile + run time of what was replayed.
   EXPECT_DOUBLE_EQ(replay.clock(), 1.0 * e.stats().evaluations);
@@ -477,7 +479,9 @@ TEST(Search, ResumeTellsTheSearchMeasurementNotTheConfirmation) {
   again.resume(run);
   EXPECT_EQ(again.stats().evaluations, 30);
   for (const auto& o : again.observations())
-    if (o.point == f.space.seed(0)) EXPECT_DOUBLE_EQ(o.seconds, 0.5e-3);
+    if (o.point == f.space.seed(0)) {
+      EXPECT_DOUBLE_EQ(o.seconds, 0.5e-3);
+    }
 }
 
 }  // namespace

@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include "core/store.h"
+#include "targets/target.h"
+
 namespace kevo::test {
 
 std::filesystem::path temp_dir(const std::string& name) {
@@ -31,6 +34,25 @@ Roof fake_roof(double gbps, double gflops) {
   for (double bytes : {1.0, 1e12}) r.bandwidth.push_back({"copy", 1, bytes, gbps});
   r.peak.push_back({"fp32_fma", 1, gflops});
   return r;
+}
+
+void store_cpu_roof(const std::string& db) {
+  Store s(db);
+  Roof roof = fake_roof(1000, 1e6);
+  roof.host_key = make_target("cpu")->host_key();
+  s.add_roof(roof);
+}
+
+ProcessResult run_kevo(const std::filesystem::path& dir, const std::string& db,
+                       std::vector<std::string> args, std::vector<std::string> env,
+                       size_t max_output) {
+  SpawnOptions o;
+  o.argv = {kevo_binary().string()};
+  o.argv.insert(o.argv.end(), args.begin(), args.end());
+  o.cwd = dir;
+  o.env = {"KEVO_DB=" + db};
+  o.env.insert(o.env.end(), env.begin(), env.end());
+  return run_process(o, 300, max_output);
 }
 
 }  // namespace kevo::test

@@ -3,9 +3,11 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/process.h"
 #include "core/roof.h"
 #include "core/task.h"
 
@@ -27,5 +29,15 @@ Task quick_task(const std::string& op, const nlohmann::json& shapes,
 
 // A roof with one bandwidth and one peak figure for every size.
 Roof fake_roof(double gbps, double gflops);
+
+// Stores a fake roof for this machine's cpu target in the store at `db`
+// (created if needed), so that no command a test runs calibrates first.
+void store_cpu_roof(const std::string& db);
+
+// Runs the built kevo binary in `dir` with KEVO_DB=db and `env`, as a user
+// would; output is kept up to `max_output` bytes.
+ProcessResult run_kevo(const std::filesystem::path& dir, const std::string& db,
+                       std::vector<std::string> args, std::vector<std::string> env = {},
+                       size_t max_output = 1 << 20);
 
 }  // namespace kevo::test

@@ -76,10 +76,7 @@ class LlmSearch : public ::testing::Test {
   void SetUp() override {
     dir_ = test::temp_dir("llm-search");
     db_ = (dir_ / "kevo.db").string();
-    Store s(db_);
-    Roof roof = test::fake_roof(1000, 1e6);
-    roof.host_key = make_target("cpu")->host_key();
-    s.add_roof(roof);
+    test::store_cpu_roof(db_);  // no command calibrates
   }
 
   void write_task(const std::string& base_url, const std::string& cache = "use",
@@ -106,12 +103,8 @@ class LlmSearch : public ::testing::Test {
   }
 
   ProcessResult kevo(std::vector<std::string> args) {
-    SpawnOptions o;
-    o.argv = {test::kevo_binary().string()};
-    o.argv.insert(o.argv.end(), args.begin(), args.end());
-    o.cwd = dir_;
-    o.env = {"KEVO_DB=" + db_, std::string("KEVO_TEST_LLM_KEY=") + kSecret};
-    return run_process(o, 300, 1 << 22);
+    return test::run_kevo(dir_, db_, std::move(args), {std::string("KEVO_TEST_LLM_KEY=") + kSecret},
+                          1 << 22);
   }
 
   // The run's tree: per candidate, what it is and where it came from.

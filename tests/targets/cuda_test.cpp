@@ -360,8 +360,11 @@ TEST(CudaCompile, SeedFamiliesAndHostileKernels) {
     req.output = dir / (src.stem().string() + tag + ".so");
     CompileOutcome out = target->compile(req);
     EXPECT_TRUE(out.ok) << src << " " << knobs_to_string(knobs) << ":\n" << out.log;
-    for (const auto& m : target->compile_metrics(out.log))
-      if (m.metric == "ptxas.spill_store_bytes") EXPECT_EQ(m.value, 0) << src << " " << knobs_to_string(knobs);
+    for (const auto& m : target->compile_metrics(out.log)) {
+      if (m.metric == "ptxas.spill_store_bytes") {
+        EXPECT_EQ(m.value, 0) << src << " " << knobs_to_string(knobs);
+      }
+    }
   };
   std::mt19937_64 rng(7);
   for (const auto& f : files) {

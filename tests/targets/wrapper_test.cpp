@@ -1,0 +1,197 @@
+// Plain kernels: a C function or a __global__ function named by the task's
+// "entry", with knobs declared in the config, wrapped by a generated
+// kevo_kernel / kevo_launch. On the CPU through the kevo binary; on CUDA the
+// wrapper compiles with nvcc (skips without it) and runs where a GPU answers.
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "core/paths.h"
+#include "core/process.h"
+#include "core/space.h"
+#include "core/store.h"
+#include "eval/evaluator.h"
+#include "support/test_support.h"
+#include "targets/cuda/cuda_target.h"
+#include "targets/wrapper.h"
+
+namespace kevo {
+namespace {
+
+// swiglu as a plain C function, TILE elements per step of the outer loop.
+const char* kPlainSwiglu = R"(#include <math.h>
+#include <stdint.h>
+void swiglu_plain(float* y, const float* g, const float* u, int64_t rows, int64_t cols) {
+  const int64_t n = rows * cols;
+  for (int64_t i = 0; i < n; i += TILE)
+    for (int64_t j = i; j < i + TILE && j < n; ++j) y[j] = g[j] / (1.0f + expf(-g[j])) * u[j];
+}
+)";
+
+const char* kWrongSwiglu = R"(#include <stdint.h>
+void swiglu_plain(float* y, const float* g, const float* u, int64_t rows, int64_t cols) {
+  for (int64_t j = 0; j < rows * cols; ++j) y[j] = g[j] * u[j];
+}
+)";
+
+nlohmann::json cpu_task() {
+  return {{"operator", "swiglu"},
+          {"shapes", {{"g", {32, 257}}}},
+          // [M, N] only: the sizes below read two dimensions.
+          {"check_shapes", nlohmann::json::array({{{"g", {7, 33}}}})},
+          {"timing", {{"min_time_ms", 2}, {"min_samples", 3}}},
+          {"tune_params", {{"TILE", {1, 4, 16, 64}}}},
+          {"restrictions", nlohmann::json::array({"TILE <= 16"})},
+          {"entry",
+           {{"kind", "function"},
+            {"function", "swiglu_plain"},
+            {"args", {"y", "g", "u", "M", "N"}},
+            {"sizes", {{"M", "g[0]"}, {"N", "g[1]"}}}}}};
+}
+
+class PlainCpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = test::temp_dir("plain-cpu");
+    db_ = (dir_ / "kevo.db").string();
+    test::store_cpu_roof(db_);  // no command calibrates
+    write("task.json", cpu_task().dump());
+    write("plain.c", kPlainSwiglu);
+    write("wrong.c", kWrongSwiglu);
+  }
+  void write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+  }
+  ProcessResult kevo(std::vector<std::string> args) {
+    return test::run_kevo(dir_, db_, std::move(args));
+  }
+  std::filesystem::path dir_;
+  std::string db_;
+};
+
+TEST_F(PlainCpu, RightFunctionPassesAtEveryKnob) {
+  for (const char* tile : {"TILE=1", "TILE=16"}) {
+    auto r = kevo({"eval", "--task", "task.json", "plain.c", "--knob", tile, "--json"});
+    ASSERT_EQ(r.exit_code, 0) << tile << "\n" << r.out << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["result"]["status"], "ok") << r.out;
+  }
+  // The restriction holds: TILE=64 is declared but not allowed.
+  auto r = kevo({"eval", "--task", "task.json", "plain.c", "--knob", "TILE=64"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+}
+
+TEST_F(PlainCpu, WrongFunctionMismatches) {
+  auto r = kevo({"eval", "--task", "task.json", "wrong.c", "--json"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["result"]["status"], "mismatch") << r.out;
+}
+
+TEST_F(PlainCpu, MissingFunctionIsRejected) {
+  write("other.c", "void something_else(void) {}\n");
+  auto r = kevo({"eval", "--task", "task.json", "other.c", "--json"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["result"]["status"], "rejected") << r.out;
+  EXPECT_NE(j["result"]["detail"].get<std::string>().find("swiglu_plain"), std::string::npos);
+}
+
+// ---- CUDA ----------------------------------------------------------------------------
+
+const char* kPlainCuda = R"(#include <cuda_bf16.h>
+#include <stdint.h>
+__global__ void swiglu_kernel(__nv_bfloat16* y, const __nv_bfloat16* g, const __nv_bfloat16* u,
+                              int64_t rows, int64_t cols) {
+  const int64_t row = blockIdx.y;
+  for (int64_t c = (int64_t)blockIdx.x * blockDim.x * TILE + threadIdx.x; c < cols && row < rows;
+       c += blockDim.x) {
+    if (c >= ((int64_t)blockIdx.x + 1) * blockDim.x * TILE) break;
+    const float a = __bfloat162float(g[row * cols + c]), b = __bfloat162float(u[row * cols + c]);
+    y[row * cols + c] = __float2bfloat16(a / (1.0f + expf(-a)) * b);
+  }
+}
+)";
+
+Task cuda_task(const nlohmann::json& shape) {
+  return test::quick_task("swiglu", {{"g", shape}},
+                          {{"target", "cuda"},
+                           {"dtype", "bf16"},
+                           {"limits", {{"timeout_s", 20}}},
+                           {"check_shapes", nlohmann::json::array({{{"g", {7, 33}}}})},
+                           {"tune_params", {{"block_size_x", {64, 128, 256}}, {"TILE", {1, 2, 4}}}},
+                           {"restrictions", nlohmann::json::array({"block_size_x * TILE <= 512"})},
+                           {"entry",
+                            {{"kind", "global"},
+                             {"function", "swiglu_kernel"},
+                             {"args", {"y", "g", "u", "M", "N"}},
+                             {"sizes", {{"M", "g[0]"}, {"N", "g[1]"}}},
+                             {"block", nlohmann::json::array({"block_size_x"})},
+                             {"grid", {"ceil_div(N, block_size_x * TILE)", "M"}}}}});
+}
+
+std::filesystem::path write_cuda(const std::string& name) {
+  auto path = test::temp_dir("plain-cuda") / name;
+  std::ofstream(path) << kPlainCuda;
+  return path;
+}
+
+TEST(PlainCuda, WrapperLaunchesTheNamedFunction) {
+  Task task = cuda_task({8, 8});
+  std::string w = entry_wrapper(task, "/k/plain.cu");
+  EXPECT_NE(w.find("#include \"/k/plain.cu\""), std::string::npos) << w;
+  EXPECT_NE(w.find("kevo_launch("), std::string::npos) << w;
+  EXPECT_NE(w.find("swiglu_kernel<<<grid, block, 0, stream>>>((__nv_bfloat16*)out[0].data, "
+                   "(const __nv_bfloat16*)in[0].data, (const __nv_bfloat16*)in[1].data, M, N)"),
+            std::string::npos)
+      << w;
+  EXPECT_NE(w.find("kevo_entry_ceil_div(N, block_size_x * TILE)"), std::string::npos) << w;
+}
+
+// Points across the config's space compile with the target's nvcc.
+TEST(PlainCuda, CompilesAcrossTheSpace) {
+  std::string why = cuda_unavailable_reason();
+  if (!why.empty()) GTEST_SKIP() << why;
+  auto target = make_target("cuda");
+  Task task = cuda_task({8, 8});
+  auto src = write_cuda("plain.cu");
+  Family f = make_family("plain", src, read_text_file(src), "cuda", task.config_knobs);
+  auto points = f.space.enumerate_valid();
+  ASSERT_EQ(points.size(), 8u);                    // 3 x 3 but 256 x 4
+  for (size_t i = 0; i < points.size(); i += 3) {  // a few: nvcc is slow
+    CompileRequest req;
+    req.task = &task;
+    req.source = src;
+    req.language = "cuda";
+    req.knobs = points[i];
+    req.output = src.parent_path() / ("plain" + std::to_string(i) + ".so");
+    CompileOutcome out = target->compile(req);
+    EXPECT_TRUE(out.ok) << knobs_to_string(points[i]) << ":\n" << out.log;
+  }
+}
+
+TEST(PlainCuda, RunsRightOnAGpu) {
+  std::string why = cuda_unavailable_reason();
+  if (!why.empty()) GTEST_SKIP() << why;
+  std::unique_ptr<Target> target;
+  try {
+    target = make_target("cuda");
+    target->run_slots();  // starts a runner: fails without a GPU
+  } catch (const UserError& e) {
+    GTEST_SKIP() << "no GPU here: " << e.what();
+  }
+  Task task = cuda_task({33, 1000});
+  auto src = write_cuda("plain.cu");
+  ReferenceCache refs{""};
+  CompileCache compiles{cache_dir()};
+  Evaluator ev(task, *target, test::fake_roof(1e5, 1e9), refs, compiles);
+  ev.profile_top = 0;
+  for (const KnobValues& k : {KnobValues{{"block_size_x", 64}, {"TILE", 1}},
+                              KnobValues{{"block_size_x", 128}, {"TILE", 4}}}) {
+    EvalResult r = ev.evaluate({read_text_file(src), src, "cuda"}, k);
+    EXPECT_EQ(status_name(r.status), status_name(Status::ok)) << knobs_to_string(k) << r.detail;
+  }
+}
+
+}  // namespace
+}  // namespace kevo
