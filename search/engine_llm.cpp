@@ -58,6 +58,22 @@ LlmTaskInfo Engine::llm_task_info() const {
   t.language = space_.size_families() ? space_.family(0).language : "c";
   t.entry_point = task_.target == "cuda" ? "kevo_launch" : "kevo_kernel";
   t.abi = read_text_file(kevo_home() / "targets" / "abi" / "kevo_kernel.h");
+  if (!task_.entry.empty()) {
+    // A plain kernel: kevo writes the ABI entry point around the named function.
+    const KernelEntry& e = task_.entry;
+    t.entry_point = e.function;
+    t.extra_rules = fmt::format(
+        "\n- This task calls a plain {} `{}` with the arguments ({}) in that order (tensors as "
+        "pointers of the task dtype, inputs const; sizes as int64_t; scalars as double; knobs as "
+        "their values). kevo writes the entry point around it{}: define `{}`, not the ABI entry "
+        "point, and keep its parameters.",
+        e.kind == "global" ? "CUDA __global__ function" : "C function", e.function,
+        fmt::join(e.args, ", "),
+        e.kind == "global" ? fmt::format(" and launches it with grid ({}) and block ({})",
+                                         fmt::join(e.grid, ", "), fmt::join(e.block, ", "))
+                           : "",
+        e.function);
+  }
   // The best few and a few others, so the model sees what was tried.
   std::vector<const Observation*> ok;
   for (const auto& o : history_)

@@ -187,7 +187,7 @@ std::vector<llm::Message> LlmSynthesizer::prompt(const LlmTaskInfo& task, const 
       {"entry_point", task.entry_point},
       {"abi", task.abi},
       {"knob_syntax", kKnobSyntax},
-      {"rules", rules_for(task.target)},
+      {"rules", rules_for(task.target) + task.extra_rules},
       {"knowledge", knowledge_for(task, ask)},
       {"others", or_none(task.others)},
       {"parent_label", ask.parent_label},

@@ -45,6 +45,7 @@ struct LlmAsk {
 struct LlmTaskInfo {
   std::string op, formula, tensors, scalars, shapes, dtype, compare;
   std::string target, language, entry_point, abi;
+  std::string extra_rules;  // the task's own (a plain kernel's signature), one "- " line each
   std::string others;  // the best and a few diverse candidates, one per line
 };
 

@@ -269,6 +269,57 @@ TEST_F(LlmSearch, SpentBudgetStopsTheRequests) {
   EXPECT_EQ(std::get<int64_t>(q.rows[0][0]), 3);  // UNROLL 1, 2, 4
 }
 
+// A task with a plain kernel function: the prompt asks for that function,
+// and what the model writes is wrapped and measured like the seed.
+TEST_F(LlmSearch, PlainEntryAsksForTheNamedFunction) {
+  const std::string plain = R"(#include <math.h>
+#include <stdint.h>
+void swiglu_plain(float* y, const float* g, const float* u, int64_t rows, int64_t cols) {
+  for (int64_t j = 0; j < rows * cols; ++j) y[j] = g[j] / (1.0f + expf(-g[j])) * u[j];
+}
+)";
+  std::ofstream(dir_ / "plain.c") << plain;
+  FakeLlmServer server;
+  server.set_responder([&](const RecordedRequest&) {
+    std::string better = plain;
+    better.replace(better.find("for (int64_t j"), 0, "#pragma GCC ivdep\n  ");
+    return Step::reply("```c\n" + better + "```\n");
+  });
+  nlohmann::json task = {
+      {"name", "swiglu-plain-llm"},
+      {"operator", "swiglu"},
+      {"shapes", {{"g", {32, 257}}}},
+      {"check_shapes", nlohmann::json::array({{{"g", {7, 33}}}})},
+      {"timing", {{"min_time_ms", 2}, {"min_samples", 3}}},
+      {"kernels", {"plain.c"}},
+      {"entry",
+       {{"kind", "function"},
+        {"function", "swiglu_plain"},
+        {"args", {"y", "g", "u", "M", "N"}},
+        {"sizes", {{"M", "g[0]"}, {"N", "g[1]"}}}}},
+      {"search",
+       {{"strategy", "random"},
+        {"confirm", 0},
+        {"stop", {{"max_evals", 3}}},
+        {"llm",
+         {{"models", {{{"api", "openai"}, {"endpoint", server.base_url()}, {"model", "fake-coder"},
+                        {"api_key_env", ""}}}},
+          {"per_batch", 1}}}}}};
+  std::ofstream(dir_ / "task.json") << task.dump(2);
+  auto r = kevo({"run", "task.json", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_FALSE(server.requests().empty());
+  const std::string p = testing::prompt_text(server.requests()[0]);
+  EXPECT_NE(p.find("plain C function `swiglu_plain`"), std::string::npos) << p;
+  EXPECT_NE(p.find("y, g, u, M, N"), std::string::npos);
+  Store st(db_, true);
+  QueryResult q = st.query(
+      "SELECT e.status FROM candidates c JOIN evaluations e ON e.candidate_id = c.id "
+      "WHERE c.synthesizer LIKE 'llm:%'");
+  ASSERT_FALSE(q.rows.empty());
+  EXPECT_EQ(std::get<std::string>(q.rows[0][0]), "ok");
+}
+
 TEST_F(LlmSearch, CacheOnlyNeverCallsAndTheSearchGoesOn) {
   FakeLlmServer server;
   server.set_responder(answer);
@@ -326,9 +377,11 @@ TEST(LlmPrompt, ShippedTemplatesCarryTheContext) {
   a.diagnosis = "memory-bound at 41% of the roof";
   a.hot_lines = {"line 7: 40% of the stall samples: y[i] = ..."};
   a.failures = {"attempt 1: compile_error"};
+  t.extra_rules = "\n- RULE-OF-THE-TASK";
   auto m = s.prompt(t, a);
   ASSERT_EQ(m.size(), 2u);
   EXPECT_NE(m[0].content.find("ABI-TEXT"), std::string::npos);
+  EXPECT_NE(m[0].content.find("- RULE-OF-THE-TASK"), std::string::npos);
   for (const char* want : {"swiglu", "PARENT-SOURCE", "41% of the roof", "line 7", "attempt 1"})
     EXPECT_NE(m[1].content.find(want), std::string::npos) << want;
   a.mode = LlmAsk::Mode::repair;
