@@ -17,11 +17,6 @@ namespace kevo {
 
 namespace {
 
-std::string text_of(const SqlValue& v) {
-  auto* s = std::get_if<std::string>(&v);
-  return s ? *s : std::string();
-}
-
 nlohmann::json json_or_null(const SqlValue& v) {
   auto* s = std::get_if<std::string>(&v);
   if (!s) return nullptr;
@@ -55,7 +50,7 @@ nlohmann::json evaluation_json(Store& store, int64_t id) {
   nlohmann::json j = {{"evaluation", id},
                       {"status", std::string(status_name(r->status))},
                       {"detail", r->detail},
-                      {"measured_at", q.rows.empty() ? "" : text_of(q.rows[0][0])},
+                      {"measured_at", q.rows.empty() ? "" : sql_text(q.rows[0][0])},
                       {"compile_s", number(r->compile_s)},
                       {"run_s", number(r->run_s)},
                       {"timing", r->timing ? timing_json(*r->timing) : nlohmann::json(nullptr)}};
@@ -93,10 +88,10 @@ nlohmann::json export_run(Store& store, int64_t run) {
   const auto& row = r.rows[0];
   nlohmann::json config = json_or_null(row[5]);
   nlohmann::json task = {
-      {"name", text_of(row[1])},
-      {"hash", text_of(row[4])},
-      {"operator", text_of(row[2])},
-      {"target", text_of(row[3])},
+      {"name", sql_text(row[1])},
+      {"hash", sql_text(row[4])},
+      {"operator", sql_text(row[2])},
+      {"target", sql_text(row[3])},
       {"dtype", config.is_object() ? config.value("dtype", nlohmann::json(nullptr))
                                    : nlohmann::json(nullptr)},
       {"shapes", config.is_object() ? config.value("shapes", nlohmann::json(nullptr))
@@ -116,9 +111,9 @@ nlohmann::json export_run(Store& store, int64_t run) {
   }
 
   nlohmann::json out = {{"run", run},
-                        {"kind", text_of(row[0])},
-                        {"status", text_of(row[6])},
-                        {"started_at", text_of(row[7])},
+                        {"kind", sql_text(row[0])},
+                        {"status", sql_text(row[6])},
+                        {"started_at", sql_text(row[7])},
                         {"finished_at", nullptr},
                         {"task", task},
                         {"summary", json_or_null(row[10])}};
@@ -143,11 +138,11 @@ nlohmann::json export_run(Store& store, int64_t run) {
   for (const auto& cr : c.rows) {
     const int64_t id = std::get<int64_t>(cr[0]);
     nlohmann::json cand = {{"id", id},
-                           {"family", text_of(cr[3])},
-                           {"knobs", knobs_from_json(text_of(cr[2]))},
-                           {"source_hash", text_of(cr[1])},
-                           {"synthesizer", text_of(cr[4])},
-                           {"created_at", text_of(cr[6])},
+                           {"family", sql_text(cr[3])},
+                           {"knobs", knobs_from_json(sql_text(cr[2]))},
+                           {"source_hash", sql_text(cr[1])},
+                           {"synthesizer", sql_text(cr[4])},
+                           {"created_at", sql_text(cr[6])},
                            {"parents", tree.parents(id)},
                            {"lineage", tree.lineage(id)}};
     const auto* reused = std::get_if<int64_t>(&cr[5]);
@@ -187,7 +182,7 @@ nlohmann::json export_run(Store& store, int64_t run) {
 
   std::optional<Roof> roof = roof_id ? roof_as_judged(store, roof_id) : std::nullopt;
   out["roof"] = roof ? roof->to_json() : nlohmann::json(nullptr);
-  out["host"] = {{"hostname", text_of(row[9])},
+  out["host"] = {{"hostname", sql_text(row[9])},
                  {"host_key", roof ? nlohmann::json(roof->host_key) : nlohmann::json(nullptr)},
                  {"cpu_model", roof ? nlohmann::json(roof->cpu_model) : nlohmann::json(nullptr)},
                  {"ncpu", roof ? nlohmann::json(roof->ncpu) : nlohmann::json(nullptr)}};
@@ -220,7 +215,7 @@ std::optional<Roof> roof_as_judged(Store& store, int64_t roof_id) {
       store.query("SELECT target, host_key FROM roofs WHERE id = ?", {SqlValue(roof_id)});
   if (q.rows.empty()) return std::nullopt;
   std::vector<Roof> roofs;
-  for (Roof& r : store.roofs(text_of(q.rows[0][0]), text_of(q.rows[0][1])))
+  for (Roof& r : store.roofs(sql_text(q.rows[0][0]), sql_text(q.rows[0][1])))
     if (r.id <= roof_id) roofs.push_back(std::move(r));
   if (roofs.empty()) return std::nullopt;
   return Roof::best_of(roofs);

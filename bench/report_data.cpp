@@ -28,11 +28,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string text(const SqlValue& v) {
-  auto* s = std::get_if<std::string>(&v);
-  return s ? *s : std::string();
-}
-
 json number(const SqlValue& v) {
   if (auto* d = std::get_if<double>(&v)) return *d;
   if (auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
@@ -74,27 +69,27 @@ std::vector<Result> results_of(Store& store, int64_t run) {
   for (const auto& row : q.rows) {
     Result r;
     r.candidate = std::get<int64_t>(row[0]);
-    r.family = text(row[1]);
-    const KnobValues knobs = knobs_from_json(text(row[2]));
+    r.family = sql_text(row[1]);
+    const KnobValues knobs = knobs_from_json(sql_text(row[2]));
     r.knobs = knobs;
     r.knobs_text = knobs_to_string(knobs);
-    r.synthesizer = text(row[3]);
+    r.synthesizer = sql_text(row[3]);
     r.reused = std::get<int64_t>(row[4]) != 0;
-    r.status = text(row[6]);
-    r.detail = text(row[7]);
+    r.status = sql_text(row[6]);
+    r.detail = sql_text(row[7]);
     r.median = number(row[8]);
     r.p20 = number(row[9]);
     r.p80 = number(row[10]);
     r.roof_fraction = number(row[11]);
-    r.bound = text(row[12]);
-    r.bottleneck = text(row[13]);
-    r.diagnosis = text(row[14]);
+    r.bound = sql_text(row[12]);
+    r.bottleneck = sql_text(row[13]);
+    r.diagnosis = sql_text(row[14]);
     r.gflops = number(row[15]);
     r.gbps = number(row[16]);
     if (auto* id = std::get_if<int64_t>(&row[17])) r.roof_id = *id;
     // An answer from the store counts when the candidate was made; a
     // measurement when it was stored.
-    r.at = epoch_seconds(text(r.reused ? row[5] : row[18]));
+    r.at = epoch_seconds(sql_text(r.reused ? row[5] : row[18]));
     out.push_back(std::move(r));
   }
   std::stable_sort(out.begin(), out.end(), [](const Result& a, const Result& b) {
@@ -149,8 +144,8 @@ json best_timing(Store& store, int64_t candidate, bool confirmed) {
   const auto& row = q.rows[0];
   return {{"median_s", number(row[0])},      {"p20_s", number(row[1])},
           {"p80_s", number(row[2])},         {"n_samples", number(row[3])},
-          {"roof_fraction", number(row[4])}, {"bound", text(row[5])},
-          {"diagnosis", text(row[6])},       {"achieved_gflops", number(row[7])},
+          {"roof_fraction", number(row[4])}, {"bound", sql_text(row[5])},
+          {"diagnosis", sql_text(row[6])},       {"achieved_gflops", number(row[7])},
           {"achieved_gbps", number(row[8])}};
 }
 
@@ -163,9 +158,9 @@ std::string best_source(Store& store, int64_t candidate, const KnobValues& knobs
       {SqlValue(candidate)});
   if (q.rows.empty()) return "";
   Family f;
-  f.name = text(q.rows[0][0]);
-  f.text = text(q.rows[0][1]);
-  f.origin = text(q.rows[0][2]);
+  f.name = sql_text(q.rows[0][0]);
+  f.text = sql_text(q.rows[0][1]);
+  f.origin = sql_text(q.rows[0][2]);
   return standalone_source(f, knobs, note);
 }
 
@@ -233,7 +228,7 @@ json roof_lines(Store& store, const std::vector<Result>& results, double bytes) 
   if (!id) return json::array();
   QueryResult q = store.query("SELECT target, host_key FROM roofs WHERE id = ?", {SqlValue(*id)});
   if (q.rows.empty()) return json::array();
-  const std::vector<Roof> roofs = store.roofs(text(q.rows[0][0]), text(q.rows[0][1]));
+  const std::vector<Roof> roofs = store.roofs(sql_text(q.rows[0][0]), sql_text(q.rows[0][1]));
   if (roofs.empty()) return json::array();
   const Roof roof = Roof::best_of(roofs);
   json lines = json::array();
@@ -325,14 +320,14 @@ json run_report(Store& store, int64_t run, int top_k) {
       {SqlValue(run)});
   if (q.rows.empty()) throw UserError(fmt::format("no run {} in {}", run, store.path().string()));
   const auto& row = q.rows[0];
-  const std::string kind = text(row[0]);
+  const std::string kind = sql_text(row[0]);
   if (kind != "search" && kind != "replay")
     throw UserError(
         fmt::format("run {} is a '{}' run: reports are of search runs (kevo run, "
                     "kevo batch)",
                     run, kind));
-  const json config = json::parse(text(row[5]), nullptr, false);
-  const json summary = json::parse(text(row[10]), nullptr, false);
+  const json config = json::parse(sql_text(row[5]), nullptr, false);
+  const json summary = json::parse(sql_text(row[10]), nullptr, false);
   Task task;
   try {
     task = parse_task(config.at("config"), config.value("origin", std::string()));
@@ -340,8 +335,8 @@ json run_report(Store& store, int64_t run, int top_k) {
     throw UserError(
         fmt::format("run {}: its stored task config no longer reads: {}", run, e.what()));
   }
-  const std::string task_hash = text(row[4]);
-  const double started_at = epoch_seconds(text(row[7]));
+  const std::string task_hash = sql_text(row[4]);
+  const double started_at = epoch_seconds(sql_text(row[7]));
   const std::vector<Result> results = results_of(store, run);
 
   json r;
@@ -353,17 +348,17 @@ json run_report(Store& store, int64_t run, int top_k) {
   for (const auto& x : results) reused += x.reused;
   r["run"] = {{"id", run},
               {"kind", kind},
-              {"task", text(row[1])},
-              {"operator", text(row[2])},
-              {"target", text(row[3])},
+              {"task", sql_text(row[1])},
+              {"operator", sql_text(row[2])},
+              {"target", sql_text(row[3])},
               {"task_hash", task_hash},
               {"dtype", task.resolved["dtype"]},
               {"shapes", task.resolved["shapes"]},
               {"strategy", config.contains("search") ? config["search"].value("strategy", "") : ""},
-              {"status", text(row[6])},
-              {"started_at", text(row[7])},
-              {"finished_at", text(row[8])},
-              {"hostname", text(row[9])},
+              {"status", sql_text(row[6])},
+              {"started_at", sql_text(row[7])},
+              {"finished_at", sql_text(row[8])},
+              {"hostname", sql_text(row[9])},
               {"stop_reason", summary.is_object() ? summary.value("stop_reason", "") : ""},
               {"candidates", results.size()},
               {"reused", reused},
@@ -388,13 +383,13 @@ json run_report(Store& store, int64_t run, int top_k) {
       {SqlValue(task_hash), SqlValue(run)});
   for (const auto& o : others.rows) {
     const int64_t id = std::get<int64_t>(o[0]);
-    const json c = json::parse(text(o[1]), nullptr, false);
+    const json c = json::parse(sql_text(o[1]), nullptr, false);
     const std::string strategy =
         c.is_object() && c.contains("search") ? c["search"].value("strategy", "") : "";
     series.push_back(
         {{"run", id},
          {"label", label(strategy, id)},
-         {"points", convergence_points(results_of(store, id), epoch_seconds(text(o[2])), 1)}});
+         {"points", convergence_points(results_of(store, id), epoch_seconds(sql_text(o[2])), 1)}});
   }
   r["convergence"] = series;
 
@@ -469,7 +464,7 @@ json batch_report(Store& store, int64_t id) {
       row["run"] = *run;
       QueryResult q =
           store.query("SELECT summary_json, started_at FROM runs WHERE id = ?", {SqlValue(*run)});
-      const json s = q.rows.empty() ? json() : json::parse(text(q.rows[0][0]), nullptr, false);
+      const json s = q.rows.empty() ? json() : json::parse(sql_text(q.rows[0][0]), nullptr, false);
       if (s.is_object()) {
         row["evaluations"] = s.value("evaluations", json());
         for (const char* k : {"speedup_over_seed", "speedup_over_naive"})
@@ -484,7 +479,7 @@ json batch_report(Store& store, int64_t id) {
           // Best so far relative to the task's final best, so that tasks of
           // any speed share one plot.
           json points =
-              convergence_points(results_of(store, *run), epoch_seconds(text(q.rows[0][1])),
+              convergence_points(results_of(store, *run), epoch_seconds(sql_text(q.rows[0][1])),
                                  b["median_s"].get<double>());
           series.push_back({{"run", *run}, {"label", t.name}, {"points", points}});
         }

@@ -24,11 +24,6 @@ double log_choose(double n, double k) {
   return std::lgamma(n + 1) - std::lgamma(k + 1) - std::lgamma(n - k + 1);
 }
 
-std::string text_of(const SqlValue& v) {
-  auto* s = std::get_if<std::string>(&v);
-  return s ? *s : std::string();
-}
-
 // The families of a recorded run, from the sources the store kept (not the
 // files of today's checkout, which may have changed since).
 SearchSpace recorded_space(Store& store, int64_t run, const Task& task) {
@@ -39,11 +34,11 @@ SearchSpace recorded_space(Store& store, int64_t run, const Task& task) {
   std::vector<Family> families;
   for (const auto& row : q.rows) {
     Family f;
-    f.name = text_of(row[0]);
-    f.source_hash = text_of(row[1]);
-    f.text = text_of(row[2]);
-    f.origin = text_of(row[3]);
-    f.language = text_of(row[4]);
+    f.name = sql_text(row[0]);
+    f.source_hash = sql_text(row[1]);
+    f.text = sql_text(row[2]);
+    f.origin = sql_text(row[3]);
+    f.language = sql_text(row[4]);
     f.space = KnobSpace::parse_source(f.text, f.origin.string());
     for (const auto& [name, values] : task.knob_restrictions)
       if (f.space.find(name)) f.space.restrict(name, values);
@@ -120,7 +115,7 @@ std::vector<SpaceScore> bench_strategies(Store& store, const StrategyBenchOption
   for (int64_t run : runs) {
     QueryResult q = store.query("SELECT config_json, task_name FROM runs WHERE id = ?", {SqlValue(run)});
     if (q.rows.empty()) throw UserError(fmt::format("no run {} in {}", run, store.path().string()));
-    auto cfg = nlohmann::json::parse(text_of(q.rows[0][0]), nullptr, false);
+    auto cfg = nlohmann::json::parse(sql_text(q.rows[0][0]), nullptr, false);
     if (!cfg.is_object() || !cfg.contains("config"))
       throw UserError(fmt::format("run {} is not a search run", run));
     Task task = parse_task(cfg["config"], cfg.value("origin", std::string("task")));

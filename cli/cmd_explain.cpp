@@ -20,11 +20,6 @@ namespace kevo::cli {
 
 namespace {
 
-std::string text_of(const SqlValue& v) {
-  auto* s = std::get_if<std::string>(&v);
-  return s ? *s : std::string();
-}
-
 double number_of(const SqlValue& v) {
   if (auto* d = std::get_if<double>(&v)) return *d;
   if (auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
@@ -79,13 +74,13 @@ nlohmann::json gather(Store& store, int64_t id) {
   nlohmann::json j = {
       {"candidate", id},
       {"run", run},
-      {"run_kind", text_of(row[6])},
+      {"run_kind", sql_text(row[6])},
       {"task",
-       {{"name", text_of(row[7])}, {"operator", text_of(row[8])}, {"target", text_of(row[9])}}},
-      {"family", text_of(row[3])},
-      {"knobs", knobs_from_json(text_of(row[2]))},
-      {"synthesizer", text_of(row[4])},
-      {"source_hash", text_of(row[1])}};
+       {{"name", sql_text(row[7])}, {"operator", sql_text(row[8])}, {"target", sql_text(row[9])}}},
+      {"family", sql_text(row[3])},
+      {"knobs", knobs_from_json(sql_text(row[2]))},
+      {"synthesizer", sql_text(row[4])},
+      {"source_hash", sql_text(row[1])}};
 
   // Its result is its first evaluation (or the one it reuses from an earlier
   // run); a later one is the re-measurement that confirmed it.
@@ -136,7 +131,7 @@ nlohmann::json gather(Store& store, int64_t id) {
       {"measured_s", std::isnan(measured) ? nlohmann::json(nullptr) : nlohmann::json(measured)}};
   std::optional<Task> task;
   try {
-    task = parse_task(nlohmann::json::parse(text_of(row[10])));
+    task = parse_task(nlohmann::json::parse(sql_text(row[10])));
   } catch (const std::exception&) {  // a config this kevo no longer reads: no bounds
   }
   std::optional<Roof> roof =
@@ -183,12 +178,12 @@ nlohmann::json gather(Store& store, int64_t id) {
   for (const auto& m : p.rows) {
     const double v = number_of(m[2]);
     if (auto* line = std::get_if<int64_t>(&m[4]); line && *line > 0) {
-      per_line[text_of(m[1])].push_back({*line, {v, text_of(m[3])}});
+      per_line[sql_text(m[1])].push_back({*line, {v, sql_text(m[3])}});
       continue;
     }
-    metrics.push_back({{"metric", text_of(m[1])},
+    metrics.push_back({{"metric", sql_text(m[1])},
                        {"value", std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v)},
-                       {"unit", text_of(m[3])}});
+                       {"unit", sql_text(m[3])}});
   }
   j["profile"] = metrics;
   if (!p.rows.empty()) j["profile_evaluation"] = std::get<int64_t>(p.rows[0][0]);
@@ -197,7 +192,7 @@ nlohmann::json gather(Store& store, int64_t id) {
   constexpr size_t kHotLines = 5;
   QueryResult src = store.query("SELECT text FROM sources WHERE hash = ?", {row[1]});
   const std::vector<std::string> lines =
-      src.rows.empty() ? std::vector<std::string>{} : split_lines(text_of(src.rows[0][0]));
+      src.rows.empty() ? std::vector<std::string>{} : split_lines(sql_text(src.rows[0][0]));
   nlohmann::json hot = nlohmann::json::array();
   for (auto& [metric, rows] : per_line) {
     std::stable_sort(rows.begin(), rows.end(),

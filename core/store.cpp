@@ -590,6 +590,11 @@ std::optional<EvalResult> Store::evaluation(int64_t id) {
   return r;
 }
 
+std::string sql_text(const SqlValue& v) {
+  const auto* s = std::get_if<std::string>(&v);
+  return s ? *s : std::string();
+}
+
 QueryResult Store::query(std::string_view sql) { return query(sql, {}); }
 
 QueryResult Store::query(std::string_view sql, const std::vector<SqlValue>& params) {

@@ -25,6 +25,9 @@ struct Task;
 
 using SqlValue = std::variant<std::nullptr_t, int64_t, double, std::string>;
 
+// A column's text; "" for NULL and numbers.
+std::string sql_text(const SqlValue& v);
+
 struct QueryResult {
   std::vector<std::string> columns;
   std::vector<std::vector<SqlValue>> rows;

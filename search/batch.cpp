@@ -40,11 +40,6 @@ const nlohmann::json& patch_at(const nlohmann::json& v, const std::string& path)
   return v;
 }
 
-std::string text_of(const SqlValue& v) {
-  auto* s = std::get_if<std::string>(&v);
-  return s ? *s : std::string();
-}
-
 }  // namespace
 
 Suite load_suite(const std::filesystem::path& path) {
@@ -150,11 +145,11 @@ Batch load_batch(Store& store, int64_t id) {
   if (b.rows.empty()) throw UserError(fmt::format("no batch {} in {}", id, store.path().string()));
   Batch batch;
   batch.id = id;
-  batch.name = text_of(b.rows[0][0]);
-  batch.suite_path = text_of(b.rows[0][1]);
-  batch.status = text_of(b.rows[0][2]);
-  batch.started_at = text_of(b.rows[0][3]);
-  batch.finished_at = text_of(b.rows[0][4]);
+  batch.name = sql_text(b.rows[0][0]);
+  batch.suite_path = sql_text(b.rows[0][1]);
+  batch.status = sql_text(b.rows[0][2]);
+  batch.started_at = sql_text(b.rows[0][3]);
+  batch.finished_at = sql_text(b.rows[0][4]);
   QueryResult t = store.query(
       "SELECT seq, task_name, origin, config_json, run_id, status, detail FROM batch_tasks "
       "WHERE batch_id = ? ORDER BY seq",
@@ -162,12 +157,12 @@ Batch load_batch(Store& store, int64_t id) {
   for (const auto& row : t.rows) {
     BatchTask bt;
     bt.seq = std::get<int64_t>(row[0]);
-    bt.name = text_of(row[1]);
-    bt.origin = text_of(row[2]);
-    bt.config = nlohmann::json::parse(text_of(row[3]));
+    bt.name = sql_text(row[1]);
+    bt.origin = sql_text(row[2]);
+    bt.config = nlohmann::json::parse(sql_text(row[3]));
     if (auto* r = std::get_if<int64_t>(&row[4])) bt.run = *r;
-    bt.status = text_of(row[5]);
-    bt.detail = text_of(row[6]);
+    bt.status = sql_text(row[5]);
+    bt.detail = sql_text(row[6]);
     batch.tasks.push_back(std::move(bt));
   }
   return batch;

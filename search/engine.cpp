@@ -237,8 +237,8 @@ void Engine::resume(int64_t run) {
   std::vector<Observation> told;
   for (const auto& c : cands.rows) {
     const int64_t id = std::get<int64_t>(c[0]);
-    const std::string family = std::holds_alternative<std::string>(c[3]) ? std::get<std::string>(c[3]) : "";
-    const std::string synth = std::holds_alternative<std::string>(c[4]) ? std::get<std::string>(c[4]) : "";
+    const std::string family = sql_text(c[3]);
+    const std::string synth = sql_text(c[4]);
     auto fam = family_by_hash.find(std::get<std::string>(c[1]));
     if (fam == family_by_hash.end()) {
       log_warn("candidate {} of run {}: family '{}' has changed since; kept, not searched from",

@@ -109,21 +109,18 @@ LlmAsk Engine::llm_ask(const Observation& o, LlmAsk::Mode mode) const {
       "(SELECT MIN(id) FROM evaluations WHERE candidate_id = ?), "
       "(SELECT reuses_evaluation FROM candidates WHERE id = ?))",
       {SqlValue(o.candidate), SqlValue(o.candidate)});
-  auto text = [](const SqlValue& v) {
-    return std::holds_alternative<std::string>(v) ? std::get<std::string>(v) : std::string();
-  };
   if (!e.rows.empty()) {
     const auto& row = e.rows[0];
-    const std::string status = text(row[1]), detail = text(row[2]);
-    a.diagnosis = text(row[3]);
+    const std::string status = sql_text(row[1]), detail = sql_text(row[2]);
+    a.diagnosis = sql_text(row[3]);
     if (!o.bottleneck.empty()) a.diagnosis += fmt::format(" Profile bottleneck: {}.", o.bottleneck);
     a.parent_result = o.ok() ? fmt::format("ok: {}, {:.0f}% of the roof", format_seconds(o.seconds),
                                            100 * o.roof_fraction)
                              : fmt::format("{}: {}", status, detail);
     if (!o.ok()) {
       a.error = detail;
-      if (!text(row[4]).empty()) a.error += "\n" + text(row[4]);
-      if (!text(row[5]).empty()) a.error += "\n" + text(row[5]);
+      if (!sql_text(row[4]).empty()) a.error += "\n" + sql_text(row[4]);
+      if (!sql_text(row[5]).empty()) a.error += "\n" + sql_text(row[5]);
     }
     const int64_t eval = std::get<int64_t>(row[0]);
     QueryResult prof = store_.query(
@@ -132,7 +129,7 @@ LlmAsk Engine::llm_ask(const Observation& o, LlmAsk::Mode mode) const {
         {SqlValue(eval)});
     std::vector<std::pair<double, std::string>> hot;
     for (const auto& p : prof.rows) {
-      const std::string metric = text(p[0]), unit = text(p[2]);
+      const std::string metric = sql_text(p[0]), unit = sql_text(p[2]);
       const double* v = std::get_if<double>(&p[1]);
       const int64_t* line = std::get_if<int64_t>(&p[3]);
       if (!v) continue;
@@ -290,8 +287,8 @@ void Engine::llm_load_families() {
   for (const auto& row : q.rows) {
     const std::string text = std::get<std::string>(row[1]);
     const std::string origin = std::get<std::string>(row[2]);
-    const std::string language =
-        std::holds_alternative<std::string>(row[3]) ? std::get<std::string>(row[3]) : "c";
+    std::string language = sql_text(row[3]);
+    if (language.empty()) language = "c";
     std::string why_not;
     if (llm_family(text, origin.substr(std::string(kLlmOrigin).size()), language, why_not) < 0)
       log_warn("a kernel the LLM wrote in run {} cannot be searched again: {}", run_, why_not);

@@ -88,20 +88,18 @@ std::string render(const std::string& tmpl, const std::map<std::string, std::str
   return out;
 }
 
-std::string tail_lines(const std::string& text, size_t max_lines, size_t max_chars) {
-  std::vector<std::string> lines;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t nl = text.find('\n', start);
-    if (nl == std::string::npos) nl = text.size();
-    lines.push_back(text.substr(start, nl - start));
-    start = nl + 1;
+// The first `max_lines` lines of `text`, at most `max_chars` of them: the
+// first error lines of a compiler log matter most.
+std::string head_lines(const std::string& text, size_t max_lines, size_t max_chars) {
+  size_t end = 0;
+  for (size_t n = 0; n < max_lines && end < text.size(); ++n) {
+    end = text.find('\n', end);
+    end = end == std::string::npos ? text.size() : end + 1;
   }
-  // The first error lines matter most: keep the head, not the tail.
-  std::string s;
-  for (size_t k = 0; k < lines.size() && k < max_lines; ++k) s += lines[k] + "\n";
-  if (s.size() > max_chars) s = s.substr(0, max_chars) + "\n[... cut]";
-  return s;
+  std::string out = text.substr(0, end);
+  if (!out.empty() && out.back() != '\n') out += '\n';
+  if (out.size() > max_chars) out = out.substr(0, max_chars) + "\n[... cut]";
+  return out;
 }
 
 }  // namespace
@@ -197,7 +195,7 @@ std::vector<llm::Message> LlmSynthesizer::prompt(const LlmTaskInfo& task, const 
       {"profile", lines_or_none(ask.profile)},
       {"hot_lines", lines_or_none(ask.hot_lines)},
       {"failures", lines_or_none(ask.failures)},
-      {"error", or_none(tail_lines(ask.error, 60, 6000))},
+      {"error", or_none(head_lines(ask.error, 60, 6000))},
       {"error_help", error_help(task, ask)},
   };
   const char* which = ask.mode == LlmAsk::Mode::improve  ? "improve"
