@@ -74,7 +74,7 @@ if [ "$PEERS" = 1 ]; then
     done
     echo "== kevo round $r timed (at $(at))"
     CUDA_VISIBLE_DEVICES=0 PYTHONUNBUFFERED=1 python3 bench/peers/torch_peers.py configs/cuda/*.json \
-      --launch-cover-us 300 --json "$b/all.peers.$r.json" 2>&1 |
+      --launch-cover-us 300 --kevo-dir "$b" --json "$b/all.peers.$r.json" 2>&1 |
       grep -v "Ignoring this choice\|^  \|AUTOTUNE\|SingleProcess\|^$" | tail -8
     echo "== peers round $r timed (at $(at))"
   done

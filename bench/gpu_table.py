@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
-"""Prints the GPU benchmark's table from the JSON files bench/gpu_vs_peers.sh
+"""Prints the GPU benchmark's table from the JSON files bench/gpu_lanes.sh
 left in a folder: per task, the median over rounds of kevo's best kernel and
 of each peer, the ratios peer / kevo (above 1: kevo is faster), and kevo's
 bandwidth or FLOP rate against the measured roof.
+
+When torch_peers.py also timed kevo's kernel (--kevo-dir: peer "kevo"), the
+ratios are taken from that one harness, call for call alike; kevo's own
+measurement (kevo eval, kevo-cuda-runner) is shown beside it.
 
     bench/gpu_table.py OUT_DIR
 """
@@ -27,17 +31,16 @@ def peer_medians(out, task):
     docs = [load(p) for p in sorted(glob.glob(os.path.join(out, f"{task}.peers.*.json")))]
     if not any(docs):
         docs = [load(p) for p in sorted(glob.glob(os.path.join(out, "all.peers*.json")))]
-    eager, comp = [], []
+    found = {"eager": [], "compile": [], "kevo": []}
     for j in docs:
         for t in (j or {}).get("tasks", []):
             if t.get("name") != task:
                 continue
             peers = t.get("peers", {})
-            if peers.get("eager", {}).get("median_us"):
-                eager.append(peers["eager"]["median_us"])
-            if peers.get("compile", {}).get("median_us"):
-                comp.append(peers["compile"]["median_us"])
-    return eager, comp
+            for name, values in found.items():
+                if peers.get(name, {}).get("median_us"):
+                    values.append(peers[name]["median_us"])
+    return found
 
 
 def main(out):
@@ -68,20 +71,22 @@ def main(out):
             frac.append(best.get("roof_fraction", 0))
             bound = best.get("bound", "")
             status = "ok"
-        eager, comp = peer_medians(out, task)
+        peers = peer_medians(out, task)
         med = lambda v: statistics.median(v) if v else None
-        k, e, c = med(kevo), med(eager), med(comp)
+        k, e, c, kp = med(kevo), med(peers["eager"]), med(peers["compile"]), med(peers["kevo"])
         found = f"{best.get('family', '?')} after {run.get('evaluations', '?')} evaluations" if best else "—"
-        rows.append((task, status, k, e, c, med(frac), bound, len(kevo), found))
-    print("| task | kevo best (us) | eager (us) | torch.compile (us) | eager / kevo | compile / kevo "
+        rows.append((task, status, k, kp, e, c, med(frac), bound, len(kevo), found))
+    print("| task | kevo best, same harness as the peers (us) | kevo best, kevo's runner (us) "
+          "| eager (us) | torch.compile (us) | eager / kevo | compile / kevo "
           "| kevo vs measured roof | kevo timings | kevo's best |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     f = lambda v: f"{v:.1f}" if v else "—"
-    for task, status, k, e, c, fr, bound, n, found in rows:
-        ratio = lambda p: f"**{p / k:.2f}x**" if p and k else "—"
+    for task, status, k, kp, e, c, fr, bound, n, found in rows:
+        base = kp or k  # the ratios: one harness for both when it timed kevo's kernel too
+        ratio = lambda p: f"**{p / base:.2f}x**" if p and base else "—"
         roof = f"{100 * fr:.0f}% of {'copy bandwidth' if bound == 'memory' else 'bf16 rate'}" if fr else "—"
-        print(f"| {task}{'' if status in ('ok', '') else f' ({status})'} | {f(k)} | {f(e)} | {f(c)} "
-              f"| {ratio(e)} | {ratio(c)} | {roof} | {n} | {found} |")
+        print(f"| {task}{'' if status in ('ok', '') else f' ({status})'} | {f(kp)} | {f(k)} | {f(e)} "
+              f"| {f(c)} | {ratio(e)} | {ratio(c)} | {roof} | {n} | {found} |")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,10 @@ For each task this script times two peers on the same inputs:
   compile  the same function through
            torch.compile(fn, mode="max-autotune-no-cudagraphs",
                          dynamic=False, fullgraph=True)
+  kevo     (with --kevo-dir DIR) kevo's kernel DIR/<config name>.best.cu, as
+           `kevo run -o` writes it, built with nvcc as kevo builds it and
+           called through its kevo_launch on torch's stream: kevo's kernel and
+           the peers are then timed by one harness, call for call alike
 
 Tasks (the six defaults, `--task NAME`; any shape through a kevo task config):
 
@@ -98,6 +102,7 @@ dates. Exit status: 0 when every peer ran and passed its check, 1 otherwise,
 from __future__ import annotations
 
 import argparse
+import ctypes
 import datetime
 import json
 import math
@@ -205,6 +210,12 @@ class Task:
             raise BadInput(f"{where}: $.dtype: expected one of {', '.join(DTYPES)}, "
                            f"got {self.dtype_name!r}")
         self.target = config.get("target", "cpu")
+        comp = config.get("compile") or {}
+        if not isinstance(comp, dict):
+            raise BadInput(f"{where}: $.compile: expected an object")
+        # As kevo builds a cuda candidate (configs/defaults.json).
+        self.arch = comp.get("arch", "sm_90a")
+        self.flags = list(comp.get("flags", ["-O3", "-lineinfo"])) + list(comp.get("extra_flags", []))
         given = config.get("shapes")
         if not isinstance(given, dict) or not given:
             raise BadInput(f"{where}: $.shapes: expected an object of tensor shapes")
@@ -570,6 +581,14 @@ def measure(timer, fn, args, opts):
         samples.append(s)
         host.append(h)
         timed += s
+    if opts.profile_calls and timer.cuda:
+        # Calls for a profiler started with --profile-from-start off (ncu, nsys):
+        # only these, done exactly like timed calls, fall inside the range.
+        torch.cuda.synchronize()
+        torch.cuda.cudart().cudaProfilerStart()
+        for _ in range(opts.profile_calls):
+            timer.call(fn, args)
+        torch.cuda.cudart().cudaProfilerStop()
     ordered = sorted(samples)
     return {
         "median_us": quantile(ordered, 0.5) * 1e6,
@@ -642,6 +661,72 @@ def environment(device):
     return env
 
 
+KEVO_DTYPES = {"f32": 0, "f64": 1, "f16": 2, "bf16": 3}
+KEVO_MAX_RANK = 8
+
+
+class KevoTensor(ctypes.Structure):
+    """kevo_tensor of targets/abi/kevo_kernel.h."""
+    _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int32), ("rank", ctypes.c_int32),
+                ("shape", ctypes.c_int64 * KEVO_MAX_RANK),
+                ("stride", ctypes.c_int64 * KEVO_MAX_RANK)]
+
+
+def kevo_descriptor(t):
+    if t.dim() > KEVO_MAX_RANK or not t.is_contiguous():
+        raise BadInput("kevo peer: tensors must be contiguous, rank <= 8")
+    d = KevoTensor()
+    d.data = t.data_ptr()
+    d.dtype = KEVO_DTYPES[{torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32",
+                           torch.float64: "f64"}[t.dtype]]
+    d.rank = t.dim()
+    for i, (n, st) in enumerate(zip(t.shape, t.stride())):
+        d.shape[i], d.stride[i] = n, st
+    return d
+
+
+def kevo_peer(task, kevo_dir, workdir):
+    """kevo's best kernel for `task` as a function like the peers': builds
+    DIR/<config name>.best.cu into a shared library with kevo's nvcc flags and
+    returns a function that allocates the outputs and calls kevo_launch."""
+    stem = os.path.splitext(os.path.basename(task.source))[0]
+    src = os.path.join(kevo_dir, stem + ".best.cu")
+    if not os.path.isfile(src):
+        raise BadInput(f"kevo peer: no {src} (kevo run CONFIG -o {src} writes it)")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    lib_path = os.path.join(workdir, f"{stem}.kevo.so")
+    a = task.arch
+    # kevo's form: -arch=sm_90a also runs a plain sm_90 pass that rejects wgmma.
+    arch = f"-gencode=arch=compute_{a[3:]},code=sm_{a[3:]}" if a.startswith("sm_") else f"-arch={a}"
+    cmd = [os.environ.get("NVCC", "nvcc"), arch, *task.flags, "-std=c++17",
+           "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared",
+           "-I" + os.path.join(root, "targets", "abi"), src, "-o", lib_path]
+    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if r.returncode != 0:
+        raise RuntimeError(f"nvcc failed on {src}: {(r.stderr or r.stdout).strip()[-400:]}")
+    lib = ctypes.CDLL(lib_path)
+    launch = lib.kevo_launch
+    launch.restype = ctypes.c_int
+    launch.argtypes = [ctypes.POINTER(KevoTensor), ctypes.c_int, ctypes.POINTER(KevoTensor),
+                       ctypes.c_int, ctypes.POINTER(ctypes.c_double), ctypes.c_int, ctypes.c_void_p]
+    names = task.spec["outputs"]
+    scalars = [task.params[k] for k in task.spec["scalars"]]
+    sc = (ctypes.c_double * max(1, len(scalars)))(*scalars)
+
+    def kevo(*inputs):
+        outs = [torch.empty(task.shapes[n], dtype=inputs[0].dtype, device=inputs[0].device)
+                for n in names]
+        ins = (KevoTensor * len(inputs))(*[kevo_descriptor(t) for t in inputs])
+        od = (KevoTensor * len(outs))(*[kevo_descriptor(t) for t in outs])
+        rc = launch(ins, len(inputs), od, len(outs), sc if scalars else None, len(scalars),
+                    ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+        if rc != 0:
+            raise RuntimeError(f"kevo_launch returned {rc}")
+        return outs[0] if len(outs) == 1 else tuple(outs)
+    kevo.__name__ = f"kevo:{os.path.basename(src)}"
+    return kevo
+
+
 def run_task(task, device, opts, timer):
     """Measure the task's peers; returns its JSON record. Errors are per peer."""
     say(f"== {task.name} ({task.describe()}); {task.bytes_moved() / 1e6:.1f} MB moved"
@@ -677,6 +762,9 @@ def run_task(task, device, opts, timer):
             if peer == "eager":
                 rec["what"] = f"{fn.__name__} eager"
                 call = fn
+            elif peer == "kevo":
+                call = kevo_peer(task, opts.kevo_dir, opts.workdir)
+                rec["what"] = f"{call.__name__} through kevo_launch"
             else:
                 rec["what"] = (f"torch.compile({fn.__name__}, mode={COMPILE_MODE!r}, "
                                f"dynamic=False, fullgraph=True)")
@@ -789,7 +877,11 @@ def parse_args(argv):
     ap.add_argument("--json", metavar="OUT", help="write every result, samples included, here")
     ap.add_argument("--rounds", type=int, default=1, help="interleave the peers R times (1)")
     ap.add_argument("--peers", default="eager,compile",
-                    help="comma-separated subset of eager,compile (both)")
+                    help="comma-separated subset of eager,compile,kevo (eager,compile; "
+                         "kevo is added when --kevo-dir is given)")
+    ap.add_argument("--kevo-dir", metavar="DIR",
+                    help="time kevo's kernel DIR/<config name>.best.cu as peer 'kevo' by this "
+                         "same harness (configs only)")
     ap.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu (cuda)")
     ap.add_argument("--min-time-ms", type=float, default=100.0,
                     help="sampling goes on until this much timed (100)")
@@ -802,17 +894,27 @@ def parse_args(argv):
                     help="queue a GPU sleep of US microseconds between the flush and the "
                          "start event, so that host launch overhead up to flush + US is not "
                          "timed (0: kevo's method exactly)")
+    ap.add_argument("--profile-calls", type=int, default=0, metavar="N",
+                    help="after timing each peer, N more calls between cudaProfilerStart and "
+                         "cudaProfilerStop, for ncu --profile-from-start off (0)")
     ap.add_argument("--seed", type=int, default=1, help="input seed (1)")
     ap.add_argument("--scale-down", type=int, default=1, metavar="F",
                     help="divide every dimension >= 256 by F, for smoke tests (1)")
     opts = ap.parse_args(argv)
     peers = [p.strip() for p in opts.peers.split(",") if p.strip()]
-    if not peers or any(p not in ("eager", "compile") for p in peers) or len(set(peers)) != len(peers):
-        raise BadInput(f"--peers: expected a comma-separated subset of eager,compile, "
+    if opts.kevo_dir and "kevo" not in peers:
+        peers.append("kevo")
+    if (not peers or any(p not in ("eager", "compile", "kevo") for p in peers)
+            or len(set(peers)) != len(peers)):
+        raise BadInput(f"--peers: expected a comma-separated subset of eager,compile,kevo, "
                        f"got {opts.peers!r}")
+    if "kevo" in peers and not (opts.kevo_dir and os.path.isdir(opts.kevo_dir)):
+        raise BadInput("--peers kevo needs --kevo-dir DIR, an existing folder")
     opts.peers = peers
+    opts.workdir = None
     for name, low in (("rounds", 1), ("min_samples", 1), ("max_samples", 1),
-                      ("min_warmup", 0), ("scale_down", 1), ("seed", 0)):
+                      ("min_warmup", 0), ("scale_down", 1), ("seed", 0),
+                      ("profile_calls", 0)):
         if getattr(opts, name) < low:
             raise BadInput(f"--{name.replace('_', '-')}: expected >= {low}")
     if opts.min_time_ms < 0 or opts.warmup_ms < 0 or opts.launch_cover_us < 0:
@@ -849,6 +951,9 @@ def main(argv=None):
             device = torch.device("cuda", torch.cuda.current_device())
         torch.cuda.set_device(device)
     timer = Timer(device, opts.launch_cover_us)
+    if "kevo" in opts.peers:
+        import tempfile  # noqa: PLC0415
+        opts.workdir = tempfile.mkdtemp(prefix="kevo-peer-")
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     doc = {
         "tool": "bench/peers/torch_peers.py",

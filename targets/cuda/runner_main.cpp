@@ -31,6 +31,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -50,6 +52,9 @@
 void kevo_count_diff(const void* a, const void* b, size_t words, unsigned long long* count,
                      cudaStream_t stream);
 void kevo_copy16(const void* src, void* dst, size_t bytes, int blocks, cudaStream_t stream);
+void kevo_flush(void* p, size_t bytes, int mode, int value, int* sink, int blocks,
+                cudaStream_t stream);
+void kevo_spin(double us, cudaStream_t stream);
 
 namespace kevo::cuda_runner {
 namespace {
@@ -104,6 +109,17 @@ struct State {
   cudaDeviceProp prop{};
   cudaStream_t stream = nullptr;
   std::unique_ptr<DevBuf> flush;  // written before each timed call: evicts L2
+  // How: 0 a kernel writes it (as torch's zero_(), the peers' method), 1
+  // cudaMemsetAsync, 2 a kernel reads it (no dirty lines left); KEVO_CUDA_FLUSH
+  // = fill | memset | read.
+  int flush_mode = 0;
+  int* flush_sink = nullptr;
+  double flush_us = 0;  // GPU time of one flush, measured at start
+  // Launch cover (KEVO_CUDA_COVER_US): GPU sleep queued between the flush and
+  // the start event, so that a call whose host side takes longer than the
+  // flush does not leave the GPU idle inside its sample. < 0: automatic
+  // (a cover of twice the call's host time when that exceeds half the flush).
+  double cover_us = -1;
   // Pristine inputs by (op, dtype, tensor, shape, seed): generated once on the
   // host, kept on the device for every later candidate.
   std::map<std::string, std::shared_ptr<DevBuf>> inputs;
@@ -288,6 +304,20 @@ int run_kernel(const Job& job, bool profile_only) {
       }
       return true;
     };
+    // Waits for a call already made (its return code rc); false after reporting.
+    auto call_and_wait_rc = [&](int rc) -> bool {
+      cudaError_t e = cudaDeviceSynchronize();
+      if (e == cudaSuccess) e = cudaGetLastError();
+      if (e != cudaSuccess) {
+        report_cuda_error(ph, e);
+        return false;
+      }
+      if (rc != 0) {
+        emit({{"event", "kernel_error"}, {"phase", ph}, {"rc", rc}});
+        return false;
+      }
+      return true;
+    };
     cudaError_t setup = cudaStreamSynchronize(g.stream);
     if (setup != cudaSuccess) {
       report_cuda_error(ph, setup);
@@ -371,6 +401,20 @@ int run_kernel(const Job& job, bool profile_only) {
       if (!call_and_wait(&last)) return 0;
       ++warm;
     }
+    // The host time of a call (kevo_launch returning), without waiting for the GPU.
+    std::vector<double> host;
+    for (int i = 0; i < 5; ++i) {
+      cudaDeviceSynchronize();
+      const double h0 = now_s();
+      const int rc = call();
+      host.push_back(now_s() - h0);
+      if (!call_and_wait_rc(rc)) return 0;
+    }
+    std::sort(host.begin(), host.end());
+    const double host_warm_us = host[host.size() / 2] * 1e6;
+    double cover = g.cover_us;
+    if (cover < 0) cover = host_warm_us > 0.5 * g.flush_us ? 2 * host_warm_us + 20 : 0;
+    host.clear();
     emit({{"event", "timing_start"}, {"phase", ph}, {"estimate_s", last}, {"calls_per_sample", 1}});
     cudaEvent_t ev0, ev1;
     cudaEventCreate(&ev0);
@@ -383,9 +427,13 @@ int run_kernel(const Job& job, bool profile_only) {
       // Everything the last call started, on any stream, is finished...
       cudaDeviceSynchronize();
       // ...the L2 holds nothing of the inputs...
-      cudaMemsetAsync(g.flush->p, ++flush_value & 0xFF, g.flush->bytes, g.stream);
+      kevo_flush(g.flush->p, g.flush->bytes, g.flush_mode, ++flush_value, g.flush_sink,
+                 4 * g.prop.multiProcessorCount, g.stream);
+      if (cover > 0) kevo_spin(cover, g.stream);
       cudaEventRecord(ev0, g.stream);
+      const double h0 = now_s();
       int rc = call();
+      host.push_back(now_s() - h0);
       // ...and the end event is recorded on the legacy default stream, which
       // waits for all work on every blocking stream, not only ours.
       cudaEventRecord(ev1, nullptr);
@@ -406,8 +454,24 @@ int run_kernel(const Job& job, bool profile_only) {
     }
     cudaEventDestroy(ev0);
     cudaEventDestroy(ev1);
+    std::sort(host.begin(), host.end());
+    const double host_us = host.empty() ? 0 : host[host.size() / 2] * 1e6;
+    // Kept with the evaluation (its stderr): what the samples contain.
+    std::fprintf(stderr,
+                 "kevo-cuda-runner: timing: host time per call %.1f us (median), L2 flush %.1f us "
+                 "of GPU time, launch cover %.0f us%s\n",
+                 host_us, g.flush_us, cover,
+                 host_us > 0.8 * (g.flush_us + cover)
+                     ? "; HOST-BOUND: the call's host time exceeds what the flush and cover hide, "
+                       "so the GPU idles inside each sample"
+                     : "");
+    std::fflush(stderr);
     emit({{"event", "timing"},
+          {"host_us", host_us},
+          {"flush_us", g.flush_us},
+          {"cover_us", cover},
           {"phase", ph},
+          {"flush", g.flush_mode == 1 ? "memset" : g.flush_mode == 2 ? "read" : "fill"},
           {"samples", samples},
           {"calls_per_sample", 1},
           {"warmup_calls", warm}});
@@ -564,11 +628,35 @@ int main(int argc, char** argv) {
   }
   // Under a profiler the events go to stderr: there is no descriptor 3.
   if (!profile_job.empty()) g_events_fd = 2;
+  // Timing options, read before the device so that a bad one is reported anywhere.
+  if (const char* f = std::getenv("KEVO_CUDA_FLUSH")) {
+    const std::string m = f;
+    if (m == "memset") g.flush_mode = 1;
+    else if (m == "read") g.flush_mode = 2;
+    else if (m != "fill" && !m.empty()) {
+      emit({{"event", "setup_error"}, {"what", "KEVO_CUDA_FLUSH: expected fill, memset or read, got " + m}});
+      return 2;
+    }
+  }
+  if (const char* c = std::getenv("KEVO_CUDA_COVER_US")) {
+    const std::string v = c;
+    if (!v.empty() && v != "auto") {
+      char* end = nullptr;
+      const double us = std::strtod(v.c_str(), &end);
+      if (*end || !(us >= 0 && us <= 1e5)) {
+        emit({{"event", "setup_error"}, {"what", "KEVO_CUDA_COVER_US: expected auto or microseconds in [0, 100000], got " + v}});
+        return 2;
+      }
+      g.cover_us = us;
+    }
+  }
   cudaError_t e = cudaSetDevice(g.device);
   if (e == cudaSuccess) e = cudaFree(nullptr);  // creates the context
   if (e == cudaSuccess) e = cudaGetDeviceProperties(&g.prop, g.device);
   if (e == cudaSuccess) e = cudaStreamCreate(&g.stream);  // blocking: see the timing loop
   if (e == cudaSuccess) e = cudaMalloc(&g.diff_count, sizeof(unsigned long long));
+  if (e == cudaSuccess) e = cudaMalloc(&g.flush_sink, sizeof(int));
+
   if (e != cudaSuccess) {
     emit({{"event", "setup_error"}, {"what", "no usable CUDA device " + std::to_string(g.device) + ": " + err_text(e)}});
     return 4;
@@ -578,6 +666,30 @@ int main(int argc, char** argv) {
   if (!g.flush->p) {
     emit({{"event", "setup_error"}, {"what", "cannot allocate the L2 flush buffer"}});
     return 4;
+  }
+
+  {  // the flush's GPU time: the median of 5
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    std::vector<double> t;
+    for (int i = 0; i < 5; ++i) {
+      cudaEventRecord(a, g.stream);
+      kevo_flush(g.flush->p, g.flush->bytes, g.flush_mode, i, g.flush_sink, 4 * g.prop.multiProcessorCount,
+                 g.stream);
+      cudaEventRecord(b, g.stream);
+      float ms = 0;
+      if (cudaEventSynchronize(b) == cudaSuccess && cudaEventElapsedTime(&ms, a, b) == cudaSuccess)
+        t.push_back(ms * 1e3);
+    }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    std::sort(t.begin(), t.end());
+    g.flush_us = t.empty() ? 0 : t[t.size() / 2];
+    if (cudaGetLastError() != cudaSuccess) {
+      emit({{"event", "setup_error"}, {"what", "the L2 flush failed"}});
+      return 4;
+    }
   }
   if (!profile_job.empty()) {
     std::ifstream in(profile_job);

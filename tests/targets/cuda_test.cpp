@@ -205,6 +205,13 @@ class FakeCuda : public ::testing::Test {
                              {{"target", "cuda"}, {"limits", {{"timeout_s", 2}}}});
     target_ = make_target("cuda");
   }
+  // The fake runner and nvcc are for these tests only: a later test in this
+  // process (CudaRunner, OnGpu) must find the real ones.
+  void TearDown() override {
+    target_.reset();
+    unsetenv("KEVO_CUDA_RUNNER");
+    unsetenv("KEVO_NVCC");
+  }
   EvalResult eval(const std::string& mode) {
     std::string text = "// FAKE_MODE=" + mode +
                        "\nextern \"C\" int kevo_launch(const kevo_tensor* in, int n_in, "
@@ -338,6 +345,38 @@ TEST_F(FakeCuda, Calibrate) {
 // Every seed family at its default point and at two more points of its
 // space, and the hostile kernels, build with the target's own nvcc command
 // and spill no registers. Skips where nvcc is not installed.
+// The real runner reads its timing options before it looks for a GPU, so a
+// bad one is one setup_error line on any machine.
+TEST(CudaRunner, RejectsBadTimingOptions) {
+  const auto runner = cuda_runner_path();
+  if (!std::filesystem::exists(runner)) GTEST_SKIP() << "kevo-cuda-runner not built (no nvcc)";
+  auto events = [&](const std::string& env) {
+    // Events go to descriptor 3.
+    std::string cmd = env + " '" + runner.string() + "' 3>&1 1>/dev/null 2>/dev/null </dev/null";
+    std::string out;
+    FILE* p = popen(cmd.c_str(), "r");
+    if (!p) return out;
+    char buf[512];
+    while (fgets(buf, sizeof buf, p)) out += buf;
+    pclose(p);
+    return out;
+  };
+  std::string flush = events("KEVO_CUDA_FLUSH=sometimes");
+  EXPECT_NE(flush.find("\"setup_error\""), std::string::npos) << flush;
+  EXPECT_NE(flush.find("KEVO_CUDA_FLUSH: expected fill, memset or read, got sometimes"), std::string::npos)
+      << flush;
+  for (const char* bad : {"-5", "12us", "1e9"}) {
+    std::string cover = events(std::string("KEVO_CUDA_COVER_US=") + bad);
+    EXPECT_NE(cover.find("KEVO_CUDA_COVER_US: expected auto or microseconds"), std::string::npos)
+        << bad << ": " << cover;
+  }
+  // Good values get past the options (to the device, or its absence).
+  for (const char* good : {"KEVO_CUDA_FLUSH=read KEVO_CUDA_COVER_US=auto", "KEVO_CUDA_COVER_US=300"}) {
+    std::string out = events(good);
+    EXPECT_EQ(out.find("KEVO_CUDA_"), std::string::npos) << good << ": " << out;
+  }
+}
+
 TEST(CudaCompile, SeedFamiliesAndHostileKernels) {
   std::string why = cuda_unavailable_reason();
   if (!why.empty()) GTEST_SKIP() << why;
@@ -410,6 +449,9 @@ TEST_F(OnGpu, HostileSetIsClassified) {
   auto run = [&](int mode) { return eval(path, {{"MODE", mode}}, task); };
   EvalResult ok = run(0);
   EXPECT_STATUS(ok, Status::ok);
+  // The runner says what its samples hold: host time, flush, launch cover.
+  EXPECT_NE(ok.stderr_text.find("kevo-cuda-runner: timing: host time per call"), std::string::npos)
+      << ok.stderr_text;
   EvalResult wild = run(1);
   EXPECT_STATUS(wild, Status::crash);
   EXPECT_NE(wild.detail.find("sticky"), std::string::npos) << wild.detail;

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Why is kevo's best kernel slower or faster than torch.compile's? On a GPU host:
+#  1. bench/micro/end_event.cu: what the end event on the legacy stream costs;
+#  2. ncu (sections SpeedOfLight, MemoryWorkloadAnalysis, Occupancy, LaunchStats,
+#     WarpStateStats; clocks not locked) on kevo's best kernel of each task, in the
+#     runner's profile mode, and on torch.compile's Triton kernel (torch_peers.py
+#     --profile-calls), each after an L2 flush;
+#  3. torch.compile's generated code (TORCH_LOGS=output_code).
+#   BEST_DIR=DIR bench/gpu_diag.sh TASK...   (TASK: a name in configs/cuda/, e.g. rmsnorm-16384x4096)
+# Writes $OUT/diag.txt (ncu details), $OUT/end_event.txt, $OUT/inductor.txt.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-build/gpu-diag}; mkdir -p "$OUT"
+BEST_DIR=${BEST_DIR:?BEST_DIR: a folder with TASK.best.cu files}
+export KEVO_CACHE_DIR=${KEVO_CACHE_DIR:-/tmp/kevo-cache} KEVO_HOME=$PWD
+w=/tmp/diag; rm -rf "$w"; mkdir -p "$w"
+NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+SECTIONS="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats"
+
+nvcc -O3 -arch=sm_90a bench/micro/end_event.cu -o "$w/end_event" && "$w/end_event" | tee "$OUT/end_event.txt"
+
+# kevo eval calls $KEVO_NCU as: ncu ARGS... RUNNER --device D --profile JOB (and
+# ncu --import ... to read it); this wrapper profiles the same job with the
+# sections above first.
+cat > "$w/ncu-wrap" <<WRAP
+#!/usr/bin/env bash
+if [ "\$1" != "--import" ]; then
+  args=("\$@"); n=\${#args[@]}
+  "$NCU" --clock-control none --profile-from-start off $SECTIONS -f -o "$w/kevo-\$DIAG_TASK" \
+    "\${args[n-5]}" --device "\${args[n-3]}" --profile "\${args[n-1]}" > "$w/kevo-\$DIAG_TASK.log" 2>&1
+fi
+exec "$NCU" "\$@"
+WRAP
+chmod +x "$w/ncu-wrap"
+
+for task in "$@"; do
+  cfg=configs/cuda/$task.json
+  echo "== $task"
+  DIAG_TASK=$task KEVO_NCU=$w/ncu-wrap KEVO_DB=$w/kevo.db build/bin/kevo eval --task "$cfg" \
+    "$BEST_DIR/$task.best.cu" 2>&1 | tail -4
+  TORCH_LOGS=output_code "$NCU" --clock-control none --profile-from-start off $SECTIONS -k regex:triton \
+    -f -o "$w/torch-$task" python3 bench/peers/torch_peers.py "$cfg" --peers compile --profile-calls 2 \
+    --launch-cover-us 300 --min-time-ms 30 > "$w/torch-$task.log" 2>&1
+  grep "median\|compile " "$w/torch-$task.log" | tail -3
+  for who in kevo torch; do
+    echo "######## $task: $who" >> "$OUT/diag.txt"
+    "$NCU" --import "$w/$who-$task.ncu-rep" --page details >> "$OUT/diag.txt" 2>&1 ||
+      { echo "(no report)"; tail -20 "$w/$who-$task.log"; } >> "$OUT/diag.txt"
+  done
+  echo "######## $task" >> "$OUT/inductor.txt"
+  grep -v "^\s*$" "$w/torch-$task.log" | grep -iv "autotun\|Ignoring\|^==PROF==" | head -400 >> "$OUT/inductor.txt"
+done
+ls -la "$OUT"
