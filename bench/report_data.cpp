@@ -333,8 +333,12 @@ json run_report(Store& store, int64_t run, int top_k) {
     // The task as stored, self-contained: it rebuilds after its files moved.
     task = parse_stored_task(json::parse(sql_text(row[11])));
   } catch (const std::exception& e) {
-    throw UserError(
-        fmt::format("run {}: its stored task config no longer reads: {}", run, e.what()));
+    try {  // a run stored before task_json was self-contained: its config and origin
+      task = parse_task(config.at("config"), config.value("origin", std::string()));
+    } catch (const std::exception&) {
+      throw UserError(
+          fmt::format("run {}: its stored task config no longer reads: {}", run, e.what()));
+    }
   }
   const std::string task_hash = sql_text(row[4]);
   const double started_at = epoch_seconds(sql_text(row[7]));
