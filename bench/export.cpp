@@ -103,7 +103,7 @@ nlohmann::json export_run(Store& store, int64_t run) {
   // read (an operator since removed) still exports, without them.
   try {
     if (config.is_object()) {
-      Task t = parse_task(config);
+      Task t = parse_stored_task(config);
       task["bytes"] = t.bytes();
       task["flops"] = t.flops();
     }

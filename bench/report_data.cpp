@@ -316,7 +316,7 @@ json time_section(Store& store, int64_t run, const json& summary) {
 json run_report(Store& store, int64_t run, int top_k) {
   QueryResult q = store.query(
       "SELECT kind, task_name, operator, target, task_hash, config_json, status, started_at, "
-      "finished_at, hostname, summary_json FROM runs WHERE id = ?",
+      "finished_at, hostname, summary_json, task_json FROM runs WHERE id = ?",
       {SqlValue(run)});
   if (q.rows.empty()) throw UserError(fmt::format("no run {} in {}", run, store.path().string()));
   const auto& row = q.rows[0];
@@ -330,10 +330,15 @@ json run_report(Store& store, int64_t run, int top_k) {
   const json summary = json::parse(sql_text(row[10]), nullptr, false);
   Task task;
   try {
-    task = parse_task(config.at("config"), config.value("origin", std::string()));
-  } catch (const UserError& e) {
-    throw UserError(
-        fmt::format("run {}: its stored task config no longer reads: {}", run, e.what()));
+    // The task as stored, self-contained: it rebuilds after its files moved.
+    task = parse_stored_task(json::parse(sql_text(row[11])));
+  } catch (const std::exception& e) {
+    try {  // a run stored before task_json was self-contained: its config and origin
+      task = parse_task(config.at("config"), config.value("origin", std::string()));
+    } catch (const std::exception&) {
+      throw UserError(
+          fmt::format("run {}: its stored task config no longer reads: {}", run, e.what()));
+    }
   }
   const std::string task_hash = sql_text(row[4]);
   const double started_at = epoch_seconds(sql_text(row[7]));

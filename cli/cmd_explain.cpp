@@ -130,9 +130,11 @@ nlohmann::json gather(Store& store, int64_t id) {
   nlohmann::json bounds = {
       {"measured_s", std::isnan(measured) ? nlohmann::json(nullptr) : nlohmann::json(measured)}};
   std::optional<Task> task;
+  std::string task_error;
   try {
-    task = parse_task(nlohmann::json::parse(sql_text(row[10])));
-  } catch (const std::exception&) {  // a config this kevo no longer reads: no bounds
+    task = parse_stored_task(nlohmann::json::parse(sql_text(row[10])));
+  } catch (const std::exception& e) {  // a config this kevo no longer reads: no bounds
+    task_error = e.what();
   }
   std::optional<Roof> roof =
       result->roof_id ? roof_as_judged(store, result->roof_id) : std::nullopt;
@@ -163,6 +165,10 @@ nlohmann::json gather(Store& store, int64_t id) {
     bounds["roof"] = {
         {"id", roof->id}, {"host_key", roof->host_key}, {"calibrations", roof->calibrations}};
   }
+  if (!task)
+    bounds["unknown"] = fmt::format("the stored task no longer loads: {}", task_error);
+  else if (!roof)
+    bounds["unknown"] = "no roof is stored for the evaluation";
   j["bounds"] = bounds;
 
   // Profiler and compiler figures of the latest evaluation that has any.
@@ -294,7 +300,7 @@ void print_text(const nlohmann::json& j) {
                  : ""));
   }
   if (!b.contains("memory") && !b.contains("compute"))
-    line("bounds", "unknown (no roof stored for the machine, or the task no longer loads)");
+    line("bounds", fmt::format("unknown ({})", b.value("unknown", std::string("no figures"))));
   if (j.contains("bound"))
     line("bound",
          fmt::format("{}-bound, {:.0f}% of the roof (achieved {:.3g} GB/s, {:.3g} GFLOP/s)",

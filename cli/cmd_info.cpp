@@ -1,11 +1,10 @@
-// kevo targets, kevo operators, kevo knobs: what this kevo knows.
+// kevo targets, kevo operators: what this kevo knows.
 #include <filesystem>
 
 #include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "core/knobs.h"
 #include "core/operator.h"
 #include "core/paths.h"
 #include "targets/target.h"
@@ -108,40 +107,6 @@ int cmd_operators(const Argv& argv) {
     fmt::print("  scalars  {}\n", sc.empty() ? "none" : fmt::format("{}", fmt::join(sc, ", ")));
     fmt::print("  cpu families  {}\n", fam.empty() ? "none" : fmt::format("{}", fmt::join(fam, ", ")));
   }
-  return 0;
-}
-
-int cmd_knobs(const Argv& argv) {
-  Args a("knobs", "knobs KERNEL [--json]",
-         "Reads the @kevo knob and @kevo require declarations of KERNEL and prints the knob\n"
-         "space: each knob's values and default, the constraints, and how many points of the\n"
-         "space satisfy them on this machine.",
-         {json_option()}, 1, 1);
-  if (simple_help(a, argv)) return 0;
-  const std::string path = a.positional()[0];
-  KnobSpace space = KnobSpace::parse_source(read_text_file(path), path);
-  size_t valid = 0;
-  const size_t kLimit = 10'000'000;
-  space.for_each_valid([&](const KnobValues&) { return ++valid < kLimit; });
-  if (a.flag("--json")) {
-    nlohmann::json j;
-    j["kernel"] = path;
-    j["knobs"] = nlohmann::json::array();
-    for (const auto& k : space.knobs())
-      j["knobs"].push_back({{"name", k.name}, {"default", k.default_value}, {"values", k.values}});
-    j["require"] = nlohmann::json::array();
-    for (const auto& c : space.constraints()) j["require"].push_back(c.expr.text());
-    j["points"] = space.size_unconstrained();
-    j["valid_points"] = valid;
-    fmt::print("{}\n", j.dump(2));
-    return 0;
-  }
-  fmt::print("{}\n", path);
-  for (const auto& k : space.knobs())
-    fmt::print("  knob {:<14} default {:<6} {{{}}}\n", k.name, k.default_value, fmt::join(k.values, ", "));
-  for (const auto& c : space.constraints()) fmt::print("  require {}\n", c.expr.text());
-  fmt::print("  {} of {} points valid{}\n", valid, space.size_unconstrained(),
-             valid >= kLimit ? " (counted up to the limit)" : "");
   return 0;
 }
 

@@ -258,6 +258,13 @@ Task parse_task(const nlohmann::json& config, const std::filesystem::path& origi
   measured.erase("name");
   measured.erase("seed");
   measured.erase("knobs");  // which points may be searched, not how one is measured
+  // The resolved config parses back on its own (the store keeps it as
+  // runs.task_json): a defined operator as its definition, reference inlined,
+  // not a name no registry knows nor a path relative to the task file.
+  if (auto* d = dynamic_cast<const DefinedOperator*>(t.op)) {
+    r["operator"] = d->definition();
+    r.erase("operator_definition");
+  }
   if (!t.config_knobs.empty()) {
     for (const auto& k : t.config_knobs.knobs) r["tune_params"][k.name] = k.values;
     r["restrictions"] = t.config_knobs.restrictions;
@@ -279,6 +286,12 @@ Task parse_task(const nlohmann::json& config, const std::filesystem::path& origi
   t.resolved = r;
   t.hash = sha256_hex(measured.dump()).substr(0, 16);
   return t;
+}
+
+Task parse_stored_task(const nlohmann::json& resolved) {
+  nlohmann::json j = resolved;
+  j.erase("kernels");  // absolute paths that may be gone; not needed to count or compare
+  return parse_task(j);
 }
 
 Task load_task(const std::filesystem::path& path) {

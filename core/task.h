@@ -74,7 +74,10 @@ struct Task {
   nlohmann::json search = nlohmann::json::object();
   nlohmann::json config;  // the config as written, for resuming a run
 
-  nlohmann::json resolved;  // the full config after defaults, as JSON
+  // The full config after defaults, as JSON; parses back to the same task
+  // anywhere (a defined operator is its definition, reference inlined). The
+  // store keeps it as runs.task_json.
+  nlohmann::json resolved;
   std::string hash;  // of what changes a measurement (not name, limits, knob lists, search)
 
   double flops() const { return op->flops(main.shapes); }
@@ -85,6 +88,12 @@ struct Task {
 Task load_task(const std::filesystem::path& path);
 // The same from parsed JSON; `origin` names the file in messages.
 Task parse_task(const nlohmann::json& config, const std::filesystem::path& origin = {});
+
+// Rebuilds a task from its `resolved` JSON as the store keeps it
+// (runs.task_json), for its byte and FLOP counts, shapes and dtype. The task's
+// kernel files are not looked up: they may have moved, and the store holds
+// the sources it measured.
+Task parse_stored_task(const nlohmann::json& resolved);
 
 // The built-in defaults (configs/defaults.json, compiled into kevo).
 const nlohmann::json& default_config();

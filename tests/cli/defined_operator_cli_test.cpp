@@ -63,6 +63,49 @@ TEST_F(DefinedOpCli, RunFindsTheFasterFamily) {
   EXPECT_EQ(j["best"]["family"], "fast") << r.out;
 }
 
+TEST_F(DefinedOpCli, ExplainReportAndExportCountItsBytesAfterTheFilesMoved) {
+  auto r = kevo({"run", "task.json", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto summary = nlohmann::json::parse(r.out);
+  ASSERT_FALSE(summary["best"].is_null()) << r.out;
+  const std::string run = std::to_string(summary["run"].get<int64_t>());
+  const std::string best = std::to_string(summary["best"]["candidate"].get<int64_t>());
+  // The store keeps the task self-contained: the definition, its reference
+  // file (named relatively) and the kernels may all be gone.
+  std::filesystem::remove_all(dir_ / "ops");
+  std::filesystem::remove_all(dir_ / "kernels");
+  std::filesystem::remove(dir_ / "task.json");
+  const double bytes = 4.0 * (2 * 64 * 1000 + 1000);  // x, y and b in f32
+  const double flops = 10.0 * 64 * 1000;
+
+  auto e = kevo({"explain", best, "--json"});
+  ASSERT_EQ(e.exit_code, 0) << e.out << e.err;
+  auto j = nlohmann::json::parse(e.out);
+  const auto& b = j["bounds"];
+  EXPECT_EQ(b.value("bytes", 0.0), bytes) << b.dump(2);
+  EXPECT_EQ(b.value("flops", 0.0), flops) << b.dump(2);
+  ASSERT_TRUE(b.contains("memory")) << b.dump(2);
+  EXPECT_GT(b["memory"]["floor_s"].get<double>(), 0);
+  ASSERT_TRUE(b.contains("compute")) << b.dump(2);
+  EXPECT_GT(b["compute"]["floor_s"].get<double>(), 0);
+  EXPECT_EQ(j["task"]["shape"], "[64, 1000]");
+  auto text = kevo({"explain", best});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("516.0 kB / "), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("unknown"), std::string::npos) << text.out;
+
+  auto x = kevo({"export", run});
+  ASSERT_EQ(x.exit_code, 0) << x.err;
+  auto task = nlohmann::json::parse(x.out)["runs"][0]["task"];
+  EXPECT_EQ(task["bytes"], bytes);
+  EXPECT_EQ(task["flops"], flops);
+  EXPECT_EQ(task["operator"], "bias_gelu");
+
+  auto rep = kevo({"report", run, "--format", "json"});
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  EXPECT_EQ(nlohmann::json::parse(rep.out)["run"]["bytes"], bytes);
+}
+
 TEST_F(DefinedOpCli, BadDefinitionsAndCrashingReferencesAreOneLine) {
   auto lines = [](const std::string& s) { return std::count(s.begin(), s.end(), '\n'); };
   test::write_file(dir_ / "bad.json", R"({"operator": {"name": "f", "sizes": ["N"],

@@ -58,7 +58,7 @@ TEST_F(DefinedOp, FromAFileBindsShapesAndCounts) {
   ASSERT_EQ(t.check_shapes.size(), 2u);
   EXPECT_EQ(t.check_shapes[1].shapes[1], (Shape{129}));
   EXPECT_EQ(t.op->distribution(0).lo, -3.0);
-  EXPECT_EQ(t.resolved["operator"], "bias_gelu");
+  EXPECT_EQ(t.resolved["operator"]["name"], "bias_gelu");
   // The stored config is self-contained: it parses anywhere, to the same task.
   Task again = parse_task(t.config);
   EXPECT_EQ(again.hash, t.hash);
@@ -70,6 +70,24 @@ TEST_F(DefinedOp, FromAFileBindsShapesAndCounts) {
     EXPECT_EQ(std::string(e.what()).rfind("$.operator: cannot read the operator definition", 0), 0u)
         << e.what();
   }
+}
+
+TEST_F(DefinedOp, TheStoredTaskRebuildsWithoutItsFiles) {
+  test::write_file(dir_ / "kernels" / "fast.c", test::bias_gelu_fast());
+  Task t = task({{"operator", "bias_gelu.json"},
+                 {"shapes", {{"x", {4, 10}}}},
+                 {"kernels", {"kernels/*.c"}}});
+  // The operator as its definition, the reference inlined: no relative path.
+  ASSERT_TRUE(t.resolved["operator"].is_object());
+  EXPECT_FALSE(t.resolved["operator"].contains("reference"));
+  EXPECT_FALSE(t.resolved.contains("operator_definition"));
+  std::filesystem::remove_all(dir_);  // the task, definition, reference and kernels are gone
+  Task again = parse_stored_task(nlohmann::json::parse(t.resolved.dump()));
+  EXPECT_EQ(again.hash, t.hash);
+  EXPECT_EQ(again.op->name(), "bias_gelu");
+  EXPECT_EQ(again.flops(), t.flops());
+  EXPECT_EQ(again.bytes(), t.bytes());
+  EXPECT_TRUE(again.kernel_files.empty());
 }
 
 TEST_F(DefinedOp, ReferenceComputesInF64AndRoundsToTheTaskDtype) {
