@@ -64,7 +64,7 @@ void print_result(const Task& task, const std::string& kernel, const KnobValues&
       max_ulp = std::max(max_ulp, c.max_ulp);
     }
     fmt::print("{:<10}{} of {} passed; max abs err {:.3g}, max {:.0f} ulp (compared by {})\n",
-               "checks", passed.size(), r.checks.size(), max_abs, max_ulp, task.compare.str());
+               "checks", passed.size(), r.checks.size(), max_abs, max_ulp, task.compare_str());
   }
   if (r.timing) {
     const auto& t = *r.timing;

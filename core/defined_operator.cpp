@@ -175,6 +175,14 @@ std::shared_ptr<const DefinedOperator> DefinedOperator::parse(
       tensor.shape.push_back(
           parse_expr((*shape)[j], op->sizes_, fmt::format("{}[{}]", t.path_of("shape"), j)));
     tensor.decl.doc = shape_doc(*shape);
+    if (t.has("dtype")) {
+      const std::string dt = t.get_string("dtype");
+      tensor.dtype = parse_dtype(dt);
+      if (!tensor.dtype)
+        throw ConfigError(
+            t.path_of("dtype"),
+            fmt::format("unknown dtype '{}' (expected one of: {})", dt, dtype_names()));
+    }
     if (t.has("distribution")) {
       if (tensor.decl.is_output)
         throw ConfigError(t.path_of("distribution"), "only inputs have a distribution");
@@ -196,14 +204,6 @@ std::shared_ptr<const DefinedOperator> DefinedOperator::parse(
   }
   if (ins.empty()) throw ConfigError(d.path_of("tensors"), "no input tensor (role \"in\")");
   if (outs.empty()) throw ConfigError(d.path_of("tensors"), "no output tensor (role \"out\")");
-  std::optional<std::string> compare_text;
-  for (const auto& o : outs)
-    if (o.compare) {
-      if (compare_text && *compare_text != o.compare->str())
-        throw ConfigError(d.path_of("tensors"),
-                          "outputs with different compare modes are not supported: give one mode");
-      compare_text = o.compare->str();
-    }
   // ABI order: inputs, then outputs, each in declared order.
   for (auto* group : {&ins, &outs})
     for (auto& t : *group) {
@@ -355,6 +355,12 @@ double DefinedOperator::bytes(const std::vector<Shape>& shapes, DType dtype) con
   return bytes_ ? count(bytes_, shapes) : Operator::bytes(shapes, dtype);
 }
 
+std::vector<DType> DefinedOperator::tensor_dtypes(DType dtype) const {
+  std::vector<DType> out;
+  for (const auto& t : tensors_) out.push_back(t.dtype.value_or(dtype));
+  return out;
+}
+
 Distribution DefinedOperator::distribution(size_t input) const {
   return tensors_[input].distribution;
 }
@@ -362,8 +368,8 @@ Distribution DefinedOperator::distribution(size_t input) const {
 void DefinedOperator::reference(const std::vector<ConstTensorView>& in,
                                 const std::vector<double>& scalars,
                                 const std::vector<TensorView>& out) const {
-  // The reference sees f64 inputs (the task-dtype values, widened) and
-  // computes f64 outputs; kevo rounds them to the task dtype.
+  // The reference sees f64 inputs (each tensor's values, widened from its
+  // dtype) and computes f64 outputs; kevo rounds each to its own dtype.
   std::vector<std::vector<double>> in64, out64;
   std::vector<Shape> in_shapes, out_shapes;
   for (const auto& t : in) {
@@ -386,9 +392,16 @@ void DefinedOperator::reference(const std::vector<ConstTensorView>& in,
 }
 
 CompareMode DefinedOperator::default_compare(DType dtype, const std::vector<Shape>&) const {
-  for (const auto& t : tensors_)
-    if (t.compare) return *t.compare;
   return dtype_compare(dtype);
+}
+
+std::vector<CompareMode> DefinedOperator::default_compares(DType dtype,
+                                                           const std::vector<Shape>&) const {
+  std::vector<CompareMode> modes;
+  for (const auto& t : tensors_)
+    if (t.decl.is_output)
+      modes.push_back(t.compare ? *t.compare : dtype_compare(t.dtype.value_or(dtype)));
+  return modes;
 }
 
 ShapeMap DefinedOperator::shapes_of(const std::vector<int64_t>& sizes) const {

@@ -1,6 +1,7 @@
 // Operators a task defines itself (JSON): tensors with shapes as expressions
-// of named sizes, scalars, FLOP and byte counts, input distributions, the
-// comparison per output, and a reference in C or C++ with the CPU kernel ABI.
+// of named sizes and optionally a dtype of their own, scalars, FLOP and byte
+// counts, input distributions, the comparison per output, and a reference in
+// C or C++ with the CPU kernel ABI.
 #pragma once
 
 #include <filesystem>
@@ -23,6 +24,7 @@ class DefinedOperator : public Operator {
     TensorDecl decl;
     std::vector<Expr> shape;  // over the operator's sizes
     Distribution distribution;
+    std::optional<DType> dtype;          // absent: the task's dtype
     std::optional<CompareMode> compare;  // outputs only
   };
 
@@ -49,11 +51,14 @@ class DefinedOperator : public Operator {
   const std::vector<ScalarDecl>& scalars() const override { return scalars_; }
   std::vector<Shape> bind_shapes(const ShapeMap& given, const std::string& path) const override;
   double flops(const std::vector<Shape>& shapes) const override;
+  std::vector<DType> tensor_dtypes(DType dtype) const override;
   double bytes(const std::vector<Shape>& shapes, DType dtype) const override;
   Distribution distribution(size_t input) const override;
   void reference(const std::vector<ConstTensorView>& in, const std::vector<double>& scalars,
                  const std::vector<TensorView>& out) const override;
   CompareMode default_compare(DType dtype, const std::vector<Shape>& shapes) const override;
+  std::vector<CompareMode> default_compares(DType dtype,
+                                            const std::vector<Shape>& shapes) const override;
   std::vector<ShapeMap> small_check_shapes() const override;
 
  private:

@@ -67,15 +67,14 @@ nlohmann::json check_to_json(const CheckReport& c) {
                       {"max_ulp", std::isfinite(c.max_ulp) ? nlohmann::json(c.max_ulp)
                                                            : nlohmann::json("inf")}};
   if (!c.note.empty()) j["note"] = c.note;
+  if (!c.failed_outputs.empty()) j["failed_outputs"] = c.failed_outputs;
   if (c.first) {
     auto num = [](double v) {
       return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(std::to_string(v));
     };
-    j["first_mismatch"] = {{"tensor", c.first->tensor},
-                           {"index", c.first->index},
-                           {"coords", c.first->coords},
-                           {"got", num(c.first->got)},
-                           {"want", num(c.first->want)}};
+    j["first_mismatch"] = {{"tensor", c.first->tensor}, {"compare", c.first->compare},
+                           {"index", c.first->index},   {"coords", c.first->coords},
+                           {"got", num(c.first->got)},  {"want", num(c.first->want)}};
   }
   return j;
 }

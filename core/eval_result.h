@@ -18,11 +18,12 @@ std::string_view status_name(Status s);
 std::optional<Status> parse_status(std::string_view name);
 
 struct Mismatch {
-  std::string tensor;
+  std::string tensor;  // the output
   int64_t index = 0;   // flat index
   std::string coords;  // "[3, 17]"
   double got = 0;
   double want = 0;
+  std::string compare;  // the mode the output is held to, e.g. "ulp:2"
 };
 
 // The comparison of one call's outputs with the reference.
@@ -35,6 +36,7 @@ struct CheckReport {
   double max_ulp = 0;
   std::optional<Mismatch> first;
   std::string note;  // e.g. "NaN where the reference has none"
+  std::vector<std::string> failed_outputs;  // the outputs with mismatches, in order
 };
 
 struct TimingStats {

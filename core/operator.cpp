@@ -16,10 +16,25 @@ size_t Operator::n_inputs() const {
 
 size_t Operator::n_outputs() const { return tensors().size() - n_inputs(); }
 
+std::vector<DType> Operator::tensor_dtypes(DType dtype) const {
+  return std::vector<DType>(tensors().size(), dtype);
+}
+
 double Operator::bytes(const std::vector<Shape>& shapes, DType dtype) const {
+  const std::vector<DType> dtypes = tensor_dtypes(dtype);
   double b = 0;
-  for (const auto& s : shapes) b += static_cast<double>(numel(s)) * dtype_size(dtype);
+  for (size_t i = 0; i < shapes.size(); ++i)
+    b += static_cast<double>(numel(shapes[i])) * dtype_size(i < dtypes.size() ? dtypes[i] : dtype);
   return b;
+}
+
+std::vector<CompareMode> Operator::default_compares(DType dtype,
+                                                    const std::vector<Shape>& shapes) const {
+  const std::vector<DType> dtypes = tensor_dtypes(dtype);
+  std::vector<CompareMode> modes;
+  for (size_t i = n_inputs(); i < tensors().size(); ++i)
+    modes.push_back(default_compare(dtypes[i], shapes));
+  return modes;
 }
 
 void generate_input(const Operator& op, size_t index, const TensorView& t, uint64_t seed) {

@@ -55,14 +55,24 @@ class Operator {
   // ConfigError at `path` when shapes are missing, extra or inconsistent.
   virtual std::vector<Shape> bind_shapes(const ShapeMap& given, const std::string& path) const = 0;
   virtual double flops(const std::vector<Shape>& shapes) const = 0;
-  // Bytes an ideal kernel moves: every tensor read or written once.
+  // Each tensor's element type (ABI order) in a task of dtype `dtype`: that
+  // dtype for every tensor unless the operator fixes some (f32 statistics
+  // next to a bf16 input, say).
+  virtual std::vector<DType> tensor_dtypes(DType dtype) const;
+  // Bytes an ideal kernel moves: every tensor read or written once, each at
+  // its own dtype.
   virtual double bytes(const std::vector<Shape>& shapes, DType dtype) const;
   virtual Distribution distribution(size_t input) const { return {}; }
 
   // Computes the outputs (written in their dtype) from the inputs.
   virtual void reference(const std::vector<ConstTensorView>& in, const std::vector<double>& scalars,
                          const std::vector<TensorView>& out) const = 0;
+  // The comparison for an output of element type `dtype`.
   virtual CompareMode default_compare(DType dtype, const std::vector<Shape>& shapes) const = 0;
+  // One comparison per output (in output order) in a task of dtype `dtype`:
+  // default_compare at each output's own dtype unless the operator says more.
+  virtual std::vector<CompareMode> default_compares(DType dtype,
+                                                    const std::vector<Shape>& shapes) const;
   // Small shapes checked before the full one: ragged on purpose (row lengths
   // that are not a multiple of any vector width) so tail handling is tested.
   virtual std::vector<ShapeMap> small_check_shapes() const = 0;

@@ -424,8 +424,10 @@ int64_t Store::add_evaluation(int64_t candidate, const EvalResult& r) {
     max_ulp = std::max(max_ulp, c.max_ulp);
     mismatches += c.mismatches;
     if (first.empty() && c.first)
-      first = fmt::format("{}{} (flat index {}): got {:.9g}, want {:.9g} on {}", c.first->tensor,
-                          c.first->coords, c.first->index, c.first->got, c.first->want, c.label);
+      first =
+          fmt::format("output {}{} (flat index {}, compared by {}): got {:.9g}, want {:.9g} on {}",
+                      c.first->tensor, c.first->coords, c.first->index, c.first->compare,
+                      c.first->got, c.first->want, c.label);
     checks.push_back(check_to_json(c));
   }
   const bool any_check = !r.checks.empty();

@@ -1,5 +1,7 @@
 #include "core/task.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "core/defined_operator.h"
@@ -86,6 +88,7 @@ Task parse_task(const nlohmann::json& config, const std::filesystem::path& origi
     throw ConfigError(root.path_of("dtype"),
                       fmt::format("unknown dtype '{}' (expected one of: {})", dtype, dtype_names()));
   t.dtype = *dt;
+  t.dtypes = t.op->tensor_dtypes(t.dtype);
 
   const nlohmann::json* shapes = root.get_raw("shapes");
   if (!shapes)
@@ -138,15 +141,40 @@ Task parse_task(const nlohmann::json& config, const std::filesystem::path& origi
     c.finish();
   }
 
-  if (root.has("compare")) {
-    std::string mode = root.get_string("compare");
-    try {
-      t.compare = CompareMode::parse(mode);
-    } catch (const UserError& e) {
-      throw ConfigError(root.path_of("compare"), e.what());
+  // One mode for every output, or some outputs' modes by name over the
+  // operator's defaults.
+  t.compare = t.op->default_compares(t.dtype, t.main.shapes);
+  if (const nlohmann::json* compare = root.get_raw("compare")) {
+    auto parse_mode = [](const nlohmann::json& v, const std::string& path) {
+      try {
+        return CompareMode::parse(json_to_string(v, path));
+      } catch (const ConfigError&) {
+        throw;
+      } catch (const UserError& e) {
+        throw ConfigError(path, e.what());
+      }
+    };
+    if (compare->is_object()) {
+      const size_t n_in = t.op->n_inputs();
+      std::vector<std::string> outputs;
+      for (size_t i = n_in; i < t.op->tensors().size(); ++i)
+        outputs.push_back(t.op->tensor(i).name);
+      for (auto it = compare->begin(); it != compare->end(); ++it) {
+        const std::string path = fmt::format("{}.{}", root.path_of("compare"), it.key());
+        auto pos = std::find(outputs.begin(), outputs.end(), it.key());
+        if (pos == outputs.end())
+          throw ConfigError(path, fmt::format("no output '{}' to compare (outputs: {})", it.key(),
+                                              fmt::join(outputs, ", ")));
+        t.compare[static_cast<size_t>(pos - outputs.begin())] = parse_mode(it.value(), path);
+      }
+    } else if (compare->is_string()) {
+      t.compare.assign(t.compare.size(), parse_mode(*compare, root.path_of("compare")));
+    } else {
+      throw ConfigError(root.path_of("compare"),
+                        fmt::format("expected a mode like \"ulp:2\" or modes by output name like "
+                                    "{{\"y\": \"exact\"}}, got {}",
+                                    json_brief(*compare)));
     }
-  } else {
-    t.compare = t.op->default_compare(t.dtype, t.main.shapes);
   }
 
   {
@@ -241,7 +269,21 @@ Task parse_task(const nlohmann::json& config, const std::filesystem::path& origi
                   {"flags", t.compile.flags},
                   {"extra_flags", t.compile.extra_flags}};
   if (!t.compile.arch.empty()) r["compile"]["arch"] = t.compile.arch;
-  r["compare"] = t.compare.str();
+  // A string when the outputs share one mode (so single-mode tasks keep their
+  // hash), else the mode by output name.
+  if (std::all_of(t.compare.begin(), t.compare.end(),
+                  [&](const CompareMode& m) { return m.str() == t.compare[0].str(); })) {
+    r["compare"] = t.compare[0].str();
+  } else {
+    r["compare"] = nlohmann::json::object();
+    for (size_t o = 0; o < t.compare.size(); ++o)
+      r["compare"][t.op->tensor(t.op->n_inputs() + o).name] = t.compare[o].str();
+  }
+  if (t.mixed_dtypes()) {
+    r["dtypes"] = nlohmann::json::object();
+    for (size_t i = 0; i < t.dtypes.size(); ++i)
+      r["dtypes"][t.op->tensor(i).name] = std::string(dtype_name(t.dtypes[i]));
+  }
   r["check_shapes"] = nlohmann::json::array();
   for (const auto& c : t.check_shapes) r["check_shapes"].push_back(c.given);
   r["seed"] = t.seed;
@@ -292,6 +334,22 @@ Task parse_stored_task(const nlohmann::json& resolved) {
   nlohmann::json j = resolved;
   j.erase("kernels");  // absolute paths that may be gone; not needed to count or compare
   return parse_task(j);
+}
+
+std::string Task::compare_str() const {
+  bool same = true;
+  for (const auto& m : compare) same = same && m.str() == compare.front().str();
+  if (same) return compare.empty() ? std::string() : compare.front().str();
+  std::vector<std::string> parts;
+  for (size_t o = 0; o < compare.size(); ++o)
+    parts.push_back(fmt::format("{} {}", op->tensor(op->n_inputs() + o).name, compare[o].str()));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+bool Task::mixed_dtypes() const {
+  for (DType d : dtypes)
+    if (d != dtype) return true;
+  return false;
 }
 
 Task load_task(const std::filesystem::path& path) {

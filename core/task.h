@@ -55,12 +55,13 @@ struct Task {
   const Operator* op = nullptr;
   std::shared_ptr<const Operator> owned_op;  // a defined operator (op points at it)
   DType dtype = DType::f32;
+  std::vector<DType> dtypes;          // each tensor's, ABI order: op->tensor_dtypes(dtype)
   ShapeSet main;                      // the shape that is timed
   std::vector<ShapeSet> check_shapes;  // checked first (small, ragged)
   std::vector<double> scalars;         // in the operator's scalar order
   std::string target = "cpu";
   CompileConfig compile;
-  CompareMode compare;
+  std::vector<CompareMode> compare;  // one per output, in output order
   TimingConfig timing;
   Limits limits;
   uint64_t seed = 1;
@@ -82,6 +83,11 @@ struct Task {
 
   double flops() const { return op->flops(main.shapes); }
   double bytes() const { return op->bytes(main.shapes, dtype); }
+  // The comparison in words: "ulp:2" when all outputs share it, else
+  // "y ulp:2, z exact".
+  std::string compare_str() const;
+  // Whether some tensor's dtype is not the task's.
+  bool mixed_dtypes() const;
 };
 
 // Reads and validates a task config file. Throws ConfigError / UserError.

@@ -40,14 +40,17 @@ bool element_ok(const CompareMode& mode, DType dt, const void* g, const void* w,
 }  // namespace
 
 CheckReport compare_outputs(const Operator& op, const std::vector<ConstTensorView>& got,
-                            const std::vector<ConstTensorView>& want, const CompareMode& mode) {
-  KEVO_ASSERT(got.size() == want.size());
+                            const std::vector<ConstTensorView>& want,
+                            const std::vector<CompareMode>& modes) {
+  KEVO_ASSERT(got.size() == want.size() && got.size() == modes.size());
   CheckReport report;
   report.passed = true;
   int64_t nan_total = 0;
   for (size_t t = 0; t < got.size(); ++t) {
     const ConstTensorView& g = got[t];
     const ConstTensorView& w = want[t];
+    const CompareMode& mode = modes[t];
+    const std::string& name = op.tensor(op.n_inputs() + t).name;
     KEVO_ASSERT(g.dtype == w.dtype && g.shape == w.shape);
     const int64_t n = numel(g.shape);
     std::mutex m;
@@ -85,9 +88,11 @@ CheckReport compare_outputs(const Operator& op, const std::vector<ConstTensorVie
     report.max_abs_err = std::max(report.max_abs_err, total.max_abs);
     report.max_ulp = std::max(report.max_ulp, total.max_ulp);
     nan_total += total.nan_where_number;
+    if (total.mismatches > 0) report.failed_outputs.push_back(name);
     if (total.first >= 0 && !report.first) {
       Mismatch mm;
-      mm.tensor = op.tensor(op.n_inputs() + t).name;
+      mm.tensor = name;
+      mm.compare = mode.str();
       mm.index = total.first;
       mm.coords = coords_str(g.shape, total.first);
       mm.got = g.at(total.first);

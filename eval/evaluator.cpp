@@ -115,8 +115,11 @@ EvalResult Evaluator::measure(PreparedCandidate prepared) {
       r.detail = fmt::format("{}{} of {} values wrong on {}", after_timing ? "right on the first inputs, but " : "",
                              bad.mismatches, bad.checked, bad.label);
       if (bad.first)
-        r.detail += fmt::format("; first at {}{}: got {:.7g}, want {:.7g}", bad.first->tensor,
-                                bad.first->coords, bad.first->got, bad.first->want);
+        r.detail += fmt::format("; first at {}{} (compared by {}): got {:.7g}, want {:.7g}",
+                                bad.first->tensor, bad.first->coords, bad.first->compare,
+                                bad.first->got, bad.first->want);
+      if (bad.failed_outputs.size() > 1)
+        r.detail += fmt::format("; wrong outputs: {}", fmt::join(bad.failed_outputs, ", "));
       if (!bad.note.empty()) r.detail += "; " + bad.note;
       return r;
     }

@@ -22,7 +22,7 @@ constexpr char kMagic[8] = {'K', 'E', 'V', 'O', 'R', 'E', 'F', '1'};
 
 std::vector<ConstTensorView> ReferenceOutputs::views() const {
   std::vector<ConstTensorView> v;
-  for (size_t i = 0; i < data.size(); ++i) v.emplace_back(dtype, shapes[i], data[i].data());
+  for (size_t i = 0; i < data.size(); ++i) v.emplace_back(dtypes[i], shapes[i], data[i].data());
   return v;
 }
 
@@ -52,8 +52,9 @@ std::vector<std::vector<char>> ReferenceCache::make_inputs(const Task& task, con
                                                            uint64_t seed) {
   std::vector<std::vector<char>> in;
   for (size_t i = 0; i < task.op->n_inputs(); ++i) {
-    in.emplace_back(static_cast<size_t>(numel(shapes.shapes[i])) * dtype_size(task.dtype));
-    generate_input(*task.op, i, TensorView{task.dtype, shapes.shapes[i], in.back().data()}, seed);
+    in.emplace_back(static_cast<size_t>(numel(shapes.shapes[i])) * dtype_size(task.dtypes[i]));
+    generate_input(*task.op, i, TensorView{task.dtypes[i], shapes.shapes[i], in.back().data()},
+                   seed);
   }
   return in;
 }
@@ -83,16 +84,16 @@ std::shared_ptr<const ReferenceOutputs> ReferenceCache::get(const Task& task,
   auto inputs = make_inputs(task, shapes, seed);
   std::vector<ConstTensorView> in;
   for (size_t i = 0; i < inputs.size(); ++i)
-    in.emplace_back(task.dtype, shapes.shapes[i], inputs[i].data());
+    in.emplace_back(task.dtypes[i], shapes.shapes[i], inputs[i].data());
   auto r = std::make_shared<ReferenceOutputs>();
-  r->dtype = task.dtype;
   std::vector<TensorView> out;
   for (size_t i = op.n_inputs(); i < shapes.shapes.size(); ++i) {
+    r->dtypes.push_back(task.dtypes[i]);
     r->shapes.push_back(shapes.shapes[i]);
-    r->data.emplace_back(static_cast<size_t>(numel(shapes.shapes[i])) * dtype_size(task.dtype));
+    r->data.emplace_back(static_cast<size_t>(numel(shapes.shapes[i])) * dtype_size(task.dtypes[i]));
   }
   for (size_t i = 0; i < r->data.size(); ++i)
-    out.push_back(TensorView{task.dtype, r->shapes[i], r->data[i].data()});
+    out.push_back(TensorView{r->dtypes[i], r->shapes[i], r->data[i].data()});
   op.reference(in, task.scalars, out);
   r->compute_s = monotonic_seconds() - t0;
   if (r->compute_s > 0.5)
@@ -121,18 +122,19 @@ std::shared_ptr<const ReferenceOutputs> ReferenceCache::load(const std::filesyst
   std::string header(header_len, '\0');
   if (!in.read(header.data(), static_cast<std::streamsize>(header_len))) return nullptr;
   auto r = std::make_shared<ReferenceOutputs>();
-  r->dtype = task.dtype;
   r->from_disk = true;
-  for (size_t i = task.op->n_inputs(); i < shapes.shapes.size(); ++i)
+  for (size_t i = task.op->n_inputs(); i < shapes.shapes.size(); ++i) {
+    r->dtypes.push_back(task.dtypes[i]);
     r->shapes.push_back(shapes.shapes[i]);
+  }
   try {
     auto h = nlohmann::json::parse(header);
     if (h.at("shapes").get<std::vector<Shape>>() != r->shapes) return nullptr;
   } catch (const std::exception&) {
     return nullptr;
   }
-  for (const auto& s : r->shapes) {
-    r->data.emplace_back(static_cast<size_t>(numel(s)) * dtype_size(task.dtype));
+  for (size_t i = 0; i < r->shapes.size(); ++i) {
+    r->data.emplace_back(static_cast<size_t>(numel(r->shapes[i])) * dtype_size(r->dtypes[i]));
     if (!in.read(r->data.back().data(), static_cast<std::streamsize>(r->data.back().size())))
       return nullptr;  // truncated: recompute
   }

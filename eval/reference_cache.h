@@ -15,7 +15,7 @@
 namespace kevo {
 
 struct ReferenceOutputs {
-  DType dtype = DType::f32;
+  std::vector<DType> dtypes;             // the outputs' dtypes
   std::vector<Shape> shapes;             // the outputs' shapes
   std::vector<std::vector<char>> data;   // one buffer per output
   bool from_disk = false;

@@ -43,7 +43,10 @@ LlmTaskInfo Engine::llm_task_info() const {
   std::vector<std::string> tensors, scalars, shapes;
   for (size_t i = 0; i < op.tensors().size(); ++i) {
     const TensorDecl& d = op.tensor(i);
-    tensors.push_back(fmt::format("{} {} {}", d.is_output ? "out" : "in", d.name, d.doc));
+    // A tensor whose dtype is not the task's says so.
+    const bool own = i < task_.dtypes.size() && task_.dtypes[i] != task_.dtype;
+    tensors.push_back(fmt::format("{} {} {}{}", d.is_output ? "out" : "in", d.name, d.doc,
+                                  own ? " " + std::string(dtype_name(task_.dtypes[i])) : ""));
     shapes.push_back(fmt::format("{} {}", d.name, shape_str(task_.main.shapes.at(i))));
   }
   for (size_t i = 0; i < op.scalars().size(); ++i)
@@ -53,7 +56,7 @@ LlmTaskInfo Engine::llm_task_info() const {
   t.scalars = fmt::format("{}", fmt::join(scalars, ", "));
   t.shapes = fmt::format("{}", fmt::join(shapes, ", "));
   t.dtype = std::string(dtype_name(task_.dtype));
-  t.compare = task_.compare.str();
+  t.compare = task_.compare_str();
   t.target = task_.target;
   t.language = space_.size_families() ? space_.family(0).language : "c";
   t.entry_point = task_.target == "cuda" ? "kevo_launch" : "kevo_kernel";
@@ -64,9 +67,9 @@ LlmTaskInfo Engine::llm_task_info() const {
     t.entry_point = e.function;
     t.extra_rules = fmt::format(
         "\n- This task calls a plain {} `{}` with the arguments ({}) in that order (tensors as "
-        "pointers of the task dtype, inputs const; sizes as int64_t; scalars as double; knobs as "
-        "their values). kevo writes the entry point around it{}: define `{}`, not the ABI entry "
-        "point, and keep its parameters.",
+        "pointers of each tensor's dtype, inputs const; sizes as int64_t; scalars as double; "
+        "knobs as their values). kevo writes the entry point around it{}: define `{}`, not the ABI "
+        "entry point, and keep its parameters.",
         e.kind == "global" ? "CUDA __global__ function" : "C function", e.function,
         fmt::join(e.args, ", "),
         e.kind == "global" ? fmt::format(" and launches it with grid ({}) and block ({})",

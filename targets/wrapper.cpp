@@ -55,7 +55,6 @@ std::string entry_wrapper(const Task& task, const std::filesystem::path& user_so
   KEVO_ASSERT(!e.empty());
   const Operator& op = *task.op;
   const bool cuda = e.kind == "global";
-  const std::string type = c_type(task.dtype, cuda);
   int n_in = 0, n_out = 0;
   for (const auto& t : op.tensors()) (t.is_output ? n_out : n_in) += 1;
 
@@ -76,12 +75,13 @@ std::string entry_wrapper(const Task& task, const std::filesystem::path& user_so
   s += fmt::format("  if (n_in != {} || n_out != {} || n_scalars < {}) return KEVO_ERR_ARGS;\n",
                    n_in, n_out, op.scalars().size());
   if (op.scalars().empty()) s += "  (void)scalars;\n";
-  // A plain kernel sees bare pointers: it can only assume dense row-major data.
-  for (const auto& t : op.tensors()) {
-    const std::string slot = tensor_slot(op, t.name);
+  // A plain kernel sees bare pointers: it can only assume dense row-major
+  // data of each tensor's own dtype.
+  for (size_t i = 0; i < op.tensors().size(); ++i) {
+    const std::string slot = tensor_slot(op, op.tensor(i).name);
     s += fmt::format(
         "  if ({0}.dtype != {1} || !kevo_is_contiguous(&{0})) return KEVO_ERR_UNSUPPORTED;\n", slot,
-        static_cast<int>(task.dtype));
+        static_cast<int>(task.dtypes.at(i)));
   }
   for (const auto& z : e.sizes) {
     const std::string slot = tensor_slot(op, z.tensor);
@@ -92,10 +92,10 @@ std::string entry_wrapper(const Task& task, const std::filesystem::path& user_so
   std::vector<std::string> args;
   for (const auto& a : e.args) {
     bool done = false;
-    for (const auto& t : op.tensors())
-      if (t.name == a) {
-        args.push_back(
-            fmt::format("({}{}*){}.data", t.is_output ? "" : "const ", type, tensor_slot(op, a)));
+    for (size_t i = 0; i < op.tensors().size(); ++i)
+      if (const TensorDecl& t = op.tensor(i); t.name == a) {
+        args.push_back(fmt::format("({}{}*){}.data", t.is_output ? "" : "const ",
+                                   c_type(task.dtypes.at(i), cuda), tensor_slot(op, a)));
         done = true;
       }
     for (size_t i = 0; !done && i < op.scalars().size(); ++i)

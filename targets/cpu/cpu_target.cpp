@@ -306,16 +306,18 @@ RunOutcome CpuTarget::run(const Task& task, const std::filesystem::path& artifac
   job.op = std::string(op.name());
   job.op_definition = operator_definition(op);
   job.dtype = task.dtype;
+  job.dtypes = task.dtypes;
   job.scalars = task.scalars;
   job.timing = task.timing;
   size_t shared_bytes = 0, tensor_bytes = 0;
   for (const auto& p : phases) {
     job.phases.push_back({p.kind == RunPhase::time, p.shapes.shapes, p.seed});
     size_t total = 0;
-    runner::output_offsets(op.n_inputs(), task.dtype, p.shapes.shapes, &total);
+    runner::output_offsets(op.n_inputs(), task.dtypes, p.shapes.shapes, &total);
     if (p.kind == RunPhase::check) shared_bytes = std::max(shared_bytes, total);
     size_t all = 0;
-    for (const auto& s : p.shapes.shapes) all += static_cast<size_t>(numel(s)) * dtype_size(task.dtype);
+    for (size_t i = 0; i < p.shapes.shapes.size(); ++i)
+      all += static_cast<size_t>(numel(p.shapes.shapes[i])) * dtype_size(task.dtypes[i]);
     tensor_bytes = std::max(tensor_bytes, all);
   }
   job.output_bytes = shared_bytes;
@@ -344,10 +346,11 @@ RunOutcome CpuTarget::run(const Task& task, const std::filesystem::path& artifac
     if (ph >= phases.size()) return true;
     if (kind == "check") {
       const RunPhase& phase = phases[ph];
-      auto offsets = runner::output_offsets(op.n_inputs(), task.dtype, phase.shapes.shapes, nullptr);
+      auto offsets =
+          runner::output_offsets(op.n_inputs(), task.dtypes, phase.shapes.shapes, nullptr);
       std::vector<ConstTensorView> views;
       for (size_t i = 0; i < op.n_outputs(); ++i)
-        views.emplace_back(task.dtype, phase.shapes.shapes[op.n_inputs() + i],
+        views.emplace_back(task.dtypes[op.n_inputs() + i], phase.shapes.shapes[op.n_inputs() + i],
                            static_cast<const char*>(session.outputs) + offsets[i]);
       CheckReport report = check(ph, views);
       if (report.label.empty()) report.label = phase.label;

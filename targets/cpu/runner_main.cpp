@@ -265,6 +265,12 @@ int run_kernel(const Job& job) {
     emit({{"event", "setup_error"}, {"what", "too many tensors or scalars for the runner"}});
     return 4;
   }
+  if (job.dtypes.size() != n_in + n_out) {
+    emit({{"event", "setup_error"},
+          {"what", "the job's dtypes do not match the operator's tensors"}});
+    return 4;
+  }
+  const std::vector<DType>& dtypes = job.dtypes;
   Buffers buf;
   kevo_tensor in_t[kMaxTensors], out_t[kMaxTensors];
   const int n_scalars = static_cast<int>(job.scalars.size());
@@ -301,7 +307,7 @@ int run_kernel(const Job& job) {
       g_region_count = 0;
       buf.shapes = phase.shapes;
       for (size_t i = 0; i < phase.shapes.size(); ++i) {
-        size_t bytes = static_cast<size_t>(numel(phase.shapes[i])) * dtype_size(job.dtype);
+        size_t bytes = static_cast<size_t>(numel(phase.shapes[i])) * dtype_size(dtypes[i]);
         buf.tensors.push_back(Guarded::allocate(bytes));
         const Guarded& g = buf.tensors.back();
         std::string kind = i < n_in ? "input" : "output";
@@ -311,15 +317,16 @@ int run_kernel(const Job& job) {
                    i < n_in ? name + " (inputs are read-only)" : name + " or just past its end");
         add_region(g.data + g.span, kPage, "the guard page after " + name);
       }
-      for (size_t i = 0; i < n_in; ++i) in_t[i] = make_tensor(buf.tensors[i], job.dtype, phase.shapes[i]);
+      for (size_t i = 0; i < n_in; ++i)
+        in_t[i] = make_tensor(buf.tensors[i], dtypes[i], phase.shapes[i]);
       for (size_t i = 0; i < n_out; ++i)
-        out_t[i] = make_tensor(buf.tensors[n_in + i], job.dtype, phase.shapes[n_in + i]);
+        out_t[i] = make_tensor(buf.tensors[n_in + i], dtypes[n_in + i], phase.shapes[n_in + i]);
     }
     if (!buf.generated || buf.seed != phase.seed) {
       for (size_t i = 0; i < n_in; ++i) {
         Guarded& g = buf.tensors[i];
         g.set_read_only(false);
-        generate_input(op, i, TensorView{job.dtype, phase.shapes[i], g.data}, phase.seed);
+        generate_input(op, i, TensorView{dtypes[i], phase.shapes[i], g.data}, phase.seed);
         g.set_read_only(true);
       }
       buf.seed = phase.seed;
@@ -329,7 +336,7 @@ int run_kernel(const Job& job) {
     if (!phase.timed) {
       for (size_t i = 0; i < n_out; ++i) {
         Guarded& g = buf.tensors[n_in + i];
-        fill_poison(job.dtype, g.data, g.bytes / dtype_size(job.dtype));
+        fill_poison(dtypes[n_in + i], g.data, g.bytes / dtype_size(dtypes[n_in + i]));
       }
       double t0 = monotonic_seconds();
       int rc = call();
@@ -340,7 +347,7 @@ int run_kernel(const Job& job) {
       }
       if (!check_canaries(ph)) return 0;
       size_t total = 0;
-      auto offsets = output_offsets(n_in, job.dtype, phase.shapes, &total);
+      auto offsets = output_offsets(n_in, dtypes, phase.shapes, &total);
       if (total > job.output_bytes) {
         emit({{"event", "setup_error"}, {"what", "shared output file too small"}});
         return 4;

@@ -14,6 +14,8 @@ nlohmann::json Job::to_json() const {
   j["op"] = op;
   if (!op_definition.is_null()) j["op_definition"] = op_definition;
   j["dtype"] = std::string(dtype_name(dtype));
+  j["dtypes"] = nlohmann::json::array();
+  for (DType d : dtypes) j["dtypes"].push_back(std::string(dtype_name(d)));
   j["scalars"] = scalars;
   j["phases"] = nlohmann::json::array();
   for (const auto& p : phases)
@@ -44,6 +46,13 @@ Job Job::from_json(const nlohmann::json& j) {
   for (const auto& p : j.at("phases"))
     job.phases.push_back({p.at("timed").get<bool>(), p.at("shapes").get<std::vector<Shape>>(),
                           p.at("seed").get<uint64_t>()});
+  if (j.contains("dtypes")) {
+    for (const auto& d : j.at("dtypes"))
+      job.dtypes.push_back(parse_dtype(d.get<std::string>()).value_or(DType::f32));
+  } else {
+    // A job of a kevo before per-tensor dtypes: every tensor has the one dtype.
+    job.dtypes.assign(job.phases.empty() ? 0 : job.phases.front().shapes.size(), job.dtype);
+  }
   const auto& t = j.at("timing");
   job.timing.min_time_s = t.at("min_time_s").get<double>();
   job.timing.min_samples = t.at("min_samples").get<int64_t>();
@@ -85,13 +94,13 @@ std::string read_command_line() {
   }
 }
 
-std::vector<size_t> output_offsets(size_t n_inputs, DType dtype, const std::vector<Shape>& shapes,
-                                   size_t* total) {
+std::vector<size_t> output_offsets(size_t n_inputs, const std::vector<DType>& dtypes,
+                                   const std::vector<Shape>& shapes, size_t* total) {
   std::vector<size_t> offsets;
   size_t off = 0;
   for (size_t i = n_inputs; i < shapes.size(); ++i) {
     offsets.push_back(off);
-    off += (static_cast<size_t>(numel(shapes[i])) * dtype_size(dtype) + 63) / 64 * 64;
+    off += (static_cast<size_t>(numel(shapes[i])) * dtype_size(dtypes.at(i)) + 63) / 64 * 64;
   }
   if (total) *total = off;
   return offsets;

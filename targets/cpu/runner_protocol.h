@@ -38,7 +38,8 @@ struct Job {
   std::string entry = "kevo_kernel";
   std::string op;
   nlohmann::json op_definition;  // a defined operator's definition; null for a built-in
-  DType dtype = DType::f32;
+  DType dtype = DType::f32;      // the task's
+  std::vector<DType> dtypes;     // each tensor's, ABI order ("dtypes"; absent: all `dtype`)
   std::vector<double> scalars;
   std::vector<Phase> phases;
   TimingConfig timing;
@@ -61,7 +62,8 @@ std::string read_command_line();
 
 // Byte offsets of each output in the shared output file (64-byte aligned)
 // for one phase's shapes; `total` receives the bytes needed.
-std::vector<size_t> output_offsets(size_t n_inputs, DType dtype, const std::vector<Shape>& shapes,
-                                   size_t* total);
+// `dtypes`: each tensor's, ABI order, like `shapes`.
+std::vector<size_t> output_offsets(size_t n_inputs, const std::vector<DType>& dtypes,
+                                   const std::vector<Shape>& shapes, size_t* total);
 
 }  // namespace kevo::runner

@@ -444,6 +444,7 @@ RunOutcome CudaTarget::run(const Task& task, const std::filesystem::path& artifa
   job.op = std::string(task.op->name());
   job.op_definition = operator_definition(*task.op);
   job.dtype = task.dtype;
+  job.dtypes = task.dtypes;
   job.scalars = task.scalars;
   for (const auto& p : phases)
     job.phases.push_back({p.kind == RunPhase::time, p.shapes.shapes, p.seed});
@@ -519,10 +520,11 @@ RunOutcome CudaTarget::run(const Task& task, const std::filesystem::path& artifa
         }
         const auto& shapes = phases[ph].shapes.shapes;
         const size_t n_in = task.op->n_inputs();
-        auto offsets = runner::output_offsets(n_in, task.dtype, shapes, nullptr);
+        auto offsets = runner::output_offsets(n_in, task.dtypes, shapes, nullptr);
         std::vector<ConstTensorView> views;
         for (size_t i = 0; i < offsets.size(); ++i)
-          views.push_back({task.dtype, shapes[n_in + i], static_cast<const char*>(map) + offsets[i]});
+          views.push_back({task.dtypes[n_in + i], shapes[n_in + i],
+                           static_cast<const char*>(map) + offsets[i]});
         CheckReport report = check(ph, views);
         munmap(map, std::max<size_t>(bytes, 1));
         out.checks.push_back(report);
@@ -697,6 +699,7 @@ ProfileOutcome CudaTarget::profile(const Task& task, const std::filesystem::path
   job.op = std::string(task.op->name());
   job.op_definition = operator_definition(*task.op);
   job.dtype = task.dtype;
+  job.dtypes = task.dtypes;
   job.scalars = task.scalars;
   job.phases.push_back({false, phase.shapes.shapes, phase.seed});
   job.timing = task.timing;

@@ -131,7 +131,7 @@ State g;
 
 std::string input_key(const Job& job, size_t i, const Shape& shape, uint64_t seed) {
   std::ostringstream k;
-  k << job.op << '|' << dtype_name(job.dtype) << '|' << i << '|' << seed << '|';
+  k << job.op << '|' << dtype_name(job.dtypes.at(i)) << '|' << i << '|' << seed << '|';
   for (auto d : shape) k << d << ',';
   return k.str();
 }
@@ -158,9 +158,9 @@ std::shared_ptr<DevBuf> pristine_input(const Job& job, const Operator& op, size_
   std::string key = input_key(job, i, shape, seed);
   auto it = g.inputs.find(key);
   if (it != g.inputs.end()) return it->second;
-  size_t bytes = static_cast<size_t>(numel(shape)) * dtype_size(job.dtype);
+  size_t bytes = static_cast<size_t>(numel(shape)) * dtype_size(job.dtypes.at(i));
   std::vector<unsigned char> host(std::max<size_t>(bytes, 1));
-  generate_input(op, i, TensorView{job.dtype, shape, host.data()}, seed);
+  generate_input(op, i, TensorView{job.dtypes.at(i), shape, host.data()}, seed);
   auto buf = allocate(bytes);
   if (!buf) return nullptr;
   if (bytes && cudaMemcpy(buf->p, host.data(), bytes, cudaMemcpyHostToDevice) != cudaSuccess)
@@ -245,8 +245,13 @@ int run_kernel(const Job& job, bool profile_only) {
     emit({{"event", "setup_error"}, {"what", "too many tensors or scalars for the runner"}});
     return 0;
   }
+  if (job.dtypes.size() != n_in + n_out) {
+    emit({{"event", "setup_error"},
+          {"what", "the job's dtypes do not match the operator's tensors"}});
+    return 0;
+  }
   const int n_scalars = static_cast<int>(job.scalars.size());
-  const size_t esize = dtype_size(job.dtype);
+  const std::vector<DType>& dtypes = job.dtypes;
 
   for (size_t ph = 0; ph < job.phases.size(); ++ph) {
     const Phase& phase = job.phases[ph];
@@ -264,7 +269,8 @@ int run_kernel(const Job& job, bool profile_only) {
       work.push_back(w);
     }
     for (size_t i = 0; i < n_out; ++i) {
-      size_t bytes = static_cast<size_t>(numel(phase.shapes[n_in + i])) * esize;
+      size_t bytes =
+          static_cast<size_t>(numel(phase.shapes[n_in + i])) * dtype_size(dtypes[n_in + i]);
       auto o = allocate(bytes + kCanaryBytes);
       if (!o) {
         emit({{"event", "setup_error"}, {"what", "out of device memory for the outputs"}});
@@ -274,9 +280,9 @@ int run_kernel(const Job& job, bool profile_only) {
       outs.push_back(o);
     }
     kevo_tensor in_t[kMaxTensors], out_t[kMaxTensors];
-    for (size_t i = 0; i < n_in; ++i) in_t[i] = make_tensor(work[i]->p, job.dtype, phase.shapes[i]);
+    for (size_t i = 0; i < n_in; ++i) in_t[i] = make_tensor(work[i]->p, dtypes[i], phase.shapes[i]);
     for (size_t i = 0; i < n_out; ++i)
-      out_t[i] = make_tensor(outs[i]->p, job.dtype, phase.shapes[n_in + i]);
+      out_t[i] = make_tensor(outs[i]->p, dtypes[n_in + i], phase.shapes[n_in + i]);
     auto call = [&]() {
       // Fresh descriptors every call: a kernel may scribble on the ones it got.
       kevo_tensor in[kMaxTensors], out[kMaxTensors];
@@ -361,7 +367,7 @@ int run_kernel(const Job& job, bool profile_only) {
       }
       // Outputs to kevo through the shared file.
       size_t total = 0;
-      auto offsets = runner::output_offsets(n_in, job.dtype, phase.shapes, &total);
+      auto offsets = runner::output_offsets(n_in, dtypes, phase.shapes, &total);
       int fd = open(job.output_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
       if (fd < 0 || ftruncate(fd, static_cast<off_t>(std::max<size_t>(total, 1))) != 0) {
         emit({{"event", "setup_error"}, {"what", "cannot write the output file " + job.output_path}});

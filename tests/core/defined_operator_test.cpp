@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/task.h"
 #include "support/bias_gelu.h"
+#include "support/scale_rowmax.h"
 #include "support/test_support.h"
 
 namespace kevo {
@@ -54,7 +55,7 @@ TEST_F(DefinedOp, FromAFileBindsShapesAndCounts) {
   EXPECT_EQ(t.flops(), 400.0);
   EXPECT_EQ(t.bytes(), 4.0 * (40 + 10 + 40));  // every tensor once, in f32
   EXPECT_EQ(t.scalars, std::vector<double>{1.0});
-  EXPECT_EQ(t.compare.str(), "tol:1e-05,0.001");
+  EXPECT_EQ(t.compare_str(), "tol:1e-05,0.001");
   ASSERT_EQ(t.check_shapes.size(), 2u);
   EXPECT_EQ(t.check_shapes[1].shapes[1], (Shape{129}));
   EXPECT_EQ(t.op->distribution(0).lo, -3.0);
@@ -155,6 +156,11 @@ TEST_F(DefinedOp, BadDefinitionsNameTheKeyPathOnOneLine) {
        },
        "$.operator.check_sizes[0].N: missing"},
       {[](auto& d) { d["reduce"] = "sum"; }, "$.operator.reduce: unknown key"},
+      {[](auto& d) { d["tensors"][1]["dtype"] = "float"; },
+       "$.operator.tensors[1].dtype: unknown dtype 'float' (expected one of: f32, f64, f16, bf16, "
+       "i32, i8)"},
+      {[](auto& d) { d["tensors"][2]["dtype"] = 32; },
+       "$.operator.tensors[2].dtype: expected a string, got 32"},
   };
   for (const auto& c : cases) {
     nlohmann::json d = definition();
@@ -163,6 +169,84 @@ TEST_F(DefinedOp, BadDefinitionsNameTheKeyPathOnOneLine) {
     EXPECT_EQ(e.rfind(c.expected, 0), 0u) << "want: " << c.expected << "\ngot:  " << e;
     EXPECT_EQ(e.find('\n'), std::string::npos) << e;
   }
+}
+
+TEST_F(DefinedOp, TensorsHaveTheirOwnDtypeOrTheTasks) {
+  test::write_file(dir_ / "scale_rowmax.json", test::kScaleRowmaxDefinition);
+  test::write_file(dir_ / "scale_rowmax_ref.c", test::kScaleRowmaxReference);
+  Task t = task({{"operator", "scale_rowmax.json"}, {"shapes", {{"x", {4, 10}}}}});
+  EXPECT_EQ(t.dtypes, (std::vector<DType>{DType::bf16, DType::f32, DType::f32, DType::bf16}));
+  EXPECT_TRUE(t.mixed_dtypes());
+  EXPECT_EQ(t.bytes(), 2.0 * 40 + 4.0 * 10 + 4.0 * 40 + 2.0 * 4);  // each at its own size
+  EXPECT_EQ(t.resolved["dtypes"]["x"], "bf16");
+  EXPECT_EQ(t.resolved["dtypes"]["s"], "f32");
+  // Another task dtype moves only the tensors without their own.
+  Task h =
+      task({{"operator", "scale_rowmax.json"}, {"shapes", {{"x", {4, 10}}}}, {"dtype", "f64"}});
+  EXPECT_EQ(h.dtypes, (std::vector<DType>{DType::bf16, DType::f64, DType::f64, DType::bf16}));
+  EXPECT_NE(h.hash, t.hash);
+  // A definition without dtypes: every tensor has the task's, as before.
+  Task plain =
+      task({{"operator", "bias_gelu.json"}, {"shapes", {{"x", {4, 10}}}}, {"dtype", "f16"}});
+  EXPECT_EQ(plain.dtypes, std::vector<DType>(3, DType::f16));
+  EXPECT_FALSE(plain.mixed_dtypes());
+  EXPECT_FALSE(plain.resolved.contains("dtypes"));
+
+  // The reference sees each input's values widened and rounds each output to
+  // its own dtype: y keeps f32 precision, z is a bf16.
+  std::vector<uint16_t> x = {float_to_bf16(1.5f), float_to_bf16(-2.0f), float_to_bf16(0.375f),
+                             float_to_bf16(3.0f)};
+  std::vector<float> s = {1.0f / 3, 0.1f}, y(4);
+  std::vector<uint16_t> z(2);
+  std::vector<ConstTensorView> in = {{DType::bf16, {2, 2}, x.data()}, {DType::f32, {2}, s.data()}};
+  std::vector<TensorView> out = {{DType::f32, {2, 2}, y.data()}, {DType::bf16, {2}, z.data()}};
+  t.op->reference(in, t.scalars, out);
+  EXPECT_EQ(y[0], static_cast<float>(1.5 * static_cast<double>(s[0])));
+  EXPECT_EQ(y[3], static_cast<float>(3.0 * static_cast<double>(s[1])));
+  EXPECT_EQ(bf16_to_double(z[0]), 1.5);
+  EXPECT_EQ(bf16_to_double(z[1]), 3.0);
+}
+
+TEST_F(DefinedOp, EachOutputHasItsOwnCompare) {
+  test::write_file(dir_ / "scale_rowmax.json", test::kScaleRowmaxDefinition);
+  test::write_file(dir_ / "scale_rowmax_ref.c", test::kScaleRowmaxReference);
+  const nlohmann::json base = {{"operator", "scale_rowmax.json"}, {"shapes", {{"x", {4, 10}}}}};
+  auto with = [&](const nlohmann::json& extra) {
+    nlohmann::json c = base;
+    c.update(extra);
+    return task(c);
+  };
+  // y has no mode of its own: its dtype's; z says exact.
+  Task t = with(nlohmann::json::object());
+  ASSERT_EQ(t.compare.size(), 2u);
+  EXPECT_EQ(t.compare[0].str(), "tol:1e-05,0.0001");
+  EXPECT_EQ(t.compare[1].str(), "exact");
+  EXPECT_EQ(t.compare_str(), "y tol:1e-05,0.0001, z exact");
+  EXPECT_EQ(t.resolved["compare"], nlohmann::json({{"y", "tol:1e-05,0.0001"}, {"z", "exact"}}));
+  // The task's compare: one mode for all, or modes by output name.
+  Task all = with({{"compare", "ulp:2"}});
+  EXPECT_EQ(all.compare_str(), "ulp:2");
+  EXPECT_EQ(all.resolved["compare"], "ulp:2");
+  Task one = with({{"compare", {{"z", "ulp:1"}}}});
+  EXPECT_EQ(one.compare[0].str(), "tol:1e-05,0.0001");
+  EXPECT_EQ(one.compare[1].str(), "ulp:1");
+  EXPECT_NE(one.hash, t.hash);
+  EXPECT_EQ(parse_task(one.config).hash, one.hash);
+
+  auto error = [&](const nlohmann::json& compare) -> std::string {
+    try {
+      with({{"compare", compare}});
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  EXPECT_EQ(error({{"q", "exact"}}), "$.compare.q: no output 'q' to compare (outputs: y, z)");
+  EXPECT_EQ(error({{"x", "exact"}}), "$.compare.x: no output 'x' to compare (outputs: y, z)");
+  EXPECT_EQ(error({{"y", "close"}}).rfind("$.compare.y: bad comparison 'close'", 0), 0u)
+      << error({{"y", "close"}});
+  EXPECT_EQ(error({{"y", 1}}), "$.compare.y: expected a string, got 1");
+  EXPECT_EQ(error(3).rfind("$.compare: expected a mode like \"ulp:2\"", 0), 0u) << error(3);
 }
 
 TEST_F(DefinedOp, ShapesThatDisagreeWithTheDeclarationAreErrors) {

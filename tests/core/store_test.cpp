@@ -25,7 +25,7 @@ TEST(Store, CreatesTheSchemaAndRecordsAnEvaluation) {
     EvalResult r;
     r.status = Status::ok;
     r.timing = TimingStats::from_samples({3e-3, 1e-3, 2e-3}, 1, 2);
-    r.checks.push_back({"[4, 8] seed 1", true, 32, 0, 1e-7, 2, std::nullopt, ""});
+    r.checks.push_back({"[4, 8] seed 1", true, 32, 0, 1e-7, 2, std::nullopt, "", {}});
     eval_id = s.add_evaluation(child, r);
     s.finish_run(run, "done");
   }

@@ -22,7 +22,7 @@ TEST(Task, DefaultsFillIn) {
   EXPECT_DOUBLE_EQ(t.timing.min_time_s, 0.1);
   EXPECT_EQ(t.timing.min_samples, 10);
   EXPECT_FALSE(t.check_shapes.empty());
-  EXPECT_EQ(t.compare.str(), "tol:1e-07,0.0001");
+  EXPECT_EQ(t.compare_str(), "tol:1e-07,0.0001");
   EXPECT_EQ(t.hash.size(), 16u);
 }
 

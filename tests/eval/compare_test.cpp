@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/defined_operator.h"
 #include "core/error.h"
 
 namespace kevo {
@@ -14,7 +15,7 @@ const Operator& op() { return operators().get("swiglu"); }
 CheckReport cmp(std::vector<float> got, std::vector<float> want, const std::string& mode) {
   Shape s = {1, static_cast<int64_t>(got.size())};
   return compare_outputs(op(), {ConstTensorView(DType::f32, s, got.data())},
-                         {ConstTensorView(DType::f32, s, want.data())}, CompareMode::parse(mode));
+                         {ConstTensorView(DType::f32, s, want.data())}, {CompareMode::parse(mode)});
 }
 
 TEST(Compare, ExactIsBitwise) {
@@ -77,6 +78,45 @@ TEST(Compare, LargeOutputsFindTheFirstMismatch) {
   EXPECT_EQ(r.mismatches, 2);
   EXPECT_EQ(r.first->index, 70000);
   EXPECT_EQ(r.checked, 200000);
+}
+
+TEST(Compare, EachOutputUnderItsOwnModeInItsOwnDtype) {
+  // Two outputs: y in f32, z in bf16 (parsed only: the reference is not run).
+  auto two =
+      DefinedOperator::parse(nlohmann::json::parse(R"({"name": "two", "sizes": ["N"], "source": "",
+        "tensors": [{"name": "x", "role": "in", "shape": ["N"]},
+                    {"name": "y", "role": "out", "shape": ["N"]},
+                    {"name": "z", "role": "out", "dtype": "bf16", "shape": ["N"]}]})"),
+                             "$", {});
+  std::vector<float> y_want = {1, 2, 3}, y_got = {1, 2.0001f, 3};
+  std::vector<uint16_t> z_want = {float_to_bf16(1), float_to_bf16(2), float_to_bf16(3)};
+  std::vector<uint16_t> z_got = z_want;
+  z_got[2] += 1;  // one bf16 ulp
+  auto run = [&](const std::string& y_mode, const std::string& z_mode) {
+    return compare_outputs(*two,
+                           {ConstTensorView(DType::f32, {3}, y_got.data()),
+                            ConstTensorView(DType::bf16, {3}, z_got.data())},
+                           {ConstTensorView(DType::f32, {3}, y_want.data()),
+                            ConstTensorView(DType::bf16, {3}, z_want.data())},
+                           {CompareMode::parse(y_mode), CompareMode::parse(z_mode)});
+  };
+  // y is 1e-4 off, z one ulp: tolerant y and exact z fails z only.
+  CheckReport r = run("tol:0,1e-3", "exact");
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.mismatches, 1);
+  EXPECT_EQ(r.failed_outputs, std::vector<std::string>{"z"});
+  ASSERT_TRUE(r.first.has_value());
+  EXPECT_EQ(r.first->tensor, "z");
+  EXPECT_EQ(r.first->compare, "exact");
+  EXPECT_EQ(r.first->coords, "[2]");
+  EXPECT_EQ(r.first->want, 3.0);
+  EXPECT_TRUE(run("tol:0,1e-3", "ulp:1").passed);
+  // The first failing output is the first mismatch; both are listed.
+  CheckReport both = run("exact", "exact");
+  EXPECT_EQ(both.failed_outputs, (std::vector<std::string>{"y", "z"}));
+  EXPECT_EQ(both.first->tensor, "y");
+  EXPECT_EQ(check_to_json(both)["failed_outputs"], nlohmann::json({"y", "z"}));
+  EXPECT_EQ(check_to_json(both)["first_mismatch"]["compare"], "exact");
 }
 
 TEST(Compare, ModesParseAndPrint) {

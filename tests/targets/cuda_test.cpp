@@ -18,10 +18,13 @@
 #include "core/paths.h"
 #include "core/space.h"
 #include "eval/evaluator.h"
+#include "support/bias_gelu.h"  // test::write_file
+#include "support/scale_rowmax.h"
 #include "support/test_support.h"
+#include "synth/synthesizer.h"
+#include "targets/cpu/runner_protocol.h"
 #include "targets/cuda/cuda_target.h"
 #include "targets/cuda/reports.h"
-#include "synth/synthesizer.h"
 
 namespace kevo {
 namespace {
@@ -243,6 +246,43 @@ TEST_F(FakeCuda, RoundTrip) {
   bool regs = false;
   for (const auto& m : r.profile) regs |= m.metric == "ptxas.registers" && m.value == 16;
   EXPECT_TRUE(regs);
+}
+
+// Tensors of several dtypes (bf16 x and z, f32 s and y): the job carries each
+// one's, the runner's outputs come back at their sizes and are compared as such.
+TEST_F(FakeCuda, EachTensorTravelsInItsOwnDtype) {
+  const auto dir = test::temp_dir("fake-cuda-mixed");
+  test::write_file(dir / "scale_rowmax.json", test::kScaleRowmaxDefinition);
+  test::write_file(dir / "scale_rowmax_ref.c", test::kScaleRowmaxReference);
+  task_ = parse_task({{"operator", "scale_rowmax.json"},
+                      {"shapes", {{"x", {8, 100}}}},
+                      {"target", "cuda"},
+                      {"limits", {{"timeout_s", 10}}}},
+                     dir / "task.json");
+  EXPECT_STATUS(eval("ok"), Status::ok);
+  EvalResult wrong = eval("wrong");  // the fake bumps y's first element
+  EXPECT_STATUS(wrong, Status::mismatch);
+  ASSERT_FALSE(wrong.checks.empty());
+  EXPECT_EQ(wrong.checks.back().failed_outputs, std::vector<std::string>{"y"});
+}
+
+TEST(RunnerJob, CarriesEachTensorsDtype) {
+  runner::Job job;
+  job.dtype = DType::f32;
+  job.dtypes = {DType::bf16, DType::f32, DType::f32, DType::bf16};
+  job.phases.push_back({false, {{4, 10}, {10}, {4, 10}, {4}}, 1});
+  nlohmann::json j = job.to_json();
+  EXPECT_EQ(j["dtypes"], nlohmann::json({"bf16", "f32", "f32", "bf16"}));
+  EXPECT_EQ(runner::Job::from_json(j).dtypes, job.dtypes);
+  // A job without the list (an older kevo): every tensor has the one dtype.
+  j.erase("dtypes");
+  j["dtype"] = "f16";
+  EXPECT_EQ(runner::Job::from_json(j).dtypes, std::vector<DType>(4, DType::f16));
+  // Output offsets step by each output's own size, 64-byte aligned.
+  size_t total = 0;
+  auto offsets = runner::output_offsets(2, job.dtypes, job.phases[0].shapes, &total);
+  EXPECT_EQ(offsets, (std::vector<size_t>{0, 192}));  // y: 40 f32 = 160 -> 192
+  EXPECT_EQ(total, 192u + 64u);                       // z: 4 bf16 = 8 -> 64
 }
 
 TEST_F(FakeCuda, WrongOutputsAreAMismatch) {

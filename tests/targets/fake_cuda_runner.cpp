@@ -26,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/defined_operator.h"
 #include "core/operator.h"
 #include "targets/cpu/runner_protocol.h"
 
@@ -75,7 +76,8 @@ int main(int argc, char** argv) {
       continue;
     }
     const std::string mode = mode_of(job.artifact);
-    const Operator& op = operators().get(job.op);
+    std::shared_ptr<const Operator> defined;
+    const Operator& op = job_operator(job.op, job.op_definition, defined);
     const size_t n_in = op.n_inputs();
     bool stopped = false;
     for (size_t ph = 0; ph < job.phases.size() && !stopped; ++ph) {
@@ -104,17 +106,21 @@ int main(int argc, char** argv) {
       std::vector<ConstTensorView> in;
       std::vector<TensorView> out;
       for (size_t i = 0; i < phase.shapes.size(); ++i)
-        bufs.emplace_back(static_cast<size_t>(numel(phase.shapes[i])) * dtype_size(job.dtype) + 1);
+        bufs.emplace_back(static_cast<size_t>(numel(phase.shapes[i])) * dtype_size(job.dtypes[i]) +
+                          1);
       for (size_t i = 0; i < n_in; ++i) {
-        generate_input(op, i, TensorView{job.dtype, phase.shapes[i], bufs[i].data()}, phase.seed);
-        in.push_back({job.dtype, phase.shapes[i], bufs[i].data()});
+        generate_input(op, i, TensorView{job.dtypes[i], phase.shapes[i], bufs[i].data()},
+                       phase.seed);
+        in.push_back({job.dtypes[i], phase.shapes[i], bufs[i].data()});
       }
       for (size_t i = n_in; i < phase.shapes.size(); ++i)
-        out.push_back({job.dtype, phase.shapes[i], bufs[i].data()});
+        out.push_back({job.dtypes[i], phase.shapes[i], bufs[i].data()});
       op.reference(in, job.scalars, out);
-      if (mode == "wrong") store_element(job.dtype, bufs[n_in].data(), 0, 1 + load_element(job.dtype, bufs[n_in].data(), 0));
+      if (mode == "wrong")
+        store_element(job.dtypes[n_in], bufs[n_in].data(), 0,
+                      1 + load_element(job.dtypes[n_in], bufs[n_in].data(), 0));
       size_t total = 0;
-      auto offsets = runner::output_offsets(n_in, job.dtype, phase.shapes, &total);
+      auto offsets = runner::output_offsets(n_in, job.dtypes, phase.shapes, &total);
       int fd = open(job.output_path.c_str(), O_RDWR | O_CREAT, 0600);
       if (fd < 0 || ftruncate(fd, static_cast<off_t>(std::max<size_t>(total, 1))) != 0) return 5;
       char* map = static_cast<char*>(mmap(nullptr, std::max<size_t>(total, 1), PROT_WRITE, MAP_SHARED, fd, 0));

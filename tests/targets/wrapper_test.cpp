@@ -11,6 +11,7 @@
 #include "core/space.h"
 #include "core/store.h"
 #include "eval/evaluator.h"
+#include "support/scale_rowmax.h"
 #include "support/test_support.h"
 #include "targets/cuda/cuda_target.h"
 #include "targets/wrapper.h"
@@ -95,6 +96,79 @@ TEST_F(PlainCpu, MissingFunctionIsRejected) {
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["result"]["status"], "rejected") << r.out;
   EXPECT_NE(j["result"]["detail"].get<std::string>().find("swiglu_plain"), std::string::npos);
+}
+
+// A defined operator whose tensors differ in dtype (bf16 x and z, f32 s and
+// y): the plain function gets each as a pointer of its own type.
+const char* kPlainScaleRowmax = R"(#include <stdint.h>
+#include <string.h>
+static float bf16_value(uint16_t b) {
+  uint32_t u = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+void scale_rowmax(float* y, uint16_t* z, const uint16_t* x, const float* s, int64_t m, int64_t n) {
+  for (int64_t i = 0; i < m; ++i) {
+    uint16_t best = x[i * n];
+    for (int64_t j = 0; j < n; ++j) {
+      y[i * n + j] = bf16_value(x[i * n + j]) * s[j];
+      if (bf16_value(x[i * n + j]) > bf16_value(best)) best = x[i * n + j];
+    }
+    z[i] = best;
+  }
+}
+)";
+
+class PlainMixed : public PlainCpu {
+ protected:
+  void SetUp() override {
+    PlainCpu::SetUp();
+    write("scale_rowmax.json", test::kScaleRowmaxDefinition);
+    write("scale_rowmax_ref.c", test::kScaleRowmaxReference);
+    write("mixed.c", kPlainScaleRowmax);
+    write("mixed.json", config("function").dump());
+  }
+  static nlohmann::json config(const std::string& kind) {
+    nlohmann::json c = {{"operator", "scale_rowmax.json"},
+                        {"shapes", {{"x", {16, 300}}}},
+                        {"timing", {{"min_time_ms", 2}, {"min_samples", 3}}},
+                        {"entry",
+                         {{"kind", kind},
+                          {"function", "scale_rowmax"},
+                          {"args", {"y", "z", "x", "s", "M", "N"}},
+                          {"sizes", {{"M", "x[0]"}, {"N", "x[1]"}}}}}};
+    if (kind == "global") {
+      c["target"] = "cuda";
+      c["entry"]["block"] = nlohmann::json::array({"32"});
+      c["entry"]["grid"] = nlohmann::json::array({"M"});
+    }
+    return c;
+  }
+};
+
+TEST_F(PlainMixed, EachTensorIsAPointerOfItsOwnType) {
+  Task cpu = parse_task(config("function"), dir_ / "mixed.json");
+  std::string w = entry_wrapper(cpu, "/k/mixed.c");
+  EXPECT_NE(w.find("scale_rowmax((float*)out[0].data, (uint16_t*)out[1].data, "
+                   "(const uint16_t*)in[0].data, (const float*)in[1].data, M, N)"),
+            std::string::npos)
+      << w;
+  // The wrapper refuses tensors of other dtypes than each one's own.
+  EXPECT_NE(w.find("if (in[0].dtype != 3 ||"), std::string::npos) << w;   // bf16
+  EXPECT_NE(w.find("if (in[1].dtype != 0 ||"), std::string::npos) << w;   // f32
+  EXPECT_NE(w.find("if (out[1].dtype != 3 ||"), std::string::npos) << w;  // bf16
+  Task cuda = parse_task(config("global"), dir_ / "mixed.json");
+  w = entry_wrapper(cuda, "/k/mixed.cu");
+  EXPECT_NE(w.find("scale_rowmax<<<grid, block, 0, stream>>>((float*)out[0].data, "
+                   "(__nv_bfloat16*)out[1].data, (const __nv_bfloat16*)in[0].data, "
+                   "(const float*)in[1].data, M, N)"),
+            std::string::npos)
+      << w;
+
+  auto r = kevo({"eval", "--task", "mixed.json", "mixed.c", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["result"]["status"], "ok") << r.out;
 }
 
 // ---- CUDA ----------------------------------------------------------------------------
