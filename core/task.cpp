@@ -225,7 +225,9 @@ Task parse_task(const nlohmann::json& config, const std::filesystem::path& origi
   t.config = config;
   // Self-contained (reference text inlined), so resume, explain and export
   // rebuild the operator without the files or the directory it came from.
-  if (auto* d = dynamic_cast<const DefinedOperator*>(t.op)) t.config["operator"] = d->definition();
+  // A built-in stays its name.
+  if (auto* d = dynamic_cast<const DefinedOperator*>(t.op); d && !d->builtin())
+    t.config["operator"] = d->definition();
 
   // What the task resolved to, and the hash of what changes a measurement.
   nlohmann::json r;
@@ -247,8 +249,9 @@ Task parse_task(const nlohmann::json& config, const std::filesystem::path& origi
   r["seed"] = t.seed;
   r["knobs"] = t.knob_restrictions;
   // A defined operator's identity (its definition and reference source):
-  // editing either invalidates stored measurements and cached references.
-  if (auto* d = dynamic_cast<const DefinedOperator*>(t.op))
+  // editing either invalidates stored measurements and cached references. A
+  // built-in hashes as its name, as it did as C++ code: stored runs resume.
+  if (auto* d = dynamic_cast<const DefinedOperator*>(t.op); d && !d->builtin())
     r["operator_definition"] = d->identity_hash();
   // The entry changes the program that is compiled; the config's knobs only
   // choose which points are searched (a point's values reach the compiler as
