@@ -8,6 +8,7 @@
 
 #include "core/defined_operator.h"
 #include "core/error.h"
+#include "core/task.h"
 
 namespace kevo {
 namespace {
@@ -282,6 +283,15 @@ TEST(Operators, BuiltinsAreShippedDefinitions) {
     EXPECT_EQ(d->definition()["origin"], "operators/" + name + ".cpp");
   }
   EXPECT_EQ(operators().names().size(), 6u);
+  // The task hash holds the operator's name and its check shapes as given:
+  // both as they were when the built-ins were C++ classes.
+  Task t = parse_task({{"operator", "swiglu"}, {"shapes", {{"g", {4, 8}}}}});
+  EXPECT_EQ(t.config["operator"], "swiglu");
+  EXPECT_FALSE(t.resolved.contains("operator_definition"));
+  EXPECT_EQ(t.resolved["check_shapes"],
+            nlohmann::json::parse(R"([{"g": [7, 1003]}, {"g": [3, 2, 17]}, {"g": [5, 1]}])"));
+  EXPECT_EQ(operators().get("gemm").small_check_shapes()[1],
+            (ShapeMap{{"A", {130, 61}}, {"B", {61, 67}}}));
 }
 
 TEST(Operators, DefaultComparisonsDependOnDtypeAndSize) {
