@@ -195,7 +195,9 @@ std::optional<CompareMode> CompareSpec::resolve(DType dtype, const int64_t* valu
   auto value = [&](const Number& n) {
     if (!n.times) return n.coefficient;
     auto v = n.times->evaluate(values);
-    if (!v) throw UserError(fmt::format("comparison: \"{}\" overflows at these sizes", n.times->text()));
+    if (!v)
+      throw UserError(
+          fmt::format("comparison: \"{}\" overflows at these sizes", n.times->text()));
     return n.coefficient * static_cast<double>(*v);
   };
   m.atol = value(it->second.atol);
@@ -424,8 +426,8 @@ std::shared_ptr<const DefinedOperator> DefinedOperator::parse(
       const std::string at = fmt::format("{}[{}]", d.path_of("check_shapes"), i);
       const nlohmann::json& c = (*check_shapes)[i];
       if (!c.is_object() || c.empty())
-        throw ConfigError(at, fmt::format("expected shapes by tensor name like {{\"x\": [7, 1003]}}, "
-                                          "got {}",
+        throw ConfigError(at, fmt::format("expected shapes by tensor name like "
+                                          "{{\"x\": [7, 1003]}}, got {}",
                                           json_brief(c)));
       ShapeMap given;
       for (auto it = c.begin(); it != c.end(); ++it)
@@ -459,8 +461,8 @@ std::vector<Shape> DefinedOperator::bind_shapes(const ShapeMap& given,
       lead = g.size() - t.shape.size();
       Shape b(g.begin(), g.begin() + static_cast<std::ptrdiff_t>(lead));
       if (batch && *batch != b)
-        throw ConfigError(at, fmt::format("leading dimensions {} (the \"...\" of {}) differ from {} "
-                                          "in {}",
+        throw ConfigError(at, fmt::format("leading dimensions {} (the \"...\" of {}) differ "
+                                          "from {} in {}",
                                           shape_str(b), t.decl.doc, shape_str(*batch), batch_by));
       if (!batch) {
         batch = std::move(b);

@@ -44,7 +44,8 @@ KEVO_EXPORT int kevo_reference(const kevo_tensor* in, int n_in, kevo_tensor* out
 template <class F>
 static void kevo_parallel_for(int64_t n, int64_t grain, F f) {
   const int64_t cpus = std::max<int64_t>(1, std::thread::hardware_concurrency());
-  const int64_t chunks = std::min<int64_t>(cpus, std::max<int64_t>(1, n / std::max<int64_t>(1, grain)));
+  const int64_t chunks =
+      std::min<int64_t>(cpus, std::max<int64_t>(1, n / std::max<int64_t>(1, grain)));
   if (chunks <= 1) {
     if (n > 0) f(int64_t{0}, n);
     return;

@@ -217,8 +217,8 @@ TEST_F(DefinedOp, ComparisonsByDtypeWithTolerancesOverSizes) {
   d["tensors"][2]["compare"]["default"] = "ulp:2";
   EXPECT_EQ(with("bf16", {{"x", {4, 10}}}), "ulp:2");
   // The task's own compare still wins.
-  EXPECT_EQ(task({{"operator", d}, {"shapes", {{"x", {4, 10}}}}, {"compare", "exact"}}).compare.str(),
-            "exact");
+  Task own = task({{"operator", d}, {"shapes", {{"x", {4, 10}}}}, {"compare", "exact"}});
+  EXPECT_EQ(own.compare.str(), "exact");
 }
 
 // "..." in a task's own definition: leading dimensions shared by the tensors

@@ -155,7 +155,8 @@ Generated generate_and_run(const std::string& name, const ShapeMap& given,
     g.in.emplace_back(static_cast<size_t>(numel(g.shapes[i])));
     generate_input(op, i, {DType::f64, g.shapes[i], g.in.back().data()}, 3);
   }
-  for (size_t i = 0; i < op.n_inputs(); ++i) in.emplace_back(DType::f64, g.shapes[i], g.in[i].data());
+  for (size_t i = 0; i < op.n_inputs(); ++i)
+    in.emplace_back(DType::f64, g.shapes[i], g.in[i].data());
   for (size_t i = op.n_inputs(); i < g.shapes.size(); ++i)
     g.out.emplace_back(static_cast<size_t>(numel(g.shapes[i])), NAN);
   std::vector<TensorView> out;
@@ -221,7 +222,8 @@ TEST(ShippedReferences, RmsnormLayernormAndSwiglu) {
 }
 
 TEST(ShippedReferences, Gemm) {
-  for (const auto& [m, k, n] : std::vector<std::array<int64_t, 3>>{{5, 37, 19}, {1, 1, 1}, {3, 130, 7}}) {
+  const std::vector<std::array<int64_t, 3>> mkn = {{5, 37, 19}, {1, 1, 1}, {3, 130, 7}};
+  for (const auto& [m, k, n] : mkn) {
     auto g = generate_and_run("gemm", {{"A", {m, k}}, {"B", {k, n}}}, {});
     std::vector<double> want(static_cast<size_t>(m * n));
     for (int64_t i = 0; i < m; ++i)
