@@ -10,7 +10,6 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/json_reader.h"
-#include "core/operators/row_operator.h"
 #include "core/paths.h"
 
 namespace kevo {
@@ -98,11 +97,119 @@ Distribution parse_distribution(JsonObject d) {
   return r;
 }
 
+// The reserved name for the product of the "..." dimensions in expressions.
+constexpr const char* kBatch = "BATCH";
+
+bool is_ellipsis(const nlohmann::json& v) { return v.is_string() && v.get<std::string>() == "..."; }
+
+// A shape as a task gives it: sizes >= 1.
+Shape parse_check_shape(const nlohmann::json& v, const std::string& path) {
+  if (!v.is_array() || v.empty())
+    throw ConfigError(path, fmt::format("expected a shape like [7, 129], got {}", json_brief(v)));
+  Shape s;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const int64_t d = json_to_int(v[i], fmt::format("{}[{}]", path, i));
+    if (d < 1) throw ConfigError(fmt::format("{}[{}]", path, i), "expected a size >= 1");
+    s.push_back(d);
+  }
+  return s;
+}
+
 }  // namespace
+
+// ---- comparison specs -------------------------------------------------------
+
+CompareSpec::Mode CompareSpec::parse_mode(const std::string& text,
+                                          const std::vector<std::string>& names,
+                                          const std::string& path) {
+  Mode m;
+  if (text.rfind("tol:", 0) != 0) {
+    try {
+      m.fixed = CompareMode::parse(text);
+    } catch (const UserError& e) {
+      throw ConfigError(path, e.what());
+    }
+    return m;
+  }
+  // tol:ATOL,RTOL where each is NUMBER or NUMBER * EXPR.
+  const std::string rest = text.substr(4);
+  const size_t comma = rest.find(',');
+  auto number = [&](const std::string& part) {
+    Number n;
+    const size_t star = part.find('*');
+    const std::string lead = part.substr(0, star);
+    char* end = nullptr;
+    n.coefficient = std::strtod(lead.c_str(), &end);
+    while (end && (*end == ' ' || *end == '\t')) ++end;
+    if (lead.empty() || end != lead.c_str() + lead.size() || !std::isfinite(n.coefficient) ||
+        n.coefficient < 0)
+      throw ConfigError(path, fmt::format("bad comparison '{}': tol needs two numbers >= 0, each "
+                                          "maybe times an expression of sizes, like "
+                                          "tol:5e-7*K,1e-5",
+                                          text));
+    if (star != std::string::npos) n.times = parse_expr(part.substr(star + 1), names, path);
+    return n;
+  };
+  if (comma == std::string::npos)
+    throw ConfigError(path, fmt::format("bad comparison '{}': tol needs two numbers >= 0, like "
+                                        "tol:1e-6,1e-5",
+                                        text));
+  m.fixed.kind = CompareMode::tol;
+  m.atol = number(rest.substr(0, comma));
+  m.rtol = number(rest.substr(comma + 1));
+  return m;
+}
+
+CompareSpec CompareSpec::parse(const nlohmann::json& value, const std::vector<std::string>& names,
+                               const std::string& path) {
+  CompareSpec spec;
+  spec.text_ = value.dump();
+  if (value.is_string()) {
+    spec.by_dtype_["default"] = parse_mode(value.get<std::string>(), names, path);
+    return spec;
+  }
+  if (!value.is_object() || value.empty())
+    throw ConfigError(path, fmt::format("expected a mode like \"tol:1e-6,1e-5\" or modes by "
+                                        "dtype like {{\"f32\": \"tol:1e-6,1e-5\", \"default\": "
+                                        "\"exact\"}}, got {}",
+                                        json_brief(value)));
+  for (auto it = value.begin(); it != value.end(); ++it) {
+    const std::string at = fmt::format("{}.{}", path, it.key());
+    if (it.key() != "default" && !parse_dtype(it.key()))
+      throw ConfigError(at, fmt::format("unknown dtype '{}' (expected one of: {}, or default)",
+                                        it.key(), dtype_names()));
+    if (!it.value().is_string())
+      throw ConfigError(at, fmt::format("expected a mode like \"tol:1e-6,1e-5\", got {}",
+                                        json_brief(it.value())));
+    spec.by_dtype_[it.key()] = parse_mode(it.value().get<std::string>(), names, at);
+  }
+  return spec;
+}
+
+std::optional<CompareMode> CompareSpec::resolve(DType dtype, const int64_t* values) const {
+  auto it = by_dtype_.find(std::string(dtype_name(dtype)));
+  if (it == by_dtype_.end()) it = by_dtype_.find("default");
+  if (it == by_dtype_.end()) return std::nullopt;
+  CompareMode m = it->second.fixed;
+  if (m.kind != CompareMode::tol) return m;
+  auto value = [&](const Number& n) {
+    if (!n.times) return n.coefficient;
+    auto v = n.times->evaluate(values);
+    if (!v)
+      throw UserError(
+          fmt::format("comparison: \"{}\" overflows at these sizes", n.times->text()));
+    return n.coefficient * static_cast<double>(*v);
+  };
+  m.atol = value(it->second.atol);
+  m.rtol = value(it->second.rtol);
+  return m;
+}
+
+// ---- definitions ------------------------------------------------------------
 
 std::shared_ptr<const DefinedOperator> DefinedOperator::parse(
     const nlohmann::json& definition, const std::string& path,
-    const std::filesystem::path& base_dir) {
+    const std::filesystem::path& base_dir, bool builtin) {
   JsonObject d(definition, path);
   const std::string name = d.get_string("name");
   if (name.empty()) throw ConfigError(d.path_of("name"), "expected a non-empty name");
@@ -140,6 +247,7 @@ std::shared_ptr<const DefinedOperator> DefinedOperator::parse(
 
   std::shared_ptr<DefinedOperator> op(
       new DefinedOperator(name, ReferenceProgram(name, source, language, origin)));
+  op->builtin_ = builtin;
   op->formula_ = d.get_string("formula", "");
 
   op->sizes_ = d.get_string_list("sizes", std::vector<std::string>{});
@@ -154,6 +262,24 @@ std::shared_ptr<const DefinedOperator> DefinedOperator::parse(
     throw ConfigError(d.path_of("tensors"),
                       "expected a list of tensors like {\"name\": \"x\", \"role\": \"in\", "
                       "\"shape\": [\"M\", \"N\"]}");
+  // A leading "..." anywhere makes BATCH (the product of those dimensions) a
+  // name expressions may read.
+  for (const auto& t : *tensors)
+    if (t.is_object() && t.contains("shape") && t["shape"].is_array() && !t["shape"].empty() &&
+        is_ellipsis(t["shape"][0]))
+      op->has_batch_ = true;
+  op->expr_names_ = op->sizes_;
+  if (op->has_batch_) {
+    for (size_t i = 0; i < op->sizes_.size(); ++i)
+      if (op->sizes_[i] == kBatch)
+        throw ConfigError(fmt::format("{}[{}]", d.path_of("sizes"), i),
+                          fmt::format("'{}' is reserved for the product of the \"...\" "
+                                      "dimensions",
+                                      kBatch));
+    op->expr_names_.push_back(kBatch);
+  }
+  const auto& names_in_exprs = op->expr_names_;
+
   std::vector<Tensor> ins, outs;
   std::vector<std::string> names;
   for (size_t i = 0; i < tensors->size(); ++i) {
@@ -170,10 +296,15 @@ std::shared_ptr<const DefinedOperator> DefinedOperator::parse(
     tensor.decl.is_output = role == "out";
     const nlohmann::json* shape = t.get_raw("shape");
     if (!shape || !shape->is_array() || shape->empty() || shape->size() > 8)
-      throw ConfigError(t.path_of("shape"), "expected 1 to 8 dimensions like [\"M\", \"N\"]");
-    for (size_t j = 0; j < shape->size(); ++j)
-      tensor.shape.push_back(
-          parse_expr((*shape)[j], op->sizes_, fmt::format("{}[{}]", t.path_of("shape"), j)));
+      throw ConfigError(t.path_of("shape"),
+                        "expected 1 to 8 dimensions like [\"M\", \"N\"] or [\"...\", \"N\"]");
+    tensor.batch = is_ellipsis((*shape)[0]);
+    for (size_t j = tensor.batch ? 1 : 0; j < shape->size(); ++j) {
+      const std::string at = fmt::format("{}[{}]", t.path_of("shape"), j);
+      if (is_ellipsis((*shape)[j]))
+        throw ConfigError(at, "\"...\" stands for leading dimensions: only the first may be it");
+      tensor.shape.push_back(parse_expr((*shape)[j], names_in_exprs, at));
+    }
     tensor.decl.doc = shape_doc(*shape);
     if (t.has("dtype")) {
       const std::string dt = t.get_string("dtype");
@@ -188,16 +319,10 @@ std::shared_ptr<const DefinedOperator> DefinedOperator::parse(
         throw ConfigError(t.path_of("distribution"), "only inputs have a distribution");
       tensor.distribution = parse_distribution(t.get_object("distribution"));
     }
-    if (t.has("compare")) {
+    if (const nlohmann::json* compare = t.get_raw("compare")) {
       if (!tensor.decl.is_output)
         throw ConfigError(t.path_of("compare"), "only outputs are compared");
-      try {
-        tensor.compare = CompareMode::parse(t.get_string("compare"));
-      } catch (const ConfigError&) {
-        throw;
-      } catch (const UserError& e) {
-        throw ConfigError(t.path_of("compare"), e.what());
-      }
+      tensor.compare = CompareSpec::parse(*compare, names_in_exprs, t.path_of("compare"));
     }
     t.finish();
     (tensor.decl.is_output ? outs : ins).push_back(std::move(tensor));
@@ -244,34 +369,72 @@ std::shared_ptr<const DefinedOperator> DefinedOperator::parse(
   }
 
   if (const nlohmann::json* f = d.get_raw("flops"))
-    op->flops_ = parse_expr(*f, op->sizes_, d.path_of("flops"));
+    op->flops_ = parse_expr(*f, names_in_exprs, d.path_of("flops"));
   if (const nlohmann::json* b = d.get_raw("bytes"))
-    op->bytes_ = parse_expr(*b, op->sizes_, d.path_of("bytes"));
+    op->bytes_ = parse_expr(*b, names_in_exprs, d.path_of("bytes"));
 
-  if (const nlohmann::json* checks = d.get_raw("check_sizes")) {
+  const nlohmann::json* checks = d.get_raw("check_sizes");
+  const nlohmann::json* check_shapes = d.get_raw("check_shapes");
+  if (checks && check_shapes)
+    throw ConfigError(d.path_of("check_shapes"),
+                      "give either \"check_sizes\" or \"check_shapes\", not both");
+  if (checks) {
     if (!checks->is_array() || checks->empty())
       throw ConfigError(d.path_of("check_sizes"), "expected a list like [{\"M\": 3, \"N\": 37}]");
     for (size_t i = 0; i < checks->size(); ++i) {
       JsonObject c((*checks)[i], fmt::format("{}[{}]", d.path_of("check_sizes"), i));
-      std::vector<int64_t> values;
+      CheckSizes values;
       for (const auto& s : op->sizes_) {
         const int64_t v = c.get_int(s);
         if (v < 1) throw ConfigError(c.path_of(s), "expected a size >= 1");
-        values.push_back(v);
+        values.sizes.push_back(v);
+      }
+      if (const nlohmann::json* batch = c.get_raw("...")) {
+        if (!op->has_batch_)
+          throw ConfigError(c.path_of("..."), "no shape of this operator starts with \"...\"");
+        if (!batch->is_array())
+          throw ConfigError(c.path_of("..."),
+                            fmt::format("expected the leading dimensions like [3, 2], got {}",
+                                        json_brief(*batch)));
+        for (size_t j = 0; j < batch->size(); ++j) {
+          const int64_t v = json_to_int((*batch)[j], fmt::format("{}[{}]", c.path_of("..."), j));
+          if (v < 1)
+            throw ConfigError(fmt::format("{}[{}]", c.path_of("..."), j), "expected a size >= 1");
+          values.batch.push_back(v);
+        }
       }
       c.finish();
       op->check_sizes_.push_back(std::move(values));
     }
+  } else if (check_shapes) {
+    if (!check_shapes->is_array() || check_shapes->empty())
+      throw ConfigError(d.path_of("check_shapes"), "expected a list like [{\"x\": [7, 1003]}]");
   } else {
     // Ragged on purpose: no multiple of a vector width, and a second set
-    // where sizes differ from each other.
+    // where sizes differ from each other (and two "..." dimensions).
     const int64_t cycle[] = {3, 129, 17};
-    op->check_sizes_.push_back(std::vector<int64_t>(op->sizes_.size(), 37));
+    op->check_sizes_.push_back({std::vector<int64_t>(op->sizes_.size(), 37),
+                                op->has_batch_ ? Shape{2} : Shape{}});
     std::vector<int64_t> mixed;
     for (size_t k = 0; k < op->sizes_.size(); ++k) mixed.push_back(cycle[k % 3]);
-    op->check_sizes_.push_back(std::move(mixed));
+    op->check_sizes_.push_back({std::move(mixed), op->has_batch_ ? Shape{3, 2} : Shape{}});
   }
   d.finish();
+  // Shapes as given: validated by binding them, like a task's check_shapes.
+  if (check_shapes)
+    for (size_t i = 0; i < check_shapes->size(); ++i) {
+      const std::string at = fmt::format("{}[{}]", d.path_of("check_shapes"), i);
+      const nlohmann::json& c = (*check_shapes)[i];
+      if (!c.is_object() || c.empty())
+        throw ConfigError(at, fmt::format("expected shapes by tensor name like "
+                                          "{{\"x\": [7, 1003]}}, got {}",
+                                          json_brief(c)));
+      ShapeMap given;
+      for (auto it = c.begin(); it != c.end(); ++it)
+        given[it.key()] = parse_check_shape(it.value(), fmt::format("{}.{}", at, it.key()));
+      op->bind_shapes(given, at);
+      op->check_shapes_.push_back(std::move(given));
+    }
 
   op->definition_ = std::move(normalized);
   op->identity_ = sha256_hex(op->definition_.dump()).substr(0, 16);
@@ -283,21 +446,40 @@ std::vector<Shape> DefinedOperator::bind_shapes(const ShapeMap& given,
   check_tensor_names(*this, given, path);
   std::vector<std::optional<int64_t>> value(sizes_.size());
   std::vector<std::string> fixed_by(sizes_.size());
+  std::optional<Shape> batch;  // the "..." dimensions, from the first tensor given with them
+  std::string batch_by;
   for (const auto& t : tensors_) {
     auto it = given.find(t.decl.name);
     if (it == given.end()) continue;
     const std::string at = fmt::format("{}.{}", path, t.decl.name);
-    if (it->second.size() != t.shape.size())
+    const Shape& g = it->second;
+    size_t lead = 0;
+    if (t.batch) {
+      if (g.size() < t.shape.size() || g.size() > 8)
+        throw ConfigError(at, fmt::format("expected rank {} to 8 ({}), got {}", t.shape.size(),
+                                          t.decl.doc, shape_str(g)));
+      lead = g.size() - t.shape.size();
+      Shape b(g.begin(), g.begin() + static_cast<std::ptrdiff_t>(lead));
+      if (batch && *batch != b)
+        throw ConfigError(at, fmt::format("leading dimensions {} (the \"...\" of {}) differ "
+                                          "from {} in {}",
+                                          shape_str(b), t.decl.doc, shape_str(*batch), batch_by));
+      if (!batch) {
+        batch = std::move(b);
+        batch_by = t.decl.name;
+      }
+    } else if (g.size() != t.shape.size()) {
       throw ConfigError(at, fmt::format("expected rank {} ({}), got {}", t.shape.size(), t.decl.doc,
-                                        shape_str(it->second)));
+                                        shape_str(g)));
+    }
     for (size_t j = 0; j < t.shape.size(); ++j) {
       const int k = plain_size(t.shape[j], sizes_);
       if (k < 0) continue;
-      if (value[k] && *value[k] != it->second[j])
-        throw ConfigError(fmt::format("{}[{}]", at, j),
-                          fmt::format("size {} is {} here but {} in {}", sizes_[k], it->second[j],
+      if (value[k] && *value[k] != g[lead + j])
+        throw ConfigError(fmt::format("{}[{}]", at, lead + j),
+                          fmt::format("size {} is {} here but {} in {}", sizes_[k], g[lead + j],
                                       *value[k], fixed_by[k]));
-      value[k] = it->second[j];
+      value[k] = g[lead + j];
       fixed_by[k] = t.decl.name;
     }
   }
@@ -312,9 +494,21 @@ std::vector<Shape> DefinedOperator::bind_shapes(const ShapeMap& given,
     }
     values.push_back(*value[k]);
   }
+  if (has_batch_) {
+    if (!batch) {
+      const Tensor* src = nullptr;
+      for (const auto& t : tensors_)
+        if (t.batch && !src) src = &t;
+      throw ConfigError(fmt::format("{}.{}", path, src->decl.name),
+                        fmt::format("missing: the \"...\" dimensions are not fixed by the shapes "
+                                    "given (give the shape of {} {})",
+                                    src->decl.name, src->decl.doc));
+    }
+    values.push_back(numel(*batch));
+  }
   std::vector<Shape> shapes;
   for (const auto& t : tensors_) {
-    Shape s;
+    Shape s = t.batch ? *batch : Shape{};
     for (const auto& e : t.shape) {
       auto v = e.evaluate(values.data());
       if (!v || *v < 1)
@@ -323,6 +517,10 @@ std::vector<Shape> DefinedOperator::bind_shapes(const ShapeMap& given,
                                       e.text(), t.decl.name));
       s.push_back(*v);
     }
+    if (s.size() > 8)
+      throw ConfigError(fmt::format("{}.{}", path, t.decl.name),
+                        fmt::format("{} would have {} dimensions {} (at most 8)", t.decl.name,
+                                    s.size(), shape_str(s)));
     auto it = given.find(t.decl.name);
     if (it != given.end() && it->second != s)
       throw ConfigError(fmt::format("{}.{}", path, t.decl.name),
@@ -335,7 +533,19 @@ std::vector<Shape> DefinedOperator::bind_shapes(const ShapeMap& given,
 
 std::vector<int64_t> DefinedOperator::size_values(const std::vector<Shape>& shapes) const {
   std::vector<int64_t> v;
-  for (const auto& [t, j] : size_source_) v.push_back(shapes[t][j]);
+  for (const auto& [t, j] : size_source_) {
+    const Shape& s = shapes[t];
+    v.push_back(s[s.size() - tensors_[t].shape.size() + j]);
+  }
+  if (has_batch_)
+    for (size_t t = 0; t < tensors_.size(); ++t)
+      if (tensors_[t].batch) {
+        const Shape& s = shapes[t];
+        int64_t n = 1;
+        for (size_t j = 0; j + tensors_[t].shape.size() < s.size(); ++j) n *= s[j];
+        v.push_back(n);
+        break;
+      }
   return v;
 }
 
@@ -372,18 +582,21 @@ void DefinedOperator::reference(const std::vector<ConstTensorView>& in,
   // dtype) and computes f64 outputs; kevo rounds each to its own dtype.
   std::vector<std::vector<double>> in64, out64;
   std::vector<Shape> in_shapes, out_shapes;
+  std::vector<DType> dtypes;
   for (const auto& t : in) {
     in64.emplace_back(static_cast<size_t>(numel(t.shape)));
     parallel_for(numel(t.shape), [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) in64.back()[i] = t.at(i);
     });
     in_shapes.push_back(t.shape);
+    dtypes.push_back(t.dtype);
   }
   for (const auto& t : out) {
     out64.emplace_back(static_cast<size_t>(numel(t.shape)));
     out_shapes.push_back(t.shape);
+    dtypes.push_back(t.dtype);
   }
-  reference_.run(in64, in_shapes, out64, out_shapes, scalars);
+  reference_.run(in64, in_shapes, out64, out_shapes, scalars, 600, dtypes);
   for (size_t o = 0; o < out.size(); ++o)
     parallel_for(numel(out[o].shape), [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i)
@@ -391,32 +604,47 @@ void DefinedOperator::reference(const std::vector<ConstTensorView>& in,
     });
 }
 
-CompareMode DefinedOperator::default_compare(DType dtype, const std::vector<Shape>&) const {
+// An output's mode: its own "compare" resolved at its dtype and the sizes,
+// else kevo's default for that dtype.
+CompareMode DefinedOperator::output_compare(const Tensor& t, DType dtype,
+                                            const std::vector<int64_t>& values) const {
+  if (t.compare)
+    if (auto m = t.compare->resolve(dtype, values.data())) return *m;
+  return dtype_compare(dtype);
+}
+
+CompareMode DefinedOperator::default_compare(DType dtype, const std::vector<Shape>& shapes) const {
+  const auto values = size_values(shapes);
+  for (const auto& t : tensors_)
+    if (t.decl.is_output) return output_compare(t, dtype, values);
   return dtype_compare(dtype);
 }
 
 std::vector<CompareMode> DefinedOperator::default_compares(DType dtype,
-                                                           const std::vector<Shape>&) const {
+                                                           const std::vector<Shape>& shapes) const {
+  const auto values = size_values(shapes);
   std::vector<CompareMode> modes;
   for (const auto& t : tensors_)
-    if (t.decl.is_output)
-      modes.push_back(t.compare ? *t.compare : dtype_compare(t.dtype.value_or(dtype)));
+    if (t.decl.is_output) modes.push_back(output_compare(t, t.dtype.value_or(dtype), values));
   return modes;
 }
 
-ShapeMap DefinedOperator::shapes_of(const std::vector<int64_t>& sizes) const {
+ShapeMap DefinedOperator::shapes_of(const std::vector<int64_t>& sizes, const Shape& batch) const {
+  std::vector<int64_t> values = sizes;
+  if (has_batch_) values.push_back(numel(batch));
   ShapeMap m;
   for (const auto& t : tensors_) {
-    Shape s;
-    for (const auto& e : t.shape) s.push_back(e.evaluate(sizes.data()).value_or(0));
+    Shape s = t.batch ? batch : Shape{};
+    for (const auto& e : t.shape) s.push_back(e.evaluate(values.data()).value_or(0));
     m[t.decl.name] = std::move(s);
   }
   return m;
 }
 
 std::vector<ShapeMap> DefinedOperator::small_check_shapes() const {
+  if (!check_shapes_.empty()) return check_shapes_;
   std::vector<ShapeMap> out;
-  for (const auto& sizes : check_sizes_) out.push_back(shapes_of(sizes));
+  for (const auto& c : check_sizes_) out.push_back(shapes_of(c.sizes, c.batch));
   return out;
 }
 
@@ -435,7 +663,7 @@ std::shared_ptr<const DefinedOperator> parse_operator_definition(
 
 nlohmann::json operator_definition(const Operator& op) {
   auto* d = dynamic_cast<const DefinedOperator*>(&op);
-  return d ? d->definition() : nlohmann::json();
+  return d && !d->builtin() ? d->definition() : nlohmann::json();
 }
 
 const Operator& job_operator(const std::string& name, const nlohmann::json& definition,

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/builtin_operators.h"
 #include "core/error.h"
-#include "core/operators/builtin.h"
 #include "core/rng.h"
 
 namespace kevo {
@@ -50,7 +50,25 @@ void generate_input(const Operator& op, size_t index, const TensorView& t, uint6
   });
 }
 
-void OperatorRegistry::add(std::unique_ptr<Operator> op) {
+void check_tensor_names(const Operator& op, const ShapeMap& given, const std::string& path) {
+  for (const auto& [name, shape] : given) {
+    bool known = false;
+    for (const auto& t : op.tensors()) known = known || t.name == name;
+    if (!known) {
+      std::vector<std::string> names;
+      for (const auto& t : op.tensors()) names.push_back(t.name);
+      throw ConfigError(fmt::format("{}.{}", path, name),
+                        fmt::format("unknown tensor (the tensors of {} are: {})", op.name(),
+                                    fmt::join(names, ", ")));
+    }
+    for (size_t i = 0; i < shape.size(); ++i)
+      if (shape[i] < 1)
+        throw ConfigError(fmt::format("{}.{}[{}]", path, name, i),
+                          fmt::format("expected a size >= 1, got {}", shape[i]));
+  }
+}
+
+void OperatorRegistry::add(std::shared_ptr<const Operator> op) {
   KEVO_ASSERT(!find(op->name()));
   ops_.push_back(std::move(op));
 }

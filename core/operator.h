@@ -1,6 +1,7 @@
 // Operators: what a kernel must compute. Each has tensors in a fixed order, a
 // CPU reference (fp64 accumulation), an input generator, FLOP and byte counts
-// and a default comparison; the registry finds them by name.
+// and a default comparison; the registry finds them by name. Every operator is
+// a definition (core/defined_operator.h): kevo's own are shipped in operators/.
 #pragma once
 
 #include <map>
@@ -85,19 +86,23 @@ class Operator {
 // Fills input `index` of `op` (a view of the right dtype and shape).
 void generate_input(const Operator& op, size_t index, const TensorView& t, uint64_t seed);
 
+// Checks a ShapeMap names only tensors of `op`, with sizes >= 1 (ConfigError
+// at `path`.<tensor> otherwise).
+void check_tensor_names(const Operator& op, const ShapeMap& given, const std::string& path);
+
 class OperatorRegistry {
  public:
-  void add(std::unique_ptr<Operator> op);
+  void add(std::shared_ptr<const Operator> op);
   const Operator* find(std::string_view name) const;
   // Throws UserError naming the known operators.
   const Operator& get(std::string_view name) const;
   std::vector<std::string> names() const;
 
  private:
-  std::vector<std::unique_ptr<Operator>> ops_;
+  std::vector<std::shared_ptr<const Operator>> ops_;
 };
 
-// The operators built into kevo, registered once on first use.
+// The operators shipped with kevo (operators/*.json), parsed once on first use.
 const OperatorRegistry& operators();
 
 }  // namespace kevo

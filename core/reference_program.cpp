@@ -18,15 +18,27 @@
 #include "core/hash.h"
 #include "core/paths.h"
 #include "core/process.h"
-// The C contract every kernel meets; a header only, no dependency on the
-// targets library.
+// The C contract every kernel meets, and a reference's extras; headers only,
+// no dependency on the targets library.
 #include "targets/abi/kevo_kernel.h"
+#include "targets/abi/kevo_reference.h"
 
 namespace kevo {
 
 namespace {
 
 using KernelFn = int (*)(const kevo_tensor*, int, kevo_tensor*, int, const double*, int);
+using ReferenceFn = int (*)(const kevo_tensor*, int, kevo_tensor*, int, const double*, int,
+                            const kevo_reference_context*);
+
+// kevo_reference_context::round: `v` stored as kevo stores an output of
+// `dtype`, read back.
+double round_to_dtype(double v, int32_t dtype) {
+  if (dtype < 0 || dtype > static_cast<int32_t>(DType::i8)) return v;
+  alignas(8) unsigned char buf[8];
+  store_element(static_cast<DType>(dtype), buf, 0, v);
+  return load_element(static_cast<DType>(dtype), buf, 0);
+}
 
 kevo_tensor f64_tensor(const void* data, const Shape& shape) {
   kevo_tensor t{};
@@ -59,6 +71,7 @@ struct ReferenceProgram::Loaded {
   std::mutex mutex;
   void* handle = nullptr;
   KernelFn fn = nullptr;
+  ReferenceFn ref_fn = nullptr;  // kevo_reference, preferred when defined
 };
 
 ReferenceProgram::ReferenceProgram(std::string op_name, std::string source, std::string language,
@@ -72,7 +85,7 @@ ReferenceProgram::ReferenceProgram(std::string op_name, std::string source, std:
 
 void ReferenceProgram::prepare() const {
   std::lock_guard<std::mutex> lock(loaded_->mutex);
-  if (loaded_->fn) return;
+  if (loaded_->fn || loaded_->ref_fn) return;
   const auto dir = cache_dir() / "references";
   std::filesystem::create_directories(dir);
   const bool cxx = language_ == "c++";
@@ -86,6 +99,7 @@ void ReferenceProgram::prepare() const {
     SpawnOptions o;
     o.argv = {cxx ? "c++" : "cc",
               "-O2",
+              "-pthread",
               "-shared",
               "-fPIC",
               "-I" + (kevo_home() / "targets" / "abi").string(),
@@ -105,21 +119,24 @@ void ReferenceProgram::prepare() const {
   if (!h)
     throw UserError(
         fmt::format("{}: cannot load the reference of {}: {}", origin_, op_name_, dlerror()));
+  auto ref_fn = reinterpret_cast<ReferenceFn>(dlsym(h, "kevo_reference"));
   auto fn = reinterpret_cast<KernelFn>(dlsym(h, "kevo_kernel"));
-  if (!fn) {
+  if (!fn && !ref_fn) {
     dlclose(h);
-    throw UserError(
-        fmt::format("{}: the reference of {} defines no kevo_kernel function", origin_, op_name_));
+    throw UserError(fmt::format(
+        "{}: the reference of {} defines no kevo_kernel (or kevo_reference) function", origin_,
+        op_name_));
   }
   loaded_->handle = h;
   loaded_->fn = fn;
+  loaded_->ref_fn = ref_fn;
 }
 
 void ReferenceProgram::run(const std::vector<std::vector<double>>& in,
                            const std::vector<Shape>& in_shapes,
                            std::vector<std::vector<double>>& out,
                            const std::vector<Shape>& out_shapes, const std::vector<double>& scalars,
-                           double timeout_s) const {
+                           double timeout_s, const std::vector<DType>& dtypes) const {
   prepare();
   // Everything the child needs is built before fork: after it, the child
   // only calls the reference and exits.
@@ -138,6 +155,11 @@ void ReferenceProgram::run(const std::vector<std::vector<double>>& in,
   for (size_t i = 0; i < out_shapes.size(); ++i)
     tout.push_back(f64_tensor(base + offsets[i], out_shapes[i]));
   const KernelFn fn = loaded_->fn;
+  const ReferenceFn ref_fn = loaded_->ref_fn;
+  std::vector<int32_t> dtype_codes;
+  for (DType t : dtypes) dtype_codes.push_back(static_cast<int32_t>(t));
+  dtype_codes.resize(in.size() + out_shapes.size(), KEVO_F64);
+  const kevo_reference_context context{dtype_codes.data(), round_to_dtype};
   // Stays unless the reference returns: an exit() inside it is a failure too.
   constexpr int64_t kNoReturn = INT64_MIN;
   *reinterpret_cast<int64_t*>(base) = kNoReturn;
@@ -149,9 +171,11 @@ void ReferenceProgram::run(const std::vector<std::vector<double>>& in,
         fmt::format("cannot fork to run the reference of {}: {}", op_name_, std::strerror(errno)));
   }
   if (pid == 0) {
-    const int rc =
-        fn(tin.data(), static_cast<int>(tin.size()), tout.data(), static_cast<int>(tout.size()),
-           scalars.data(), static_cast<int>(scalars.size()));
+    const int n_in = static_cast<int>(tin.size()), n_out = static_cast<int>(tout.size());
+    const int n_s = static_cast<int>(scalars.size());
+    const int rc = ref_fn ? ref_fn(tin.data(), n_in, tout.data(), n_out, scalars.data(), n_s,
+                                   &context)
+                          : fn(tin.data(), n_in, tout.data(), n_out, scalars.data(), n_s);
     *reinterpret_cast<int64_t*>(base) = rc;
     _exit(0);
   }

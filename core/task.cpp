@@ -253,7 +253,9 @@ Task parse_task(const nlohmann::json& config, const std::filesystem::path& origi
   t.config = config;
   // Self-contained (reference text inlined), so resume, explain and export
   // rebuild the operator without the files or the directory it came from.
-  if (auto* d = dynamic_cast<const DefinedOperator*>(t.op)) t.config["operator"] = d->definition();
+  // A built-in stays its name.
+  if (auto* d = dynamic_cast<const DefinedOperator*>(t.op); d && !d->builtin())
+    t.config["operator"] = d->definition();
 
   // What the task resolved to, and the hash of what changes a measurement.
   nlohmann::json r;
@@ -289,8 +291,9 @@ Task parse_task(const nlohmann::json& config, const std::filesystem::path& origi
   r["seed"] = t.seed;
   r["knobs"] = t.knob_restrictions;
   // A defined operator's identity (its definition and reference source):
-  // editing either invalidates stored measurements and cached references.
-  if (auto* d = dynamic_cast<const DefinedOperator*>(t.op))
+  // editing either invalidates stored measurements and cached references. A
+  // built-in hashes as its name, as it did as C++ code: stored runs resume.
+  if (auto* d = dynamic_cast<const DefinedOperator*>(t.op); d && !d->builtin())
     r["operator_definition"] = d->identity_hash();
   // The entry changes the program that is compiled; the config's knobs only
   // choose which points are searched (a point's values reach the compiler as
@@ -302,8 +305,9 @@ Task parse_task(const nlohmann::json& config, const std::filesystem::path& origi
   measured.erase("knobs");  // which points may be searched, not how one is measured
   // The resolved config parses back on its own (the store keeps it as
   // runs.task_json): a defined operator as its definition, reference inlined,
-  // not a name no registry knows nor a path relative to the task file.
-  if (auto* d = dynamic_cast<const DefinedOperator*>(t.op)) {
+  // not a name no registry knows nor a path relative to the task file. A
+  // built-in stays its name.
+  if (auto* d = dynamic_cast<const DefinedOperator*>(t.op); d && !d->builtin()) {
     r["operator"] = d->definition();
     r.erase("operator_definition");
   }

@@ -42,7 +42,8 @@ std::string ReferenceCache::key(const Task& task, const ShapeSet& shapes, uint64
                       {"shapes", shapes.shapes},
                       {"scalars", task.scalars},
                       {"seed", seed}};
-  // A defined operator's name says little: its definition and reference may change.
+  // A defined operator's name says little: its definition and reference may
+  // change (a built-in's too, when operators/ is edited and kevo rebuilt).
   if (auto* d = dynamic_cast<const DefinedOperator*>(task.op))
     k["definition"] = d->identity_hash();
   return sha256_hex(k.dump()).substr(0, 32);

@@ -20,7 +20,7 @@ namespace {
 constexpr double kSoftmaxScale = 0.125;
 constexpr float kLayernormEps = 1e-5F;
 
-// kevo's input laws (core/operators/row_ops.cpp, gemm.cpp). Softmax rows are
+// kevo's input laws (operators/*.json, "distribution"). Softmax rows are
 // offset by up to 600 so that x * scale reaches ~80; the peer gets x already
 // multiplied by the scale, so its output is kevo's softmax(x * scale).
 const Distribution kSoftmaxX{-64.0, 64.0, 7, 100.0, kSoftmaxScale};

@@ -161,6 +161,39 @@ TEST_F(DefinedOp, BadDefinitionsNameTheKeyPathOnOneLine) {
        "i32, i8)"},
       {[](auto& d) { d["tensors"][2]["dtype"] = 32; },
        "$.operator.tensors[2].dtype: expected a string, got 32"},
+      {[](auto& d) { d["tensors"][0]["shape"] = {"M", "..."}; },
+       "$.operator.tensors[0].shape[1]: \"...\" stands for leading dimensions"},
+      {[](auto& d) {
+         d["sizes"] = {"BATCH", "N"};
+         d["tensors"][0]["shape"] = {"...", "BATCH", "N"};
+       },
+       "$.operator.sizes[0]: 'BATCH' is reserved"},
+      {[](auto& d) {
+         d["check_sizes"] = {{{"M", 3}, {"N", 5}, {"...", {2}}}};
+       },
+       "$.operator.check_sizes[0]....: no shape of this operator starts with \"...\""},
+      {[](auto& d) {
+         d.erase("check_sizes");
+         d["check_shapes"] = {{{"x", {3, 5}}, {"b", {4}}}};
+       },
+       "$.operator.check_shapes[0].b[0]: size N is 4 here but 5 in x"},
+      {[](auto& d) { d["check_shapes"] = {{{"x", {3, 5}}}}; },
+       "$.operator.check_shapes: give either \"check_sizes\" or \"check_shapes\""},
+      // Comparisons by dtype, with tolerances over sizes.
+      {[](auto& d) { d["tensors"][2]["compare"] = {{"f8", "exact"}}; },
+       "$.operator.tensors[2].compare.f8: unknown dtype 'f8' (expected one of: f32"},
+      {[](auto& d) { d["tensors"][2]["compare"] = {{"f32", 1e-5}}; },
+       "$.operator.tensors[2].compare.f32: expected a mode like \"tol:1e-6,1e-5\", got 1e-05"},
+      {[](auto& d) { d["tensors"][2]["compare"] = nlohmann::json::object(); },
+       "$.operator.tensors[2].compare: expected a mode like"},
+      {[](auto& d) { d["tensors"][2]["compare"] = {{"bf16", "tol:1e-3*Q,1e-2"}}; },
+       "$.operator.tensors[2].compare.bf16: unknown size 'Q' (declared: M, N) in \"Q\""},
+      {[](auto& d) { d["tensors"][2]["compare"] = "tol:big*N,1e-2"; },
+       "$.operator.tensors[2].compare: bad comparison 'tol:big*N,1e-2': tol needs two numbers"},
+      {[](auto& d) { d["tensors"][2]["compare"] = {{"default", "ulp:x"}}; },
+       "$.operator.tensors[2].compare.default: bad comparison 'ulp:x'"},
+      {[](auto& d) { d["tensors"][2]["compare"] = "tol:1e-5"; },
+       "$.operator.tensors[2].compare: bad comparison 'tol:1e-5': tol needs two numbers"},
   };
   for (const auto& c : cases) {
     nlohmann::json d = definition();
@@ -268,6 +301,70 @@ TEST_F(DefinedOp, ShapesThatDisagreeWithTheDeclarationAreErrors) {
   EXPECT_EQ(error({{"z", {10}}}).rfind("$.shapes.z: unknown tensor", 0), 0u);
   EXPECT_EQ(error({{"x", {4, 10}}, {"y", {4, 11}}}).rfind("$.shapes.y[1]: size N is 11", 0), 0u)
       << error({{"x", {4, 10}}, {"y", {4, 11}}});
+}
+
+// A compare object picks a mode by the task dtype; its tol numbers may grow
+// with the sizes.
+TEST_F(DefinedOp, ComparisonsByDtypeWithTolerancesOverSizes) {
+  nlohmann::json d = definition();
+  d["tensors"][2]["compare"] = {{"f32", "tol:1e-6 * N,1e-5"}, {"f64", "exact"}};
+  auto with = [&](const std::string& dtype, const nlohmann::json& shapes) {
+    return task({{"operator", d}, {"shapes", shapes}, {"dtype", dtype}}).compare.str();
+  };
+  EXPECT_EQ(with("f32", {{"x", {4, 10}}}), "tol:1e-05,1e-05");
+  EXPECT_EQ(with("f32", {{"x", {4, 1000}}}), "tol:0.001,1e-05");
+  EXPECT_EQ(with("f64", {{"x", {4, 10}}}), "exact");
+  // Neither the dtype nor a default: kevo's default for the dtype.
+  EXPECT_EQ(with("bf16", {{"x", {4, 10}}}), "tol:0.01,0.02");
+  d["tensors"][2]["compare"]["default"] = "ulp:2";
+  EXPECT_EQ(with("bf16", {{"x", {4, 10}}}), "ulp:2");
+  // The task's own compare still wins.
+  Task own = task({{"operator", d}, {"shapes", {{"x", {4, 10}}}}, {"compare", "exact"}});
+  EXPECT_EQ(own.compare.str(), "exact");
+}
+
+// "..." in a task's own definition: leading dimensions shared by the tensors
+// that have them, counted by BATCH, checked with "..." in check_sizes.
+TEST_F(DefinedOp, LeadingDimensionsInADefinition) {
+  nlohmann::json d = definition();
+  d["sizes"] = {"N"};
+  d["tensors"][0]["shape"] = {"...", "N"};
+  d["tensors"][2]["shape"] = {"...", "N"};
+  d["flops"] = "10 * BATCH * N";
+  d["check_sizes"] = {{{"N", 5}}, {{"N", 3}, {"...", {2, 4}}}};
+  // Rows of any rank, not [M, N].
+  std::string source = test::kBiasGeluReference;
+  const std::string mn = "const long m = in[0].shape[0], n = in[0].shape[1];";
+  source.replace(source.find(mn), mn.size(),
+                 "const long m = kevo_rows(&in[0]), n = kevo_row_len(&in[0]);");
+  d.erase("reference");
+  d["source"] = source;
+  Task t = task({{"operator", d}, {"shapes", {{"x", {2, 3, 10}}}}});
+  EXPECT_EQ(t.main.shapes[1], (Shape{10}));
+  EXPECT_EQ(t.main.shapes[2], (Shape{2, 3, 10}));
+  EXPECT_EQ(t.flops(), 600.0);
+  EXPECT_EQ(t.op->tensor(0).doc, "[..., N]");
+  ASSERT_EQ(t.check_shapes.size(), 2u);
+  EXPECT_EQ(t.check_shapes[0].shapes[0], (Shape{5}));
+  EXPECT_EQ(t.check_shapes[1].shapes[2], (Shape{2, 4, 3}));
+  Task rank1 = task({{"operator", d}, {"shapes", {{"x", {10}}}}});
+  EXPECT_EQ(rank1.flops(), 100.0);
+  // The reference sees the full shapes.
+  std::vector<float> x(60, 1.0f), b(10, 0.0f), y(60);
+  t.op->reference({{DType::f32, {2, 3, 10}, x.data()}, {DType::f32, {10}, b.data()}}, {1.0},
+                  {{DType::f32, {2, 3, 10}, y.data()}});
+  EXPECT_NEAR(y[59], 0.8411920070648193, 1e-6);  // gelu_tanh(1)
+  try {
+    task({{"operator", d}, {"shapes", {{"x", {2, 3, 10}}, {"y", {3, 3, 10}}}}});
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(
+                  "$.shapes.y: leading dimensions [3, 3] (the \"...\" of [..., N]) differ from "
+                  "[2, 3] in x",
+                  0),
+              0u)
+        << e.what();
+  }
 }
 
 TEST_F(DefinedOp, AReferenceThatDoesNotCompileOrCrashesIsOneLine) {

@@ -65,13 +65,15 @@ TEST(Task, ErrorsNameTheJsonPath) {
   expect_error({{"limits", {{"timeout_s", -1}}}}, "$.limits.timeout_s", "expected a number > 0");
   expect_error({{"params", {{"scael", 1}}}}, "$.params.scael", "unknown key");
   expect_error({{"params", {{"scale", "big"}}}}, "$.params.scale", "expected a number");
-  expect_error({{"shapes", {{"x", {64}}}}}, "$.shapes.x", "expected rank 2 to 8");
+  expect_error({{"shapes", {{"x", {1, 1, 1, 1, 1, 1, 1, 1, 64}}}}}, "$.shapes.x",
+               "expected rank 1 to 8");
   expect_error({{"shapes", {{"x", {64, -1}}}}}, "$.shapes.x[1]", "expected a size >= 1");
   expect_error({{"shapes", {{"x", "64x64"}}}}, "$.shapes.x", "expected a shape like");
   expect_error({{"compare", "ulp"}}, "$.compare", "bad comparison 'ulp'");
   expect_error({{"compile", {{"flags", "-O2"}}}}, "$.compile.flags", "expected a list of strings");
   expect_error({{"knobs", {{"THREADS", "one"}}}}, "$.knobs.THREADS", "expected an integer");
-  expect_error({{"check_shapes", {{{"x", {3}}}}}}, "$.check_shapes[0].x", "expected rank 2 to 8");
+  expect_error({{"check_shapes", {{{"x", {1, 1, 1, 1, 1, 1, 1, 1, 3}}}}}}, "$.check_shapes[0].x",
+               "expected rank 1 to 8");
 }
 
 TEST(Task, MissingRequiredKeys) {
