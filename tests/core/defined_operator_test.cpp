@@ -309,7 +309,7 @@ TEST_F(DefinedOp, ComparisonsByDtypeWithTolerancesOverSizes) {
   nlohmann::json d = definition();
   d["tensors"][2]["compare"] = {{"f32", "tol:1e-6 * N,1e-5"}, {"f64", "exact"}};
   auto with = [&](const std::string& dtype, const nlohmann::json& shapes) {
-    return task({{"operator", d}, {"shapes", shapes}, {"dtype", dtype}}).compare.str();
+    return task({{"operator", d}, {"shapes", shapes}, {"dtype", dtype}}).compare_str();
   };
   EXPECT_EQ(with("f32", {{"x", {4, 10}}}), "tol:1e-05,1e-05");
   EXPECT_EQ(with("f32", {{"x", {4, 1000}}}), "tol:0.001,1e-05");
@@ -320,7 +320,23 @@ TEST_F(DefinedOp, ComparisonsByDtypeWithTolerancesOverSizes) {
   EXPECT_EQ(with("bf16", {{"x", {4, 10}}}), "ulp:2");
   // The task's own compare still wins.
   Task own = task({{"operator", d}, {"shapes", {{"x", {4, 10}}}}, {"compare", "exact"}});
-  EXPECT_EQ(own.compare.str(), "exact");
+  EXPECT_EQ(own.compare_str(), "exact");
+}
+
+// Per-output modes by dtype: each output's "compare" object is resolved at
+// that output's own dtype, not the task's.
+TEST_F(DefinedOp, EachOutputsCompareObjectPicksItsOwnDtype) {
+  nlohmann::json d = nlohmann::json::parse(test::kScaleRowmaxDefinition);
+  test::write_file(dir_ / "scale_rowmax_ref.c", test::kScaleRowmaxReference);
+  d["reference"] = (dir_ / "scale_rowmax_ref.c").string();
+  d["tensors"][2]["compare"] = {{"f32", "tol:1e-6 * N,1e-5"}, {"bf16", "ulp:3"}};
+  d["tensors"][3]["compare"] = {{"f32", "exact"}, {"bf16", "ulp:1"}};
+  // Task bf16: y (no dtype of its own) is bf16, z is bf16 always.
+  Task b = task({{"operator", d}, {"shapes", {{"x", {4, 10}}}}, {"dtype", "bf16"}});
+  EXPECT_EQ(b.compare_str(), "y ulp:3, z ulp:1");
+  // Task f32: y follows the task (tol over N), z keeps its bf16 entry.
+  Task f = task({{"operator", d}, {"shapes", {{"x", {4, 1000}}}}, {"dtype", "f32"}});
+  EXPECT_EQ(f.compare_str(), "y tol:0.001,1e-05, z ulp:1");
 }
 
 // "..." in a task's own definition: leading dimensions shared by the tensors
