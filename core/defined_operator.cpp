@@ -163,7 +163,6 @@ CompareSpec::Mode CompareSpec::parse_mode(const std::string& text,
 CompareSpec CompareSpec::parse(const nlohmann::json& value, const std::vector<std::string>& names,
                                const std::string& path) {
   CompareSpec spec;
-  spec.text_ = value.dump();
   if (value.is_string()) {
     spec.by_dtype_["default"] = parse_mode(value.get<std::string>(), names, path);
     return spec;
@@ -604,28 +603,19 @@ void DefinedOperator::reference(const std::vector<ConstTensorView>& in,
     });
 }
 
-// An output's mode: its own "compare" resolved at its dtype and the sizes,
+// Each output's mode: its own "compare" resolved at its dtype and the sizes,
 // else kevo's default for that dtype.
-CompareMode DefinedOperator::output_compare(const Tensor& t, DType dtype,
-                                            const std::vector<int64_t>& values) const {
-  if (t.compare)
-    if (auto m = t.compare->resolve(dtype, values.data())) return *m;
-  return dtype_compare(dtype);
-}
-
-CompareMode DefinedOperator::default_compare(DType dtype, const std::vector<Shape>& shapes) const {
-  const auto values = size_values(shapes);
-  for (const auto& t : tensors_)
-    if (t.decl.is_output) return output_compare(t, dtype, values);
-  return dtype_compare(dtype);
-}
-
 std::vector<CompareMode> DefinedOperator::default_compares(DType dtype,
                                                            const std::vector<Shape>& shapes) const {
   const auto values = size_values(shapes);
   std::vector<CompareMode> modes;
-  for (const auto& t : tensors_)
-    if (t.decl.is_output) modes.push_back(output_compare(t, t.dtype.value_or(dtype), values));
+  for (const auto& t : tensors_) {
+    if (!t.decl.is_output) continue;
+    const DType dt = t.dtype.value_or(dtype);
+    std::optional<CompareMode> m;
+    if (t.compare) m = t.compare->resolve(dt, values.data());
+    modes.push_back(m ? *m : dtype_compare(dt));
+  }
   return modes;
 }
 

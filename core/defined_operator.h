@@ -32,8 +32,6 @@ class CompareSpec {
   // The mode for `dtype` with expressions at `values` (in `names` order);
   // nullopt when the spec names neither the dtype nor a default.
   std::optional<CompareMode> resolve(DType dtype, const int64_t* values) const;
-  // The spec as written (canonical JSON), to tell specs apart.
-  const std::string& text() const { return text_; }
 
  private:
   struct Number {
@@ -47,7 +45,6 @@ class CompareSpec {
   static Mode parse_mode(const std::string& text, const std::vector<std::string>& names,
                          const std::string& path);
   std::map<std::string, Mode> by_dtype_;  // dtype name or "default"
-  std::string text_;
 };
 
 class DefinedOperator : public Operator {
@@ -93,7 +90,6 @@ class DefinedOperator : public Operator {
   Distribution distribution(size_t input) const override;
   void reference(const std::vector<ConstTensorView>& in, const std::vector<double>& scalars,
                  const std::vector<TensorView>& out) const override;
-  CompareMode default_compare(DType dtype, const std::vector<Shape>& shapes) const override;
   std::vector<CompareMode> default_compares(DType dtype,
                                             const std::vector<Shape>& shapes) const override;
   std::vector<ShapeMap> small_check_shapes() const override;
@@ -103,7 +99,6 @@ class DefinedOperator : public Operator {
       : name_(std::move(name)), reference_(std::move(reference)) {}
   // Values of expr_names_ (sizes, then BATCH) from bound shapes.
   std::vector<int64_t> size_values(const std::vector<Shape>& shapes) const;
-  CompareMode output_compare(const Tensor& t, DType dtype, const std::vector<int64_t>& values) const;
   double count(const std::optional<Expr>& e, const std::vector<Shape>& shapes) const;
   ShapeMap shapes_of(const std::vector<int64_t>& sizes, const Shape& batch) const;
 

@@ -28,15 +28,6 @@ double Operator::bytes(const std::vector<Shape>& shapes, DType dtype) const {
   return b;
 }
 
-std::vector<CompareMode> Operator::default_compares(DType dtype,
-                                                    const std::vector<Shape>& shapes) const {
-  const std::vector<DType> dtypes = tensor_dtypes(dtype);
-  std::vector<CompareMode> modes;
-  for (size_t i = n_inputs(); i < tensors().size(); ++i)
-    modes.push_back(default_compare(dtypes[i], shapes));
-  return modes;
-}
-
 void generate_input(const Operator& op, size_t index, const TensorView& t, uint64_t seed) {
   const Distribution d = op.distribution(index);
   const int64_t n = numel(t.shape);

@@ -68,12 +68,10 @@ class Operator {
   // Computes the outputs (written in their dtype) from the inputs.
   virtual void reference(const std::vector<ConstTensorView>& in, const std::vector<double>& scalars,
                          const std::vector<TensorView>& out) const = 0;
-  // The comparison for an output of element type `dtype`.
-  virtual CompareMode default_compare(DType dtype, const std::vector<Shape>& shapes) const = 0;
-  // One comparison per output (in output order) in a task of dtype `dtype`:
-  // default_compare at each output's own dtype unless the operator says more.
+  // One comparison per output (in output order) in a task of dtype `dtype`,
+  // each at that output's own dtype.
   virtual std::vector<CompareMode> default_compares(DType dtype,
-                                                    const std::vector<Shape>& shapes) const;
+                                                    const std::vector<Shape>& shapes) const = 0;
   // Small shapes checked before the full one: ragged on purpose (row lengths
   // that are not a multiple of any vector width) so tail handling is tested.
   virtual std::vector<ShapeMap> small_check_shapes() const = 0;

@@ -299,14 +299,15 @@ TEST(Operators, BuiltinsAreShippedDefinitions) {
 TEST(Operators, DefaultComparisonsDependOnDtypeAndSize) {
   const Operator& gemm = operators().get("gemm");
   auto shapes = gemm.bind_shapes({{"A", {8, 1000}}, {"B", {1000, 3}}}, "$");
-  EXPECT_EQ(gemm.default_compare(DType::f32, shapes).str(), "tol:0.0005,1e-05");
-  EXPECT_EQ(gemm.default_compare(DType::bf16, shapes).str(), "tol:1,0.016");
-  EXPECT_EQ(gemm.default_compare(DType::i8, shapes).str(), "exact");
+  EXPECT_EQ(gemm.default_compares(DType::f32, shapes)[0].str(), "tol:0.0005,1e-05");
+  EXPECT_EQ(gemm.default_compares(DType::bf16, shapes)[0].str(), "tol:1,0.016");
+  EXPECT_EQ(gemm.default_compares(DType::i8, shapes)[0].str(), "exact");
   const Operator& softmax = operators().get("scaled_softmax");
   auto s = softmax.bind_shapes({{"x", {4, 8}}}, "$");
-  EXPECT_EQ(softmax.default_compare(DType::f32, s).str(), "tol:1e-07,0.0001");
-  EXPECT_EQ(softmax.default_compare(DType::f16, s).str(), "tol:1e-05,0.002");
-  EXPECT_EQ(operators().get("rmsnorm").default_compare(DType::f32, s).str(), "tol:1e-06,1e-05");
+  EXPECT_EQ(softmax.default_compares(DType::f32, s)[0].str(), "tol:1e-07,0.0001");
+  EXPECT_EQ(softmax.default_compares(DType::f16, s)[0].str(), "tol:1e-05,0.002");
+  EXPECT_EQ(operators().get("rmsnorm").default_compares(DType::f32, s)[0].str(),
+            "tol:1e-06,1e-05");
 }
 
 // "..." takes any number of leading dimensions, shared by every tensor that
