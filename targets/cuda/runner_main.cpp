@@ -81,6 +81,13 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// The middle value (the upper one of an even count); 0 for none.
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 std::string err_text(cudaError_t e) {
   return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
 }
@@ -307,10 +314,13 @@ int run_kernel(const Job& job, bool profile_only) {
       }
       return true;
     };
-    // Runs one call and waits for it (wall seconds of both in *seconds).
-    auto call_and_wait = [&](double* seconds) -> bool {
+    // Runs one call and waits for it: wall seconds of both in *seconds, of
+    // the call alone (until kevo_launch returns) in *host.
+    auto call_and_wait = [&](double* seconds, double* host = nullptr) -> bool {
       double t0 = now_s();
-      bool ok = wait_call(call());
+      const int rc = call();
+      if (host) *host = now_s() - t0;
+      bool ok = wait_call(rc);
       if (seconds) *seconds = now_s() - t0;
       return ok;
     };
@@ -392,22 +402,14 @@ int run_kernel(const Job& job, bool profile_only) {
     // Timing: warm-ups, then one sample per call with L2 flushed before it.
     const TimingConfig& tc = job.timing;
     int64_t warm = 0;
-    double start = now_s(), last = 0;
+    double start = now_s(), last = 0, host_s = 0;
+    std::vector<double> host;  // the warm-ups' host time per call, then the samples'
     while (warm < tc.min_warmup || now_s() - start < tc.warmup_s) {
-      if (!call_and_wait(&last)) return 0;
+      if (!call_and_wait(&last, &host_s)) return 0;
+      host.push_back(host_s);
       ++warm;
     }
-    // The host time of a call (kevo_launch returning), without waiting for the GPU.
-    std::vector<double> host;
-    for (int i = 0; i < 5; ++i) {
-      cudaDeviceSynchronize();
-      const double h0 = now_s();
-      const int rc = call();
-      host.push_back(now_s() - h0);
-      if (!wait_call(rc)) return 0;
-    }
-    std::sort(host.begin(), host.end());
-    const double host_warm_us = host[host.size() / 2] * 1e6;
+    const double host_warm_us = median(host) * 1e6;  // 0 when there was no warm-up
     double cover = g.cover_us;
     if (cover < 0) cover = host_warm_us > 0.5 * g.flush_us ? 2 * host_warm_us + 20 : 0;
     host.clear();
@@ -450,24 +452,20 @@ int run_kernel(const Job& job, bool profile_only) {
     }
     cudaEventDestroy(ev0);
     cudaEventDestroy(ev1);
-    std::sort(host.begin(), host.end());
-    const double host_us = host.empty() ? 0 : host[host.size() / 2] * 1e6;
+    const double host_us = median(host) * 1e6;
     // Kept with the evaluation (its stderr): what the samples contain.
     std::fprintf(stderr,
-                 "kevo-cuda-runner: timing: host time per call %.1f us (median), L2 flush %.1f us "
-                 "of GPU time, launch cover %.0f us%s\n",
-                 host_us, g.flush_us, cover,
+                 "kevo-cuda-runner: timing: host time per call %.1f us (median), L2 flush (%s) "
+                 "%.1f us of GPU time, launch cover %.0f us%s\n",
+                 host_us, g.flush_mode == 1 ? "memset" : g.flush_mode == 2 ? "read" : "fill",
+                 g.flush_us, cover,
                  host_us > 0.8 * (g.flush_us + cover)
                      ? "; HOST-BOUND: the call's host time exceeds what the flush and cover hide, "
                        "so the GPU idles inside each sample"
                      : "");
     std::fflush(stderr);
     emit({{"event", "timing"},
-          {"host_us", host_us},
-          {"flush_us", g.flush_us},
-          {"cover_us", cover},
           {"phase", ph},
-          {"flush", g.flush_mode == 1 ? "memset" : g.flush_mode == 2 ? "read" : "fill"},
           {"samples", samples},
           {"calls_per_sample", 1},
           {"warmup_calls", warm}});
@@ -680,8 +678,7 @@ int main(int argc, char** argv) {
     }
     cudaEventDestroy(a);
     cudaEventDestroy(b);
-    std::sort(t.begin(), t.end());
-    g.flush_us = t.empty() ? 0 : t[t.size() / 2];
+    g.flush_us = median(t);
     if (cudaGetLastError() != cudaSuccess) {
       emit({{"event", "setup_error"}, {"what", "the L2 flush failed"}});
       return 4;
