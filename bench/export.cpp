@@ -150,7 +150,7 @@ nlohmann::json export_run(Store& store, int64_t run) {
     nlohmann::json result = nullptr, confirmation = nullptr;
     if (!own.empty()) {
       result = evaluation_json(store, own.front());
-      if (own.size() > 1) confirmation = evaluation_json(store, own.back());
+      if (auto conf = store.confirming_evaluation(id)) confirmation = evaluation_json(store, *conf);
     } else if (reused) {
       result = evaluation_json(store, *reused);
     }

@@ -130,16 +130,19 @@ json result_row(const Result& r) {
 }
 
 // The evaluation that gives the best's reported time: its confirming
-// re-measurement when it had one, else its result.
+// re-measurement when it had one (the median round), else its result.
 json best_timing(Store& store, int64_t candidate, bool confirmed) {
+  std::vector<SqlValue> args(2);
+  if (confirmed)
+    if (std::optional<int64_t> conf = store.confirming_evaluation(candidate)) args[0] = *conf;
+  args[1] = candidate;
   QueryResult q = store.query(
-      fmt::format("SELECT e.median_s, e.p20_s, e.p80_s, e.n_samples, e.roof_fraction, e.bound, "
-                  "e.diagnosis, e.achieved_gflops, e.achieved_gbps FROM candidates c "
-                  "JOIN evaluations e ON e.id = COALESCE(c.reuses_evaluation, "
-                  "(SELECT {}(x.id) FROM evaluations x WHERE x.candidate_id = c.id)) "
-                  "WHERE c.id = ?",
-                  confirmed ? "MAX" : "MIN"),
-      {SqlValue(candidate)});
+      "SELECT e.median_s, e.p20_s, e.p80_s, e.n_samples, e.roof_fraction, e.bound, "
+      "e.diagnosis, e.achieved_gflops, e.achieved_gbps FROM candidates c "
+      "JOIN evaluations e ON e.id = COALESCE(?, c.reuses_evaluation, "
+      "(SELECT MIN(x.id) FROM evaluations x WHERE x.candidate_id = c.id)) "
+      "WHERE c.id = ?",
+      args);
   if (q.rows.empty()) return nullptr;
   const auto& row = q.rows[0];
   return {{"median_s", number(row[0])},      {"p20_s", number(row[1])},

@@ -105,9 +105,9 @@ nlohmann::json gather(Store& store, int64_t id) {
     j["timing"] = timing_json(*result->timing);
     measured = result->timing->median_s;
   }
-  if (evals.size() > 1) {
-    std::optional<EvalResult> again = store.evaluation(evals.back());
-    nlohmann::json conf = {{"evaluation", evals.back()},
+  if (std::optional<int64_t> conf_id = store.confirming_evaluation(id)) {
+    std::optional<EvalResult> again = store.evaluation(*conf_id);
+    nlohmann::json conf = {{"evaluation", *conf_id}, {"measurements", evals.size() - 1},
                            {"status", std::string(status_name(again->status))}};
     if (again->timing) {
       conf["timing"] = timing_json(*again->timing);
@@ -266,8 +266,11 @@ void print_text(const nlohmann::json& j) {
     std::string m = timing(j["timing"]);
     if (j.contains("confirmation")) {
       const auto& c = j["confirmation"];
-      m += c.contains("timing") ? "; re-measured " + timing(c["timing"])
-                                : "; re-measured: " + c["status"].get<std::string>();
+      const size_t n = c.value("measurements", size_t{1});
+      const std::string again =
+          n > 1 ? fmt::format("; re-measured in {} rounds, the median one ", n) : "; re-measured ";
+      m += c.contains("timing") ? again + timing(c["timing"])
+                                : again + "failed: " + c["status"].get<std::string>();
     }
     line("median", m);
   }

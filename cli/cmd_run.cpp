@@ -43,8 +43,15 @@ void print_summary(const Engine& engine, const Task& task, const nlohmann::json&
       detail += fmt::format("; re-measured, {} when found",
                             format_seconds(b["search_median_s"].get<double>()));
     std::string speedup;
-    if (extra_key && j.contains(extra_key))
+    if (extra_key && j.contains(extra_key)) {
       speedup = fmt::format("  -> best is {:.2f}x faster", j[extra_key].get<double>());
+      // Paired round by round, which a drifting machine cannot fake.
+      if (std::string(extra_key) == "speedup_over_seed" && j.contains("best_faster_than_seed")) {
+        const auto& f = j["best_faster_than_seed"];
+        speedup += fmt::format(" (faster in {} of {} confirmation rounds)", f["faster"].get<int64_t>(),
+                               f["rounds"].get<int64_t>());
+      }
+    }
     fmt::print("{:<12}{} {}{} ({}){}\n", label, format_seconds(b["median_s"].get<double>()),
                b["family"].get<std::string>(), knobs, detail, speedup);
   };

@@ -540,6 +540,29 @@ void Store::set_run_summary(int64_t run, const nlohmann::json& summary) {
   s.step();
 }
 
+std::optional<int64_t> Store::confirming_evaluation(int64_t candidate) {
+  Stmt s(db_, "SELECT id, status, median_s FROM evaluations WHERE candidate_id = ? ORDER BY id");
+  s.bind(1, candidate);
+  std::vector<std::pair<double, int64_t>> timed;
+  bool first = true;
+  while (s.step()) {
+    if (first) {  // the search's own measurement
+      first = false;
+      continue;
+    }
+    const int64_t id = std::get<int64_t>(s.column(0));
+    const SqlValue median = s.column(2);
+    const SqlValue status_v = s.column(1);
+    const auto* status = std::get_if<std::string>(&status_v);
+    if (!status || *status != "ok" || !std::holds_alternative<double>(median)) return id;
+    timed.emplace_back(std::get<double>(median), id);
+  }
+  if (timed.empty()) return std::nullopt;
+  std::stable_sort(timed.begin(), timed.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  return timed[(timed.size() - 1) / 2].second;
+}
+
 std::optional<EvalResult> Store::evaluation(int64_t id) {
   Stmt s(db_,
          "SELECT status, detail, compile_s, compile_cached, run_s, median_s, p20_s, p80_s, mean_s, "

@@ -55,7 +55,8 @@ nlohmann::json SearchConfig::to_json() const {
   if (!target.empty()) stop_j["target"] = target;
   return {{"strategy", strategy}, {"params", params},       {"families", families},
           {"batch", batch},       {"seeds_first", seeds_first}, {"stop", stop_j},
-          {"seed", seed},         {"confirm", confirm}, {"profile_top", profile_top},
+          {"seed", seed},         {"confirm", confirm}, {"confirm_rounds", confirm_rounds},
+          {"profile_top", profile_top},
           {"llm", llm}};
 }
 
@@ -74,6 +75,9 @@ SearchConfig parse_search_config(const nlohmann::json& search, const std::string
   c.seeds_first = o.get_bool("seeds_first", true);
   c.confirm = o.get_int("confirm", 3);
   if (c.confirm < 0) throw ConfigError(o.path_of("confirm"), "expected an integer >= 0");
+  c.confirm_rounds = o.get_int("confirm_rounds", 3);
+  if (c.confirm_rounds < 1)
+    throw ConfigError(o.path_of("confirm_rounds"), "expected an integer >= 1");
   c.profile_top = o.get_int("profile_top", 3);
   if (c.profile_top < 0) throw ConfigError(o.path_of("profile_top"), "expected an integer >= 0");
   int64_t seed = o.get_int("seed", 1);
@@ -495,10 +499,14 @@ std::string Engine::run() {
   return reason;
 }
 
-// The fastest candidates are re-measured once more at the end, with every
-// family's default point (the seeds, the naive kernel): the minimum over many noisy measurements
-// is biased low (the winner's curse), so the best is chosen, and reported,
-// by a measurement that did not select it.
+// The fastest candidates are re-measured at the end, with every family's
+// default point (the seeds, the naive kernel): the minimum over many noisy
+// measurements is biased low (the winner's curse), so the best is chosen, and
+// reported, by measurements that did not select it. They are taken in
+// `confirm_rounds` rounds over all of them, the order reversed every other
+// round, and each candidate's figure is the median of its rounds: a machine
+// that drifts while they are timed (clocks, temperature, a neighbour) moves
+// every candidate alike instead of favouring whichever went first.
 void Engine::confirm() {
   if (config_.confirm <= 0 || backend_.name() == "replay") return;
   std::vector<const Observation*> ok;
@@ -517,32 +525,54 @@ void Engine::confirm() {
   // compared by measurements of the same kind.
   for (const Observation* o : ok)
     if (o->point.knobs == defaults_[static_cast<size_t>(o->point.family)]) add(o);
-  std::vector<EvalJob> jobs;
-  for (const Observation* o : pick) jobs.push_back({&space_.family(o->point.family), o->point.knobs});
-  if (on_stage) on_stage(fmt::format("re-measuring the best {} to confirm them", jobs.size()));
-  backend_.evaluate(
-      jobs,
-      [&](size_t i, EvalResult r) {
-        {
-          Timed t(stats_.store_s);
-          store_.add_evaluation(pick[i]->candidate, r);
-        }
-        ++stats_.confirmations;
-        confirmed_[pick[i]->candidate] = r.status == Status::ok && r.timing
-                                             ? r.timing->median_s
-                                             : std::numeric_limits<double>::infinity();
-      },
-      [&] { return !(interrupted && interrupted()); }, on_stage);
+  std::vector<std::vector<double>> rounds(pick.size());
+  std::vector<bool> failed(pick.size(), false);
+  const auto keep_going = [&] { return !(interrupted && interrupted()); };
+  for (int64_t round = 0; round < config_.confirm_rounds && keep_going(); ++round) {
+    std::vector<size_t> order(pick.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = round % 2 ? order.size() - 1 - i : i;
+    std::vector<EvalJob> jobs;
+    for (size_t i : order) jobs.push_back({&space_.family(pick[i]->point.family), pick[i]->point.knobs});
+    if (on_stage)
+      on_stage(fmt::format("re-measuring the best {} to confirm them (round {} of {})", jobs.size(),
+                           round + 1, config_.confirm_rounds));
+    backend_.evaluate(
+        jobs,
+        [&](size_t j, EvalResult r) {
+          const size_t i = order[j];
+          {
+            Timed t(stats_.store_s);
+            store_.add_evaluation(pick[i]->candidate, r);
+          }
+          ++stats_.confirmations;
+          if (r.status == Status::ok && r.timing)
+            rounds[i].push_back(r.timing->median_s);
+          else
+            failed[i] = true;
+        },
+        keep_going, on_stage);
+  }
+  for (size_t i = 0; i < pick.size(); ++i) {
+    const int64_t cand = pick[i]->candidate;
+    if (failed[i]) {
+      confirmed_[cand] = std::numeric_limits<double>::infinity();  // failed when measured again
+    } else if (!rounds[i].empty()) {
+      confirmed_[cand] = TimingStats::from_samples(rounds[i], 1, 0).median_s;
+      confirm_rounds_[cand] = rounds[i];
+    }
+  }
 }
 
 std::optional<Best> Engine::make_best(const Observation& o) const {
-  Best b{o.candidate, o.point, o.synthesizer, o, o.seconds, false};
+  Best b{o.candidate, o.point, o.synthesizer, o, o.seconds, false, {}};
   auto it = confirmed_.find(o.candidate);
   if (it != confirmed_.end()) {
     if (!std::isfinite(it->second)) return std::nullopt;  // failed when measured again
     b.confirmed = true;
     b.obs.roof_fraction = o.roof_fraction * o.seconds / it->second;
     b.obs.seconds = it->second;
+    auto r = confirm_rounds_.find(o.candidate);
+    if (r != confirm_rounds_.end()) b.rounds = r->second;
   }
   return b;
 }
@@ -586,6 +616,7 @@ nlohmann::json Engine::summary(const std::string& stop_reason) const {
             {"median_s", b->obs.seconds},
             {"search_median_s", b->search_seconds},
             {"confirmed", b->confirmed},
+            {"confirm_rounds_s", b->rounds},
             {"roof_fraction", b->obs.roof_fraction},
             {"bound", b->obs.bound}};
   };
@@ -621,6 +652,14 @@ nlohmann::json Engine::summary(const std::string& stop_reason) const {
   j["seed"] = describe(s);
   j["naive"] = describe(n);
   if (b && s) j["speedup_over_seed"] = s->obs.seconds / b->obs.seconds;
+  // Round by round (the same moment of the machine for both): in how many
+  // rounds of the confirmation the best was faster than the best seed.
+  if (b && s && b->candidate != s->candidate && !b->rounds.empty() &&
+      b->rounds.size() == s->rounds.size()) {
+    int64_t faster = 0;
+    for (size_t r = 0; r < b->rounds.size(); ++r) faster += b->rounds[r] < s->rounds[r];
+    j["best_faster_than_seed"] = {{"rounds", b->rounds.size()}, {"faster", faster}};
+  }
   if (b && n) j["speedup_over_naive"] = n->obs.seconds / b->obs.seconds;
   if (b) {
     nlohmann::json lineage = nlohmann::json::array();

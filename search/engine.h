@@ -47,6 +47,7 @@ struct SearchConfig {
   size_t batch = 0;                   // 0: 2 x CPUs
   bool seeds_first = true;            // evaluate each family's default point first
   int64_t confirm = 3;                // re-measure the best k (and the seeds) at the end
+  int64_t confirm_rounds = 3;         // ... in this many rounds, the order reversed every other round
   int64_t profile_top = 3;            // profile candidates among the best k so far (targets with a profiler)
   nlohmann::json llm;                 // the "llm" section (null: no LLM synthesizer)
   StopConditions stop;
@@ -93,6 +94,7 @@ struct Best {
   Observation obs;  // seconds and roof fraction as re-measured when confirmed
   double search_seconds = 0;  // as first measured during the search
   bool confirmed = false;
+  std::vector<double> rounds;  // the confirmation's median in each round (obs.seconds: their median)
 };
 
 class Engine {
@@ -193,7 +195,8 @@ class Engine {
   std::vector<Observation> history_;  // evaluated (or reused), in order
   EngineStats stats_;
   std::vector<KnobValues> defaults_;  // each family's default point
-  std::map<int64_t, double> confirmed_;  // candidate -> re-measured median (inf: failed)
+  std::map<int64_t, double> confirmed_;  // candidate -> median of its rounds' medians (inf: failed)
+  std::map<int64_t, std::vector<double>> confirm_rounds_;  // candidate -> each round's median
   double clock_offset_ = 0;  // elapsed before a resume
   double best_seconds_ = 0;  // for stagnation
   int64_t since_improvement_ = 0;

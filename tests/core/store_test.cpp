@@ -48,6 +48,43 @@ TEST(Store, CreatesTheSchemaAndRecordsAnEvaluation) {
   EXPECT_THROW(ro.query("DELETE FROM runs"), UserError);
 }
 
+// A confirmation takes one measurement per round after the search's own: the
+// one that stands for it is the median round, or the first that failed.
+TEST(Store, TheConfirmingEvaluationIsTheMedianRound) {
+  auto dir = test::temp_dir("store-confirm");
+  Task task = test::quick_task("swiglu", {{"g", {4, 8}}});
+  Store s(dir / "k.db");
+  int64_t run = s.begin_run("run", task, {});
+  std::string h = s.put_source("int x;", "k.c", "c");
+  auto timed = [](double t) {
+    EvalResult r;
+    r.status = Status::ok;
+    r.timing = TimingStats::from_samples({t, t, t}, 1, 0);
+    return r;
+  };
+  int64_t once = s.add_candidate(run, h, {{"VEC", 4}}, "k", "seed");
+  s.add_evaluation(once, timed(1e-3));
+  EXPECT_FALSE(s.confirming_evaluation(once).has_value());
+
+  int64_t c = s.add_candidate(run, h, {{"VEC", 8}}, "k", "knob");
+  s.add_evaluation(c, timed(0.5e-3));  // the search's measurement: never the confirmation
+  s.add_evaluation(c, timed(3e-3));
+  const int64_t mid = s.add_evaluation(c, timed(2e-3));
+  s.add_evaluation(c, timed(1e-3));
+  EXPECT_EQ(s.confirming_evaluation(c), std::optional<int64_t>(mid));
+  s.add_evaluation(c, timed(4e-3));  // even count: the lower middle one
+  EXPECT_EQ(s.confirming_evaluation(c), std::optional<int64_t>(mid));
+
+  int64_t bad = s.add_candidate(run, h, {{"VEC", 16}}, "k", "knob");
+  s.add_evaluation(bad, timed(1e-3));
+  s.add_evaluation(bad, timed(1e-3));
+  EvalResult crash;
+  crash.status = Status::crash;
+  const int64_t crashed = s.add_evaluation(bad, crash);
+  s.add_evaluation(bad, timed(1e-3));
+  EXPECT_EQ(s.confirming_evaluation(bad), std::optional<int64_t>(crashed));
+}
+
 TEST(Store, RoofsByHost) {
   auto dir = test::temp_dir("store-roof");
   Store s(dir / "k.db");

@@ -79,6 +79,9 @@ class FakeBackend final : public EvalBackend {
                    : synthetic ? synthetic_time(f.name, jobs[i].knobs) * 1e-3
                              : (1 + static_cast<double>(std::hash<std::string>{}(
                                         knobs_to_json(jobs[i].knobs)) % 1000) / 100) * 1e-3;
+        // A machine that slows down call after call, from call drift_after on.
+        if (!lucky && drift > 0 && calls > drift_after)
+          t *= 1 + drift * static_cast<double>(calls - drift_after - 1);
         r.timing = TimingStats::from_samples({t * 0.99, t, t * 1.01, t * 1.02, t}, 1, 2);
         Diagnosis d;
         d.bound = "memory";
@@ -92,6 +95,8 @@ class FakeBackend final : public EvalBackend {
   double clock() const override { return clock_s; }
 
   std::string lucky_key;  // its first measurement is far too fast
+  double drift = 0;       // each call after drift_after is this much slower than the last
+  int drift_after = 0;
   int lucky_calls = 0;
   int invalid = 0;
   int calls = 0;
@@ -452,16 +457,47 @@ TEST(Search, ConfirmationUndoesALuckyMeasurement) {
   EXPECT_TRUE(found_optimum(e));
   ASSERT_TRUE(e.best()->confirmed);
   EXPECT_DOUBLE_EQ(e.best()->obs.seconds, 1e-3);
-  EXPECT_EQ(e.stats().confirmations, 4);  // the top 3 (the lucky seed among them) and the other seed
+  // The top 3 (the lucky seed among them) and the other seed, in 3 rounds.
+  EXPECT_EQ(e.stats().confirmations, 3 * 4);
   // Re-measured, the fast family's seed is no longer the best seed.
   EXPECT_DOUBLE_EQ(e.best_seed()->obs.seconds, synthetic_time("slow", f.space.seed(1).knobs) * 1e-3);
   EXPECT_EQ(count(f.store,
                   "SELECT COUNT(*) FROM evaluations e JOIN candidates c ON c.id = e.candidate_id "
                   "WHERE c.run_id = ?",
                   run),
-            static_cast<int64_t>(f.space.size()) + 4);
+            static_cast<int64_t>(f.space.size()) + 3 * 4);
   auto j = e.summary("");
   EXPECT_EQ(j["best"]["confirmed"], true);
+  EXPECT_EQ(j["best"]["confirm_rounds_s"].size(), 3u);
+  EXPECT_EQ(j["best_faster_than_seed"]["rounds"], 3);
+  EXPECT_EQ(j["best_faster_than_seed"]["faster"], 3);
+}
+
+// The machine slows down while the confirmation runs (clocks, heat): one
+// round in a fixed order favours whichever candidate went first; rounds in
+// alternating order, each candidate judged by its median round, do not.
+TEST(Search, ConfirmationRoundsCancelADriftingMachine) {
+  KnobValues near = {{"A", 5}, {"B", 2}, {"C", 2}};  // 1.3 ms; the optimum C=3 is 1.0 ms
+  for (int64_t rounds : {1, 3}) {
+    Fixture f("drift-" + std::to_string(rounds));
+    f.backend.lucky_key = f.space.key(Point{0, near});  // found at 0.5 ms: confirmed first
+    f.backend.drift = 0.5;
+    f.backend.drift_after = static_cast<int>(f.space.size());  // from the confirmation on
+    SearchConfig c = config("grid", 100000);
+    c.confirm = 2;
+    c.confirm_rounds = rounds;
+    Engine e(f.task, f.space, f.store, f.backend, c);
+    e.begin({});
+    e.run();
+    ASSERT_EQ(e.stats().evaluations, static_cast<int64_t>(f.space.size()));
+    ASSERT_TRUE(e.best()->confirmed);
+    EXPECT_EQ(e.stats().confirmations, rounds * 4);  // near, the optimum, two seeds
+    EXPECT_EQ(e.best()->rounds.size(), static_cast<size_t>(rounds));
+    if (rounds == 1)
+      EXPECT_EQ(e.best()->point.knobs, near) << "one round: the first measured wins";
+    else
+      EXPECT_TRUE(found_optimum(e)) << knobs_to_string(e.best()->point.knobs);
+  }
 }
 
 // A resumed run sees each candidate as its search measured it, not as the
