@@ -693,13 +693,21 @@ def kevo_peer(task, kevo_dir, workdir):
     src = os.path.join(kevo_dir, stem + ".best.cu")
     if not os.path.isfile(src):
         raise BadInput(f"kevo peer: no {src} (kevo run CONFIG -o {src} writes it)")
+    return kevo_kernel(task, src, {}, workdir, stem)
+
+
+def kevo_kernel(task, src, knobs, workdir, label):
+    """A kevo kernel source (a best kernel, or a family file with `knobs` as
+    -D defines) built with kevo's nvcc flags into WORKDIR/<label>.kevo.so and
+    wrapped as a function like the peers'."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    lib_path = os.path.join(workdir, f"{stem}.kevo.so")
+    lib_path = os.path.join(workdir, f"{label}.kevo.so")
     a = task.arch
     # kevo's form: -arch=sm_90a also runs a plain sm_90 pass that rejects wgmma.
     arch = f"-gencode=arch=compute_{a[3:]},code=sm_{a[3:]}" if a.startswith("sm_") else f"-arch={a}"
     cmd = [os.environ.get("NVCC", "nvcc"), arch, *task.flags, "-std=c++17",
            "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared",
+           *[f"-D{k}={v}" for k, v in sorted(knobs.items())],
            "-I" + os.path.join(root, "targets", "abi"), src, "-o", lib_path]
     r = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if r.returncode != 0:

@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""bench/micro/harness_points.py: a point's knobs reach nvcc as -D defines
+with kevo's own flags, and bad input is one line with exit status 2 (no GPU
+or torch needed for either)."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+SCRIPT = os.path.join(ROOT, "bench", "micro", "harness_points.py")
+CONFIG = os.path.join(ROOT, "configs", "cuda", "rmsnorm-16384x4096.json")
+FAMILY = os.path.join(ROOT, "targets", "cuda", "kernels", "rmsnorm", "fused.cu")
+sys.path.insert(0, os.path.join(ROOT, "bench", "micro"))
+import harness_points as hp  # noqa: E402
+
+
+class HarnessPoints(unittest.TestCase):
+    def test_a_point_is_a_source_and_its_knobs(self):
+        self.assertEqual(hp.parse_point(f"h4={FAMILY}:HINT=4,MINB=2"),
+                         ("h4", FAMILY, {"HINT": 4, "MINB": 2}))
+        self.assertEqual(hp.parse_point(f"plain={FAMILY}"), ("plain", FAMILY, {}))
+        for bad in ("nolabel", f"x={FAMILY}:HINT", f"x={FAMILY}:HINT=a", "x=/no/such.cu"):
+            with self.assertRaises(hp.tp.BadInput, msg=bad):
+                hp.parse_point(bad)
+
+    def test_the_knobs_reach_nvcc_with_kevos_flags(self):
+        with tempfile.TemporaryDirectory() as d:
+            log = os.path.join(d, "args")
+            nvcc = os.path.join(d, "nvcc")
+            with open(nvcc, "w") as f:
+                f.write(f"#!/bin/sh\necho \"$@\" > {log}\necho 'fake nvcc: no' >&2\nexit 1\n")
+            os.chmod(nvcc, 0o755)
+            os.environ["NVCC"] = nvcc
+            try:
+                task = hp.tp.load_config(CONFIG)
+                with self.assertRaises(RuntimeError) as e:
+                    hp.tp.kevo_kernel(task, FAMILY, {"HINT": 4, "MINB": 2}, d, "h4")
+            finally:
+                del os.environ["NVCC"]
+            self.assertIn("fake nvcc: no", str(e.exception))
+            args = open(log).read().split()
+        for want in ("-DHINT=4", "-DMINB=2", "-gencode=arch=compute_90a,code=sm_90a", "-O3",
+                     "-lineinfo", FAMILY):
+            self.assertIn(want, args)
+
+    def test_bad_input_is_one_line_and_exit_2(self):
+        for argv in ([CONFIG, "--point", "x=/no/such.cu"],
+                     [CONFIG, "--point", f"x={FAMILY}", "--flush", "boil"],
+                     [CONFIG, "--no-compile"]):
+            r = subprocess.run([sys.executable, SCRIPT, *argv], capture_output=True, text=True,
+                               check=False)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertTrue(r.stderr.startswith("harness_points: "), r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
