@@ -1,6 +1,8 @@
 // kevo run: a search from a task config until a stop condition, every result
 // stored as it finishes; --resume continues a killed run, --replay answers
 // from a recorded run instead of running kernels.
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -58,6 +60,24 @@ void print_summary(const Engine& engine, const Task& task, const nlohmann::json&
   line("best", j["best"], nullptr);
   line("seed", j["seed"], "speedup_over_seed");
   line("naive", j["naive"], "speedup_over_naive");
+  if (j.contains("drift")) {
+    // How far the machine moved while the search ran: gaps of that size between
+    // candidates timed far apart in it were not resolved.
+    std::string parts;
+    double worst = 0;
+    for (const auto& d : j["drift"]) {
+      const double c = d["change"].get<double>();
+      worst = std::max(worst, std::abs(c));
+      parts += fmt::format("{}{:+.1f}% ({})", parts.empty() ? "" : ", ", 100 * c,
+                           d["family"].get<std::string>());
+    }
+    fmt::print("{:<12}the default points measured {} at the confirmation against the search{}\n",
+               "drift", parts,
+               worst > 0.02 ? fmt::format("; gaps under {:.0f}% between candidates timed apart are "
+                                          "within it",
+                                          std::ceil(100 * worst))
+                            : "");
+  }
   fmt::print("{:<12}{} measured ({}), {} answered from earlier runs, {} repeated proposals\n",
              "evaluations", s.evaluations, failures_text(s), s.reused, s.duplicates);
   fmt::print("{:<12}{} on the budget clock; this process {}: compile {}, run {}, searcher {} + "

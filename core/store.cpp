@@ -544,6 +544,7 @@ std::optional<int64_t> Store::confirming_evaluation(int64_t candidate) {
   Stmt s(db_, "SELECT id, status, median_s FROM evaluations WHERE candidate_id = ? ORDER BY id");
   s.bind(1, candidate);
   std::vector<std::pair<double, int64_t>> timed;
+  std::optional<int64_t> suspect;  // a time below the floor: shown only when no round is ok
   bool first = true;
   while (s.step()) {
     if (first) {  // the search's own measurement
@@ -554,10 +555,14 @@ std::optional<int64_t> Store::confirming_evaluation(int64_t candidate) {
     const SqlValue median = s.column(2);
     const SqlValue status_v = s.column(1);
     const auto* status = std::get_if<std::string>(&status_v);
+    if (status && *status == "suspect") {
+      if (!suspect) suspect = id;
+      continue;
+    }
     if (!status || *status != "ok" || !std::holds_alternative<double>(median)) return id;
     timed.emplace_back(std::get<double>(median), id);
   }
-  if (timed.empty()) return std::nullopt;
+  if (timed.empty()) return suspect;
   std::stable_sort(timed.begin(), timed.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   return timed[(timed.size() - 1) / 2].second;

@@ -65,7 +65,8 @@ class Store {
   // The re-measurement that stands for a candidate's confirmation: among its
   // evaluations after the first (a search's confirmation takes one per round),
   // the first that failed, else the one with the median time (the lower
-  // middle one of an even count). None when it was measured only once.
+  // middle one of an even count) among the ok ones, else the first suspect
+  // one (a time below the floor). None when it was measured only once.
   std::optional<int64_t> confirming_evaluation(int64_t candidate);
   void set_run_summary(int64_t run, const nlohmann::json& summary);
 

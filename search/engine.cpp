@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -547,6 +548,8 @@ void Engine::confirm() {
           ++stats_.confirmations;
           if (r.status == Status::ok && r.timing)
             rounds[i].push_back(r.timing->median_s);
+          else if (r.status == Status::suspect)  // a time below the floor: no figure, not a fault
+            rounds[i].push_back(std::numeric_limits<double>::quiet_NaN());
           else
             failed[i] = true;
         },
@@ -556,9 +559,16 @@ void Engine::confirm() {
     const int64_t cand = pick[i]->candidate;
     if (failed[i]) {
       confirmed_[cand] = std::numeric_limits<double>::infinity();  // failed when measured again
+      continue;
+    }
+    std::vector<double> timed;
+    for (double t : rounds[i])
+      if (std::isfinite(t)) timed.push_back(t);
+    if (!timed.empty()) {
+      confirmed_[cand] = TimingStats::from_samples(timed, 1, 0).median_s;
+      confirm_rounds_[cand] = rounds[i];  // one entry per round, NaN where it was suspect
     } else if (!rounds[i].empty()) {
-      confirmed_[cand] = TimingStats::from_samples(rounds[i], 1, 0).median_s;
-      confirm_rounds_[cand] = rounds[i];
+      confirmed_[cand] = std::numeric_limits<double>::infinity();  // no credible time again
     }
   }
 }
@@ -645,6 +655,21 @@ nlohmann::json Engine::summary(const std::string& stop_reason) const {
   j["run_s"] = stats_.run_s;
   j["overhead_share"] =
       stats_.wall_s > 0 ? (stats_.searcher_s + stats_.store_s) / stats_.wall_s : 0.0;
+  // The family default points are re-measured at the end whatever their luck
+  // during the search, so how their figure moved between the two is the
+  // machine's drift over the run (plus noise), not the winner's curse.
+  nlohmann::json drift = nlohmann::json::array();
+  for (const auto& o : history_) {
+    if (!o.ok() || o.point.knobs != defaults_[static_cast<size_t>(o.point.family)]) continue;
+    auto it = confirmed_.find(o.candidate);
+    if (it == confirmed_.end() || !std::isfinite(it->second)) continue;
+    drift.push_back({{"candidate", o.candidate},
+                     {"family", space_.family(o.point.family).name},
+                     {"search_median_s", o.seconds},
+                     {"confirmed_median_s", it->second},
+                     {"change", it->second / o.seconds - 1}});
+  }
+  if (!drift.empty()) j["drift"] = drift;
   auto b = best();
   auto s = best_seed();
   auto n = naive();
@@ -656,9 +681,13 @@ nlohmann::json Engine::summary(const std::string& stop_reason) const {
   // rounds of the confirmation the best was faster than the best seed.
   if (b && s && b->candidate != s->candidate && !b->rounds.empty() &&
       b->rounds.size() == s->rounds.size()) {
-    int64_t faster = 0;
-    for (size_t r = 0; r < b->rounds.size(); ++r) faster += b->rounds[r] < s->rounds[r];
-    j["best_faster_than_seed"] = {{"rounds", b->rounds.size()}, {"faster", faster}};
+    int64_t paired = 0, faster = 0;
+    for (size_t r = 0; r < b->rounds.size(); ++r)
+      if (std::isfinite(b->rounds[r]) && std::isfinite(s->rounds[r])) {
+        ++paired;
+        faster += b->rounds[r] < s->rounds[r];
+      }
+    if (paired) j["best_faster_than_seed"] = {{"rounds", paired}, {"faster", faster}};
   }
   if (b && n) j["speedup_over_naive"] = n->obs.seconds / b->obs.seconds;
   if (b) {

@@ -94,7 +94,8 @@ struct Best {
   Observation obs;  // seconds and roof fraction as re-measured when confirmed
   double search_seconds = 0;  // as first measured during the search
   bool confirmed = false;
-  std::vector<double> rounds;  // the confirmation's median in each round (obs.seconds: their median)
+  std::vector<double> rounds;  // the confirmation's median in each round (NaN: suspect); obs.seconds
+                               // is the median of the others
 };
 
 class Engine {

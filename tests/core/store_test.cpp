@@ -85,6 +85,26 @@ TEST(Store, TheConfirmingEvaluationIsTheMedianRound) {
   EXPECT_EQ(s.confirming_evaluation(bad), std::optional<int64_t>(crashed));
 }
 
+TEST(Store, ASuspectRoundStandsForTheConfirmationOnlyWhenNoRoundIsOk) {
+  auto dir = test::temp_dir("store-confirm-suspect");
+  Task task = test::quick_task("swiglu", {{"g", {4, 8}}});
+  Store s(dir / "k.db");
+  int64_t run = s.begin_run("run", task, {});
+  std::string h = s.put_source("int x;", "k.c", "c");
+  EvalResult ok;
+  ok.status = Status::ok;
+  ok.timing = TimingStats::from_samples({1e-3, 1e-3, 1e-3}, 1, 0);
+  EvalResult low = ok;
+  low.status = Status::suspect;
+  int64_t c = s.add_candidate(run, h, {{"VEC", 8}}, "k", "knob");
+  s.add_evaluation(c, ok);
+  const int64_t first_low = s.add_evaluation(c, low);
+  s.add_evaluation(c, low);
+  EXPECT_EQ(s.confirming_evaluation(c), std::optional<int64_t>(first_low));
+  const int64_t good = s.add_evaluation(c, ok);
+  EXPECT_EQ(s.confirming_evaluation(c), std::optional<int64_t>(good));
+}
+
 TEST(Store, RoofsByHost) {
   auto dir = test::temp_dir("store-roof");
   Store s(dir / "k.db");

@@ -83,6 +83,10 @@ class FakeBackend final : public EvalBackend {
         if (!lucky && drift > 0 && calls > drift_after)
           t *= 1 + drift * static_cast<double>(calls - drift_after - 1);
         r.timing = TimingStats::from_samples({t * 0.99, t, t * 1.01, t * 1.02, t}, 1, 2);
+        if (key == suspect_key && ++suspect_calls == 2) {  // its first re-measurement
+          r.status = Status::suspect;
+          r.detail = "synthetic: below the floor";
+        }
         Diagnosis d;
         d.bound = "memory";
         d.roof_fraction = 1e-3 / r.timing->median_s;
@@ -95,6 +99,8 @@ class FakeBackend final : public EvalBackend {
   double clock() const override { return clock_s; }
 
   std::string lucky_key;  // its first measurement is far too fast
+  std::string suspect_key;  // its second measurement is suspect (below the floor)
+  int suspect_calls = 0;
   double drift = 0;       // each call after drift_after is this much slower than the last
   int drift_after = 0;
   int lucky_calls = 0;
@@ -471,6 +477,14 @@ TEST(Search, ConfirmationUndoesALuckyMeasurement) {
   EXPECT_EQ(j["best"]["confirm_rounds_s"].size(), 3u);
   EXPECT_EQ(j["best_faster_than_seed"]["rounds"], 3);
   EXPECT_EQ(j["best_faster_than_seed"]["faster"], 3);
+  // The default points tell the drift: none for the slow seed, on this steady
+  // machine; the lucky seed's own fall from luck shows as well.
+  ASSERT_EQ(j["drift"].size(), 2u);
+  for (const auto& d : j["drift"])
+    if (d["family"] == "slow")
+      EXPECT_DOUBLE_EQ(d["change"].get<double>(), 0);
+    else
+      EXPECT_GT(d["change"].get<double>(), 10);
 }
 
 // The machine slows down while the confirmation runs (clocks, heat): one
@@ -497,7 +511,31 @@ TEST(Search, ConfirmationRoundsCancelADriftingMachine) {
       EXPECT_EQ(e.best()->point.knobs, near) << "one round: the first measured wins";
     else
       EXPECT_TRUE(found_optimum(e)) << knobs_to_string(e.best()->point.knobs);
+    // The seeds were measured before the machine slowed and again after.
+    auto j = e.summary("");
+    ASSERT_EQ(j["drift"].size(), 2u);
+    for (const auto& d : j["drift"]) EXPECT_GT(d["change"].get<double>(), 0.4);
   }
+}
+
+// A time below the floor in one round of the confirmation is no measurement,
+// not a fault: the candidate is judged by its other rounds.
+TEST(Search, ASuspectConfirmationRoundIsSkipped) {
+  Fixture f("confirm-suspect");
+  f.backend.suspect_key = f.space.key(Point{0, {{"A", 5}, {"B", 2}, {"C", 3}}});
+  SearchConfig c = config("grid", 100000);
+  c.confirm = 1;
+  Engine e(f.task, f.space, f.store, f.backend, c);
+  e.begin({});
+  e.run();
+  ASSERT_EQ(f.backend.suspect_calls, 4);  // the search's, then three rounds
+  EXPECT_TRUE(found_optimum(e));
+  ASSERT_TRUE(e.best()->confirmed);
+  ASSERT_EQ(e.best()->rounds.size(), 3u);
+  EXPECT_TRUE(std::isnan(e.best()->rounds[0]));  // the suspect round has no figure
+  EXPECT_DOUBLE_EQ(e.best()->obs.seconds, 1e-3);
+  // Best and seed are paired only in the rounds where both have a figure.
+  EXPECT_EQ(e.summary("")["best_faster_than_seed"]["rounds"], 2);
 }
 
 // A resumed run sees each candidate as its search measured it, not as the
