@@ -103,7 +103,10 @@ int cmd_run(const Argv& argv) {
          "Searches for the fastest correct kernel for the task in CONFIG: the strategy grows a\n"
          "tree of candidates from the operator's kernel families, each one is compiled, checked,\n"
          "timed and diagnosed, and every result is stored as it finishes. Stops at the first of\n"
-         "the config's stop conditions (search.stop) or the budgets given here. A killed run\n"
+         "the config's stop conditions (search.stop) or the budgets given here. Then the best\n"
+         "few and every family's default point are timed again, in rounds of alternating order\n"
+         "(search.confirm, search.confirm_rounds), and the best is chosen by its median round;\n"
+         "the summary says how far the default points drifted meanwhile. A killed run\n"
          "continues with --resume; nothing that finished is measured again. Exit status: 0 when\n"
          "a correct kernel was found, 1 when none was, 2 for bad input.",
          {db_option(),
