@@ -656,8 +656,9 @@ nlohmann::json Engine::summary(const std::string& stop_reason) const {
   j["overhead_share"] =
       stats_.wall_s > 0 ? (stats_.searcher_s + stats_.store_s) / stats_.wall_s : 0.0;
   // The family default points are re-measured at the end whatever their luck
-  // during the search, so how their figure moved between the two is the
-  // machine's drift over the run (plus noise), not the winner's curse.
+  // during the search, so how their figure moved between the two is drift
+  // (the machine's, or the state the run leaves it in) plus noise, not the
+  // winner's curse.
   nlohmann::json drift = nlohmann::json::array();
   for (const auto& o : history_) {
     if (!o.ok() || o.point.knobs != defaults_[static_cast<size_t>(o.point.family)]) continue;
