@@ -29,7 +29,8 @@ void print_summary(const Engine& engine, const Task& task, const nlohmann::json&
              task.target, j["strategy"].get<std::string>(),
              j["backend"] == "replay" ? " (replayed)" : "");
   fmt::print("{:<12}{}\n", "stopped", j["stop_reason"].get<std::string>());
-  auto line = [&](const char* label, const nlohmann::json& b, const char* extra_key) {
+  auto line = [&](const char* label, const nlohmann::json& b, const char* extra_key,
+                  const std::string& extra_note = "") {
     if (b.is_null()) {
       fmt::print("{:<12}not measured\n", label);
       return;
@@ -45,20 +46,19 @@ void print_summary(const Engine& engine, const Task& task, const nlohmann::json&
       detail += fmt::format("; re-measured, {} when found",
                             format_seconds(b["search_median_s"].get<double>()));
     std::string speedup;
-    if (extra_key && j.contains(extra_key)) {
-      speedup = fmt::format("  -> best is {:.2f}x faster", j[extra_key].get<double>());
-      // Paired round by round, which a drifting machine cannot fake.
-      if (std::string(extra_key) == "speedup_over_seed" && j.contains("best_faster_than_seed")) {
-        const auto& f = j["best_faster_than_seed"];
-        speedup += fmt::format(" (faster in {} of {} confirmation rounds)", f["faster"].get<int64_t>(),
-                               f["rounds"].get<int64_t>());
-      }
-    }
+    if (extra_key && j.contains(extra_key))
+      speedup = fmt::format("  -> best is {:.2f}x faster{}", j[extra_key].get<double>(), extra_note);
     fmt::print("{:<12}{} {}{} ({}){}\n", label, format_seconds(b["median_s"].get<double>()),
                b["family"].get<std::string>(), knobs, detail, speedup);
   };
   line("best", j["best"], nullptr);
-  line("seed", j["seed"], "speedup_over_seed");
+  // Paired round by round, which a drifting machine cannot fake.
+  std::string rounds_note;
+  if (j.contains("best_faster_than_seed"))
+    rounds_note = fmt::format(" (faster in {} of {} confirmation rounds)",
+                              j["best_faster_than_seed"]["faster"].get<int64_t>(),
+                              j["best_faster_than_seed"]["rounds"].get<int64_t>());
+  line("seed", j["seed"], "speedup_over_seed", rounds_note);
   line("naive", j["naive"], "speedup_over_naive");
   if (j.contains("drift")) {
     // How far the machine moved while the search ran: gaps of that size between

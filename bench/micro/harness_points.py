@@ -44,7 +44,7 @@ FLUSHES = ("fill", "fillv", "fill4", "fill8", "reset", "read")
 
 
 class FlushTimer(tp.Timer):
-    """torch_peers' Timer with a choice of flush."""
+    """torch_peers' Timer (sync, flush, cover, events) with a choice of flush."""
 
     def __init__(self, device, kind, cover_us):
         super().__init__(device, cover_us)
@@ -76,17 +76,6 @@ class FlushTimer(tp.Timer):
             self.flush_buf.fill_(self.value)
         else:
             self.flush_buf.zero_()
-
-    def call(self, fn, args):
-        tp.torch.cuda.synchronize(self.device)
-        self.flush()
-        if self.cover_cycles:
-            tp.torch.cuda._sleep(self.cover_cycles)
-        self.start.record()
-        fn(*args)
-        self.end.record()
-        self.end.synchronize()
-        return self.start.elapsed_time(self.end) * 1e-3, 0.0
 
 
 def parse_point(text):

@@ -546,11 +546,15 @@ class Timer:
         if self.cuda:
             torch.cuda.synchronize(self.device)
 
+    def flush(self):
+        """Evicts the L2 (the CPU's L2 on cpu): zero_() a buffer of twice its size."""
+        self.flush_buf.zero_()
+
     def call(self, fn, args):
         """(seconds timed, seconds the host spent in fn) of one call after an L2 flush."""
         if self.cuda:
             torch.cuda.synchronize(self.device)
-            self.flush_buf.zero_()
+            self.flush()
             if self.cover_cycles:
                 torch.cuda._sleep(self.cover_cycles)
             self.start.record()
@@ -560,7 +564,7 @@ class Timer:
             self.end.record()
             self.end.synchronize()
             return self.start.elapsed_time(self.end) * 1e-3, host
-        self.flush_buf.zero_()
+        self.flush()
         t0 = time.perf_counter()
         fn(*args)
         host = time.perf_counter() - t0

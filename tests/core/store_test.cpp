@@ -48,25 +48,38 @@ TEST(Store, CreatesTheSchemaAndRecordsAnEvaluation) {
   EXPECT_THROW(ro.query("DELETE FROM runs"), UserError);
 }
 
+// One measurement of t seconds.
+EvalResult timed(double t, Status status = Status::ok) {
+  EvalResult r;
+  r.status = status;
+  r.timing = TimingStats::from_samples({t, t, t}, 1, 0);
+  return r;
+}
+
+// A store with one run and one source, for candidates measured several times.
+struct MeasuredCandidates {
+  explicit MeasuredCandidates(const std::string& name)
+      : dir(test::temp_dir(name)), store(dir / "k.db") {
+    run = store.begin_run("run", test::quick_task("swiglu", {{"g", {4, 8}}}), {});
+    source = store.put_source("int x;", "k.c", "c");
+  }
+  int64_t candidate(int64_t vec) { return store.add_candidate(run, source, {{"VEC", vec}}, "k", "knob"); }
+  std::filesystem::path dir;
+  Store store;
+  int64_t run = 0;
+  std::string source;
+};
+
 // A confirmation takes one measurement per round after the search's own: the
 // one that stands for it is the median round, or the first that failed.
 TEST(Store, TheConfirmingEvaluationIsTheMedianRound) {
-  auto dir = test::temp_dir("store-confirm");
-  Task task = test::quick_task("swiglu", {{"g", {4, 8}}});
-  Store s(dir / "k.db");
-  int64_t run = s.begin_run("run", task, {});
-  std::string h = s.put_source("int x;", "k.c", "c");
-  auto timed = [](double t) {
-    EvalResult r;
-    r.status = Status::ok;
-    r.timing = TimingStats::from_samples({t, t, t}, 1, 0);
-    return r;
-  };
-  int64_t once = s.add_candidate(run, h, {{"VEC", 4}}, "k", "seed");
+  MeasuredCandidates m("store-confirm");
+  Store& s = m.store;
+  int64_t once = m.candidate(4);
   s.add_evaluation(once, timed(1e-3));
   EXPECT_FALSE(s.confirming_evaluation(once).has_value());
 
-  int64_t c = s.add_candidate(run, h, {{"VEC", 8}}, "k", "knob");
+  int64_t c = m.candidate(8);
   s.add_evaluation(c, timed(0.5e-3));  // the search's measurement: never the confirmation
   s.add_evaluation(c, timed(3e-3));
   const int64_t mid = s.add_evaluation(c, timed(2e-3));
@@ -75,7 +88,7 @@ TEST(Store, TheConfirmingEvaluationIsTheMedianRound) {
   s.add_evaluation(c, timed(4e-3));  // even count: the lower middle one
   EXPECT_EQ(s.confirming_evaluation(c), std::optional<int64_t>(mid));
 
-  int64_t bad = s.add_candidate(run, h, {{"VEC", 16}}, "k", "knob");
+  int64_t bad = m.candidate(16);
   s.add_evaluation(bad, timed(1e-3));
   s.add_evaluation(bad, timed(1e-3));
   EvalResult crash;
@@ -86,17 +99,11 @@ TEST(Store, TheConfirmingEvaluationIsTheMedianRound) {
 }
 
 TEST(Store, ASuspectRoundStandsForTheConfirmationOnlyWhenNoRoundIsOk) {
-  auto dir = test::temp_dir("store-confirm-suspect");
-  Task task = test::quick_task("swiglu", {{"g", {4, 8}}});
-  Store s(dir / "k.db");
-  int64_t run = s.begin_run("run", task, {});
-  std::string h = s.put_source("int x;", "k.c", "c");
-  EvalResult ok;
-  ok.status = Status::ok;
-  ok.timing = TimingStats::from_samples({1e-3, 1e-3, 1e-3}, 1, 0);
-  EvalResult low = ok;
-  low.status = Status::suspect;
-  int64_t c = s.add_candidate(run, h, {{"VEC", 8}}, "k", "knob");
+  MeasuredCandidates m("store-confirm-suspect");
+  Store& s = m.store;
+  const EvalResult ok = timed(1e-3);
+  const EvalResult low = timed(1e-3, Status::suspect);
+  int64_t c = m.candidate(8);
   s.add_evaluation(c, ok);
   const int64_t first_low = s.add_evaluation(c, low);
   s.add_evaluation(c, low);
