@@ -434,6 +434,18 @@ TEST(Export, ARealRunAsKevoJsonAndT4AndComparedWithItself) {
     if (c["confirmation"].is_object()) {
       ++confirmed;
       EXPECT_GE(c["confirmation"]["timing"]["samples_s"].size(), 3u);
+      // The confirmation exported is the median of the re-measurements (one per
+      // round, after the search's own), not the last one.
+      Store ro(db, /*read_only=*/true);
+      QueryResult q = ro.query(
+          "SELECT median_s FROM evaluations WHERE candidate_id = ? AND status = 'ok' AND id > "
+          "(SELECT MIN(id) FROM evaluations WHERE candidate_id = ?) ORDER BY median_s",
+          {c["id"].get<int64_t>(), c["id"].get<int64_t>()});
+      EXPECT_EQ(q.rows.size(), 3u);  // the default three rounds
+      if (!q.rows.empty()) {
+        EXPECT_DOUBLE_EQ(c["confirmation"]["timing"]["median_s"].get<double>(),
+                         std::get<double>(q.rows[(q.rows.size() - 1) / 2][0]));
+      }
     }
   }
   EXPECT_GE(confirmed, 1);
