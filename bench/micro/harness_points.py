@@ -99,7 +99,7 @@ def main(argv=None):
     ap.add_argument("config")
     ap.add_argument("--point", action="append", default=[], metavar="LABEL=SRC[:K=V,...]")
     ap.add_argument("--no-compile", action="store_true")
-    ap.add_argument("--flush", default="fill", help="comma-separated of fill,fill4,read")
+    ap.add_argument("--flush", default="fill", help="comma-separated subset of " + ",".join(FLUSHES) + " (default fill)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--launch-cover-us", type=float, default=300.0)
     ap.add_argument("--min-time-ms", type=float, default=100.0)
