@@ -456,6 +456,54 @@ TEST(CudaCompile, SeedFamiliesAndHostileKernels) {
   for (int mode = 0; mode <= 7; ++mode) build(hostile, {{"MODE", mode}}, "-" + std::to_string(mode));
 }
 
+// The rmsnorm family's register budget (its last two require lines) admits the
+// points at its edge that ptxas fits without spilling, and keeps out one that
+// spills: each measured with ptxas when the budget was set.
+TEST(CudaCompile, RmsnormRegisterBudgetEdge) {
+  std::string why = cuda_unavailable_reason();
+  if (!why.empty()) GTEST_SKIP() << why;
+  auto target = make_target("cuda");
+  auto src = test::repo_dir() / "targets" / "cuda" / "kernels" / "rmsnorm" / "fused.cu";
+  SearchSpace space = load_space({src}, {}, [](const std::filesystem::path&) { return "cuda"; });
+  const KnobSpace& knobs = space.family(0).space;
+  auto point = [&](std::initializer_list<std::pair<const std::string, int64_t>> set) {
+    KnobValues v = knobs.defaults();
+    for (const auto& [k, x] : set) v[k] = x;
+    return v;
+  };
+  // blocks of 256 threads: 6 at 40 registers (the default), 8 at 32, 4 at 64, and
+  // 5 at 48 with 4-byte vectors, 8 per thread
+  const std::vector<KnobValues> edge = {
+      knobs.defaults(),
+      point({{"MINB", 8}}),
+      point({{"TPR", 128}, {"ROWS", 2}, {"UNROLL", 4}, {"MINB", 4}}),
+      point({{"VEC", 4}, {"UNROLL", 8}, {"MINB", 5}}),
+  };
+  Task task = test::quick_task("rmsnorm", {{"x", {8, 64}}}, {{"target", "cuda"}, {"dtype", "bf16"}});
+  auto dir = test::temp_dir("cuda-budget");
+  int i = 0;
+  for (const auto& v : edge) {
+    ASSERT_TRUE(knobs.valid(v)) << knobs_to_string(v) << ": " << knobs.violation(v).value_or("");
+    CompileRequest req;
+    req.task = &task;
+    req.source = src;
+    req.language = "cuda";
+    req.knobs = v;
+    req.output = dir / ("edge" + std::to_string(i++) + ".so");
+    CompileOutcome out = target->compile(req);
+    ASSERT_TRUE(out.ok) << knobs_to_string(v) << ":\n" << out.log;
+    bool seen = false;
+    for (const auto& m : target->compile_metrics(out.log))
+      if (m.metric == "ptxas.spill_store_bytes") {
+        seen = true;
+        EXPECT_EQ(m.value, 0) << knobs_to_string(v);
+      }
+    EXPECT_TRUE(seen) << out.log;
+  }
+  // the same with 6 blocks: ptxas spills 28 bytes at 40 registers
+  EXPECT_FALSE(knobs.valid(point({{"VEC", 4}, {"UNROLL", 8}, {"MINB", 6}})));
+}
+
 // ---- on a GPU --------------------------------------------------------------------------------
 
 class OnGpu : public ::testing::Test {

@@ -30,7 +30,7 @@
  *             the loads in flight per thread per batch (a batch of
  *             TPR*VEC/2*UNROLL elements is half or all of the target row).
  *             The last two require lines are a register budget, measured
- *             with ptxas: about 24 + 2 * cached 32-bit words + UNROLL
+ *             with ptxas: about 12 + 2 * cached 32-bit words + 2 * UNROLL
  *             (+ 8 with WLOAD 1) registers, so that no valid point spills
  *             under its __launch_bounds__.
  *   CACHE_ROW 1: cache the row in registers; 0: stream it twice.
@@ -49,36 +49,39 @@
  *             second register buffer before reducing the current one.
  *   MINB      __launch_bounds__ minimum blocks per SM (0: 1, i.e. only the
  *             block size bounds the registers).
+ * The default point (TPR 256, ROWS 1, UNROLL 2, MINB 6: 40 registers, six
+ * 256-thread blocks per SM) was the fastest of the points timed beside
+ * torch.compile on the H200 (bench/results/2026-11-30-h200-rmsnorm-occupancy.md).
  */
-// @kevo knob TPR 128 {32, 64, 128, 256, 512, 1024}
-// @kevo knob ROWS 2 {1, 2, 4, 8, 16}
+// @kevo knob TPR 256 {32, 64, 128, 256, 512, 1024}
+// @kevo knob ROWS 1 {1, 2, 4, 8, 16}
 // @kevo require TPR * ROWS <= 1024
 // @kevo knob VEC 16 {4, 8, 16}
-// @kevo knob UNROLL 4 {1, 2, 4, 8, 16}
+// @kevo knob UNROLL 2 {1, 2, 4, 8, 16}
 // @kevo knob CACHE_ROW 1 {0, 1}
 // @kevo require (CACHE_ROW == 1 && TPR * VEC * UNROLL >= 8192 && TPR * VEC * UNROLL < 16384) || (CACHE_ROW == 0 && TPR * VEC * UNROLL >= 4096 && TPR * VEC * UNROLL <= 8192)
 // @kevo knob WLOAD 0 {0, 1, 2}
 // @kevo knob HINT 0 {0, 1, 2, 3}
 // @kevo knob WAVES 0 {0, 1, 2}
 // @kevo knob PIPE 0 {0, 1}
-// @kevo knob MINB 0 {0, 2, 4}
+// @kevo knob MINB 6 {0, 2, 3, 4, 5, 6, 8}
 // @kevo require PIPE == 0 || (CACHE_ROW == 1 && WAVES > 0)
 // @kevo require WLOAD == 0 || WAVES > 0
 // @kevo require WLOAD != 2 || CACHE_ROW == 1
-// @kevo require TPR * ROWS * MINB <= 1024
-// @kevo require 24 + 2 * (UNROLL * VEC / 4) * (1 + PIPE + (WLOAD == 2)) + UNROLL + 8 * (WLOAD == 1) <= 255
-// @kevo require (24 + 2 * (UNROLL * VEC / 4) * (1 + PIPE + (WLOAD == 2)) + UNROLL + 8 * (WLOAD == 1)) * TPR * ROWS * (MINB + (MINB == 0)) <= 65536
+// @kevo require TPR * ROWS * MINB <= 2048
+// @kevo require 12 + 2 * (UNROLL * VEC / 4) * (1 + PIPE + (WLOAD == 2)) + 2 * UNROLL + 8 * (WLOAD == 1) <= 255
+// @kevo require (12 + 2 * (UNROLL * VEC / 4) * (1 + PIPE + (WLOAD == 2)) + 2 * UNROLL + 8 * (WLOAD == 1)) * TPR * ROWS * (MINB + (MINB == 0)) <= 65536
 #ifndef TPR
-#define TPR 128
+#define TPR 256
 #endif
 #ifndef ROWS
-#define ROWS 2
+#define ROWS 1
 #endif
 #ifndef VEC
 #define VEC 16
 #endif
 #ifndef UNROLL
-#define UNROLL 4
+#define UNROLL 2
 #endif
 #ifndef CACHE_ROW
 #define CACHE_ROW 1
@@ -109,7 +112,7 @@
 #define PIPE 0
 #endif
 #ifndef MINB
-#define MINB 0
+#define MINB 6
 #endif
 
 #include <cuda_bf16.h>
