@@ -161,6 +161,7 @@ EvalResult Evaluator::measure(PreparedCandidate prepared) {
   // The compiler's resource report (registers, spills) goes with every
   // measured candidate; spills are a bottleneck of their own.
   r.profile = target_.compile_metrics(c.log);
+  r.profile.insert(r.profile.end(), run.machine.begin(), run.machine.end());
   for (const auto& m : r.profile)
     if (m.metric == "ptxas.spill_store_bytes" && m.value > 0) {
       r.diagnosis->bottleneck = "spills";

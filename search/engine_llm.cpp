@@ -135,7 +135,9 @@ LlmAsk Engine::llm_ask(const Observation& o, LlmAsk::Mode mode) const {
       const std::string metric = sql_text(p[0]), unit = sql_text(p[2]);
       const double* v = std::get_if<double>(&p[1]);
       const int64_t* line = std::get_if<int64_t>(&p[3]);
-      if (!v) continue;
+      // The machine's state says how the time was taken, not what the kernel
+      // does; it would also make the prompt differ between two identical runs.
+      if (!v || metric.rfind("machine.", 0) == 0) continue;
       if (line && *line > 0) {
         if (metric != "ncu.line.stall_share") continue;
         // The line's text from the family source (line numbers are the file's).

@@ -64,6 +64,7 @@ struct RunOutcome {
   std::vector<double> samples_s;    // per call, from the timing phase
   int64_t calls_per_sample = 1;
   int64_t warmup_calls = 0;
+  std::vector<ProfileMetric> machine;  // the machine's state when timing ended (machine.*)
   std::string stdout_text, stderr_text;
   double seconds = 0;
 };

@@ -379,6 +379,7 @@ RunOutcome CpuTarget::run(const Task& task, const std::filesystem::path& artifac
       out.samples_s = e.value("samples", std::vector<double>{});
       out.calls_per_sample = e.value("calls_per_sample", int64_t{1});
       out.warmup_calls = e.value("warmup_calls", int64_t{0});
+      out.machine = runner::machine_metrics(e);
     } else if (kind == "kernel_error") {
       int rc = e.value("rc", 0);
       out.kind = RunOutcome::kernel_error;

@@ -403,7 +403,8 @@ int run_kernel(const Job& job) {
           {"phase", ph},
           {"samples", samples},
           {"calls_per_sample", per_sample},
-          {"warmup_calls", warm}});
+          {"warmup_calls", warm},
+          {"machine", runner::host_state()}});
   }
   emit({{"event", "done"}});
   return 0;

@@ -3,6 +3,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <string_view>
 
 namespace kevo::runner {
 
@@ -104,6 +107,44 @@ std::vector<size_t> output_offsets(size_t n_inputs, const std::vector<DType>& dt
   }
   if (total) *total = off;
   return offsets;
+}
+
+std::vector<ProfileMetric> machine_metrics(const nlohmann::json& timing_event) {
+  static constexpr std::pair<std::string_view, std::string_view> kFields[] = {
+      {"sm_mhz", "MHz"},    {"mem_mhz", "MHz"}, {"gpu_temp_c", "C"}, {"mem_temp_c", "C"},
+      {"power_w", "W"},     {"throttle", "mask"}, {"load1", ""},      {"cpu_mhz", "MHz"}};
+  std::vector<ProfileMetric> out;
+  auto it = timing_event.find("machine");
+  if (it == timing_event.end() || !it->is_object()) return out;
+  for (const auto& [field, unit] : kFields) {
+    auto v = it->find(std::string(field));
+    if (v == it->end() || !v->is_number()) continue;
+    out.push_back({"machine." + std::string(field), v->get<double>(), std::string(unit), 0});
+  }
+  return out;
+}
+
+nlohmann::json host_state() {
+  nlohmann::json j = nlohmann::json::object();
+  double load[1];
+  if (getloadavg(load, 1) == 1) j["load1"] = load[0];
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  double sum = 0;
+  int n = 0;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("cpu MHz", 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    char* end = nullptr;
+    const double mhz = std::strtod(line.c_str() + colon + 1, &end);
+    if (end != line.c_str() + colon + 1 && mhz > 0) {
+      sum += mhz;
+      ++n;
+    }
+  }
+  if (n > 0) j["cpu_mhz"] = sum / n;
+  return j;
 }
 
 }  // namespace kevo::runner

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/dtype.h"
+#include "core/eval_result.h"
 #include "core/task.h"
 #include "core/tensor.h"
 
@@ -65,5 +66,19 @@ std::string read_command_line();
 // `dtypes`: each tensor's, ABI order, like `shapes`.
 std::vector<size_t> output_offsets(size_t n_inputs, const std::vector<DType>& dtypes,
                                    const std::vector<Shape>& shapes, size_t* total);
+
+// The machine's state at the end of a timing phase. A runner adds it to its
+// "timing" event as {"machine": {"sm_mhz": 1980, "load1": 0.4, ...}}; kevo
+// stores it with the evaluation as profile metrics named machine.<field>, so
+// that a time can be read against the clocks, temperatures and load it was
+// taken under. Fields (each optional): sm_mhz, mem_mhz (MHz), gpu_temp_c,
+// mem_temp_c (degrees C), power_w (W), throttle (clock-event reason bits other
+// than idle; 0: none), load1 (1-minute load average), cpu_mhz (MHz, the mean
+// over the CPUs). Unknown fields and values that are not numbers are dropped.
+std::vector<ProfileMetric> machine_metrics(const nlohmann::json& timing_event);
+
+// The host's part of that state, read now: load1 and cpu_mhz where the system
+// says (getloadavg, /proc/cpuinfo); an empty object where it does not.
+nlohmann::json host_state();
 
 }  // namespace kevo::runner

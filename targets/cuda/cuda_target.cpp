@@ -551,6 +551,7 @@ RunOutcome CudaTarget::run(const Task& task, const std::filesystem::path& artifa
         out.samples_s = e.value("samples", std::vector<double>{});
         out.calls_per_sample = e.value("calls_per_sample", int64_t{1});
         out.warmup_calls = e.value("warmup_calls", int64_t{0});
+        out.machine = runner::machine_metrics(e);
         deadline = monotonic_seconds() + task.limits.timeout_s;
       } else if (kind == "done") {
         out.kind = RunOutcome::finished;

@@ -92,6 +92,97 @@ std::string err_text(cudaError_t e) {
   return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
 }
 
+// ---- the GPU's state (NVML) -------------------------------------------------------------
+//
+// Read at the start and the end of each timing phase and sent with the
+// samples, so that every time is stored with the clocks, temperatures and
+// power it was taken under. libnvidia-ml.so.1 comes with the driver and is
+// loaded at run time; without it only the host's state is sent.
+
+struct NvmlField {  // nvmlFieldValue_t
+  unsigned field_id, scope_id;
+  long long timestamp, latency_us;
+  int value_type, ret;
+  union {
+    double d;
+    unsigned ui;
+    unsigned long ul;
+    unsigned long long ull;
+    long long sll;
+    int si;
+    unsigned short us;
+  } value;
+};
+
+class Nvml {
+ public:
+  // The state now: host_state() plus what NVML reads for the device.
+  nlohmann::json state(int cuda_device) {
+    nlohmann::json j = runner::host_state();
+    if (!open(cuda_device)) return j;
+    unsigned v = 0;
+    if (clock_ && clock_(dev_, kClockSm, &v) == 0) j["sm_mhz"] = v;
+    if (clock_ && clock_(dev_, kClockMem, &v) == 0) j["mem_mhz"] = v;
+    if (temp_ && temp_(dev_, kTempGpu, &v) == 0) j["gpu_temp_c"] = v;
+    if (power_ && power_(dev_, &v) == 0) j["power_w"] = v / 1000.0;
+    if (fields_) {
+      NvmlField f{};
+      f.field_id = kFieldMemoryTemp;
+      if (fields_(dev_, 1, &f) == 0 && f.ret == 0) {
+        double t = f.value_type == 0   ? f.value.d
+                   : f.value_type == 1 ? f.value.ui
+                   : f.value_type == 2 ? static_cast<double>(f.value.ul)
+                   : f.value_type == 3 ? static_cast<double>(f.value.ull)
+                   : f.value_type == 4 ? static_cast<double>(f.value.sll)
+                   : f.value_type == 5 ? f.value.si
+                                       : f.value.us;
+        if (t > 0) j["mem_temp_c"] = t;
+      }
+    }
+    unsigned long long reasons = 0;
+    if (reasons_ && reasons_(dev_, &reasons) == 0) j["throttle"] = reasons & ~kReasonIdle;
+    return j;
+  }
+
+ private:
+  static constexpr int kClockSm = 1, kClockMem = 2, kTempGpu = 0;
+  static constexpr unsigned kFieldMemoryTemp = 82;
+  static constexpr unsigned long long kReasonIdle = 1;
+
+  bool open(int cuda_device) {
+    if (tried_) return dev_ != nullptr;
+    tried_ = true;
+    void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return false;
+    auto init = reinterpret_cast<int (*)()>(dlsym(lib, "nvmlInit_v2"));
+    auto by_pci = reinterpret_cast<int (*)(const char*, void**)>(dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2"));
+    clock_ = reinterpret_cast<int (*)(void*, int, unsigned*)>(dlsym(lib, "nvmlDeviceGetClockInfo"));
+    temp_ = reinterpret_cast<int (*)(void*, int, unsigned*)>(dlsym(lib, "nvmlDeviceGetTemperature"));
+    power_ = reinterpret_cast<int (*)(void*, unsigned*)>(dlsym(lib, "nvmlDeviceGetPowerUsage"));
+    fields_ = reinterpret_cast<int (*)(void*, int, NvmlField*)>(dlsym(lib, "nvmlDeviceGetFieldValues"));
+    void* r = dlsym(lib, "nvmlDeviceGetCurrentClocksEventReasons");
+    if (!r) r = dlsym(lib, "nvmlDeviceGetCurrentClocksThrottleReasons");
+    reasons_ = reinterpret_cast<int (*)(void*, unsigned long long*)>(r);
+    char bus[32] = {0};
+    if (!init || !by_pci || init() != 0 ||
+        cudaDeviceGetPCIBusId(bus, sizeof bus, cuda_device) != cudaSuccess || by_pci(bus, &dev_) != 0) {
+      (void)cudaGetLastError();
+      dev_ = nullptr;
+    }
+    return dev_ != nullptr;
+  }
+
+  bool tried_ = false;
+  void* dev_ = nullptr;
+  int (*clock_)(void*, int, unsigned*) = nullptr;
+  int (*temp_)(void*, int, unsigned*) = nullptr;
+  int (*power_)(void*, unsigned*) = nullptr;
+  int (*fields_)(void*, int, NvmlField*) = nullptr;
+  int (*reasons_)(void*, unsigned long long*) = nullptr;
+};
+
+Nvml g_nvml;
+
 // ---- device buffers ----------------------------------------------------------------
 
 struct DevBuf {
@@ -413,6 +504,7 @@ int run_kernel(const Job& job, bool profile_only) {
     double cover = g.cover_us;
     if (cover < 0) cover = host_warm_us > 0.5 * g.flush_us ? 2 * host_warm_us + 20 : 0;
     host.clear();
+    const nlohmann::json before = g_nvml.state(g.device);
     emit({{"event", "timing_start"}, {"phase", ph}, {"estimate_s", last}, {"calls_per_sample", 1}});
     cudaEvent_t ev0, ev1;
     cudaEventCreate(&ev0);
@@ -464,11 +556,16 @@ int run_kernel(const Job& job, bool profile_only) {
                        "so the GPU idles inside each sample"
                      : "");
     std::fflush(stderr);
+    // The state at the end, throttled if it was at either end.
+    nlohmann::json machine = g_nvml.state(g.device);
+    if (before.contains("throttle") && machine.contains("throttle"))
+      machine["throttle"] = before["throttle"].get<unsigned long long>() | machine["throttle"].get<unsigned long long>();
     emit({{"event", "timing"},
           {"phase", ph},
           {"samples", samples},
           {"calls_per_sample", 1},
-          {"warmup_calls", warm}});
+          {"warmup_calls", warm},
+          {"machine", machine}});
   }
   emit({{"event", "done"}});
   return 0;

@@ -5,11 +5,14 @@
 //    that speaks the protocol without a GPU) and fake_nvcc.sh: runs anywhere;
 //  - the real thing on a GPU: the hostile set and every seed family. These
 //    skip, saying why, where no GPU answers.
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <chrono>
 #include <random>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -246,6 +249,12 @@ TEST_F(FakeCuda, RoundTrip) {
   bool regs = false;
   for (const auto& m : r.profile) regs |= m.metric == "ptxas.registers" && m.value == 16;
   EXPECT_TRUE(regs);
+  // So did the machine's state the runner sent with its samples.
+  std::map<std::string, double> machine;
+  for (const auto& m : r.profile)
+    if (m.metric.rfind("machine.", 0) == 0) machine[m.metric] = m.value;
+  EXPECT_EQ(machine, (std::map<std::string, double>{
+                         {"machine.sm_mhz", 1980}, {"machine.gpu_temp_c", 41}, {"machine.throttle", 0}}));
 }
 
 // Tensors of several dtypes (bf16 x and z, f32 s and y): the job carries each
@@ -283,6 +292,36 @@ TEST(RunnerJob, CarriesEachTensorsDtype) {
   auto offsets = runner::output_offsets(2, job.dtypes, job.phases[0].shapes, &total);
   EXPECT_EQ(offsets, (std::vector<size_t>{0, 192}));  // y: 40 f32 = 160 -> 192
   EXPECT_EQ(total, 192u + 64u);                       // z: 4 bf16 = 8 -> 64
+}
+
+// The machine's state in a runner's timing event becomes machine.* metrics:
+// known numeric fields only, each with its unit.
+TEST(RunnerJob, MachineStateBecomesMachineMetrics) {
+  nlohmann::json event = {{"event", "timing"},
+                          {"machine",
+                           {{"sm_mhz", 1980},
+                            {"mem_temp_c", 61.5},
+                            {"throttle", 4},
+                            {"load1", 0.25},
+                            {"power_w", "high"},
+                            {"fan", 3}}}};
+  std::map<std::string, std::pair<double, std::string>> got;
+  for (const auto& m : runner::machine_metrics(event)) {
+    EXPECT_EQ(m.source_line, 0) << m.metric;
+    got[m.metric] = {m.value, m.unit};
+  }
+  const std::map<std::string, std::pair<double, std::string>> want = {
+      {"machine.sm_mhz", {1980, "MHz"}},
+      {"machine.mem_temp_c", {61.5, "C"}},
+      {"machine.throttle", {4, "mask"}},
+      {"machine.load1", {0.25, ""}}};
+  EXPECT_EQ(got, want);
+  event.erase("machine");
+  EXPECT_TRUE(runner::machine_metrics(event).empty());
+  // This host says its load (Linux has getloadavg).
+  nlohmann::json host = runner::host_state();
+  ASSERT_TRUE(host.contains("load1")) << host.dump();
+  EXPECT_GE(host["load1"].get<double>(), 0);
 }
 
 TEST_F(FakeCuda, WrongOutputsAreAMismatch) {
@@ -537,6 +576,17 @@ TEST_F(OnGpu, HostileSetIsClassified) {
   auto run = [&](int mode) { return eval(path, {{"MODE", mode}}, task); };
   EvalResult ok = run(0);
   EXPECT_STATUS(ok, Status::ok);
+  // The samples came with the machine's state: the host's load always, the
+  // GPU's clocks where the driver's NVML is there.
+  std::map<std::string, double> machine;
+  for (const auto& m : ok.profile)
+    if (m.metric.rfind("machine.", 0) == 0) machine[m.metric] = m.value;
+  EXPECT_TRUE(machine.count("machine.load1"));
+  if (void* nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    dlclose(nvml);
+    EXPECT_GT(machine["machine.sm_mhz"], 0);
+    EXPECT_GT(machine["machine.gpu_temp_c"], 0);
+  }
   // The runner says what its samples hold: host time, flush, launch cover.
   EXPECT_NE(ok.stderr_text.find("kevo-cuda-runner: timing: host time per call"), std::string::npos)
       << ok.stderr_text;

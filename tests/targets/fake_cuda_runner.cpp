@@ -98,7 +98,8 @@ int main(int argc, char** argv) {
         emit({{"event", "timing_start"}, {"phase", ph}, {"estimate_s", slow ? 1.0 : 1e-3}, {"calls_per_sample", 1}});
         if (slow) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
         emit({{"event", "timing"}, {"phase", ph}, {"samples", std::vector<double>(12, 1e-3)},
-              {"calls_per_sample", 1}, {"warmup_calls", 3}});
+              {"calls_per_sample", 1}, {"warmup_calls", 3},
+              {"machine", {{"sm_mhz", 1980}, {"gpu_temp_c", 41}, {"throttle", 0}}}});
         continue;
       }
       // Inputs and the right outputs, as kevo's reference computes them.

@@ -76,6 +76,10 @@ TEST_F(PlainCpu, RightFunctionPassesAtEveryKnob) {
     ASSERT_EQ(r.exit_code, 0) << tile << "\n" << r.out << r.err;
     auto j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j["result"]["status"], "ok") << r.out;
+    // The CPU runner sent the host's load with its samples.
+    bool load = false;
+    for (const auto& m : j["result"]["profile"]) load |= m["metric"] == "machine.load1";
+    EXPECT_TRUE(load) << r.out;
   }
   // The restriction holds: TILE=64 is declared but not allowed.
   auto r = kevo({"eval", "--task", "task.json", "plain.c", "--knob", "TILE=64"});
