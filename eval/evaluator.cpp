@@ -167,20 +167,22 @@ EvalResult Evaluator::measure(PreparedCandidate prepared) {
       r.diagnosis->bottleneck = "spills";
       r.diagnosis->why += fmt::format("; ptxas: {:.0f} bytes of registers spilled to local memory", m.value);
     }
-  if (r.status == Status::ok && should_profile(r.timing->median_s)) {
+  if (r.status == Status::ok && should_profile(r.timing->median_s, c.key)) {
     if (stage) stage("profiling");
     add_profile(c, r);
   }
   return r;
 }
 
-bool Evaluator::should_profile(double median_s) {
+bool Evaluator::should_profile(double median_s, const std::string& key) {
   if (profile_top <= 0 || !target_.can_profile()) return false;
   std::lock_guard<std::mutex> lock(mutex_);
+  if (profiled_.count(key)) return false;
   auto pos = std::lower_bound(best_times_.begin(), best_times_.end(), median_s);
   if (pos - best_times_.begin() >= profile_top) return false;
   best_times_.insert(pos, median_s);
   if (static_cast<int>(best_times_.size()) > profile_top) best_times_.pop_back();
+  profiled_.insert(key);
   return true;
 }
 

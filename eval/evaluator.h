@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -61,7 +62,9 @@ class Evaluator {
   int run_slots() const { return target_.run_slots(); }
 
   // Profiling: candidates whose time ranks among the best `profile_top` this
-  // evaluator has measured are run again under the target's profiler (0: never).
+  // evaluator has measured are run again under the target's profiler (0: never),
+  // once per compiled kernel: re-measuring one (the confirmation rounds) does
+  // not profile it again.
   int profile_top = 3;
 
  private:
@@ -75,7 +78,8 @@ class Evaluator {
   std::mutex mutex_;              // measure() runs on several threads (one per GPU)
   std::mutex stage_mutex_;
   std::vector<double> best_times_;  // the best medians so far, ascending
-  bool should_profile(double median_s);
+  std::set<std::string> profiled_;  // compile keys of the kernels profiled
+  bool should_profile(double median_s, const std::string& key);
   void add_profile(const CompiledCandidate& c, EvalResult& r);
 };
 

@@ -353,6 +353,39 @@ TEST_F(FakeCuda, RecoversFromCrashStickyErrorAndHang) {
 
 // A kernel that is slow but makes progress is timed, not killed: the time
 // allowed for sampling follows the runner's estimate per call.
+// A kernel is profiled once: timing it again (the confirmation rounds) does
+// not run the profiler again. The fake ncu logs each start and fails.
+TEST_F(FakeCuda, ProfilesAKernelOnce) {
+  const auto dir = test::temp_dir("fake-ncu");
+  const auto log = dir / "ncu.log";
+  test::write_file(dir / "ncu", "#!/bin/sh\necho started >> '" + log.string() + "'\nexit 1\n");
+  std::filesystem::permissions(dir / "ncu", std::filesystem::perms::owner_all);
+  setenv("KEVO_NCU", (dir / "ncu").c_str(), 1);
+  target_ = make_target("cuda");
+  unsetenv("KEVO_NCU");
+  ASSERT_TRUE(target_->can_profile());
+  auto starts = [&] {
+    std::ifstream in(log);
+    int n = 0;
+    for (std::string line; std::getline(in, line);) ++n;
+    return n;
+  };
+  CandidateSource src{"// FAKE_MODE=ok\nextern \"C\" int kevo_launch(const kevo_tensor* in, int n_in, "
+                      "kevo_tensor* out, int n_out, const double* s, int ns, cudaStream_t st) "
+                      "{ return 0; }\n",
+                      "fake_ok.cu", "cuda"};
+  Evaluator ev(task_, *target_, roof_, refs_, compiles_);
+  ev.profile_top = 3;
+  EvalResult first = ev.evaluate(src, {});
+  EXPECT_STATUS(first, Status::ok);
+  const int once = starts();
+  EXPECT_GE(once, 1);
+  EXPECT_NE(first.diagnosis->why.find("not profiled"), std::string::npos) << first.diagnosis->why;
+  EvalResult again = ev.evaluate(src, {});
+  EXPECT_STATUS(again, Status::ok);
+  EXPECT_EQ(starts(), once);
+}
+
 TEST_F(FakeCuda, SlowKernelsGetTimeToBeTimed) {
   EvalResult r = eval("slow_timing");  // timeout_s is 2, sampling takes 2.5 s
   EXPECT_STATUS(r, Status::ok);
