@@ -541,14 +541,18 @@ void Store::set_run_summary(int64_t run, const nlohmann::json& summary) {
 }
 
 std::optional<int64_t> Store::confirming_evaluation(int64_t candidate) {
+  // A candidate that reuses an earlier run's measurement has none of its own
+  // from the search: then every evaluation it has is a round.
+  Stmt reuses(db_, "SELECT reuses_evaluation FROM candidates WHERE id = ?");
+  reuses.bind(1, candidate);
+  bool search_own = !reuses.step() || std::holds_alternative<std::nullptr_t>(reuses.column(0));
   Stmt s(db_, "SELECT id, status, median_s FROM evaluations WHERE candidate_id = ? ORDER BY id");
   s.bind(1, candidate);
   std::vector<std::pair<double, int64_t>> timed;
   std::optional<int64_t> suspect;  // a time below the floor: shown only when no round is ok
-  bool first = true;
   while (s.step()) {
-    if (first) {  // the search's own measurement
-      first = false;
+    if (search_own) {  // the search's own measurement
+      search_own = false;
       continue;
     }
     const int64_t id = std::get<int64_t>(s.column(0));

@@ -63,10 +63,11 @@ class Store {
   // diagnosis and the compiler's and the kernel's output (not the per-check reports).
   std::optional<EvalResult> evaluation(int64_t id);
   // The re-measurement that stands for a candidate's confirmation: among its
-  // evaluations after the first (a search's confirmation takes one per round),
-  // the first that failed, else the one with the median time (the lower
-  // middle one of an even count) among the ok ones, else the first suspect
-  // one (a time below the floor). None when it was measured only once.
+  // evaluations after the first (a search's confirmation takes one per round;
+  // all of them when the candidate reuses an earlier run's measurement), the
+  // first that failed, else the one with the median time (the lower middle
+  // one of an even count) among the ok ones, else the first suspect one (a
+  // time below the floor). None when it was measured only once.
   std::optional<int64_t> confirming_evaluation(int64_t candidate);
   void set_run_summary(int64_t run, const nlohmann::json& summary);
 

@@ -112,6 +112,21 @@ TEST(Store, ASuspectRoundStandsForTheConfirmationOnlyWhenNoRoundIsOk) {
   EXPECT_EQ(s.confirming_evaluation(c), std::optional<int64_t>(good));
 }
 
+// A candidate that reuses an earlier run's measurement has no search
+// measurement of its own: every one of its evaluations is a confirmation round.
+TEST(Store, AReusedCandidatesEvaluationsAreAllConfirmationRounds) {
+  MeasuredCandidates m("store-confirm-reused");
+  Store& s = m.store;
+  const int64_t earlier = s.add_evaluation(m.candidate(8), timed(1e-3));
+  const int64_t c = s.add_candidate(m.run, m.source, {{"VEC", 8}}, "k", "knob", {}, earlier);
+  EXPECT_FALSE(s.confirming_evaluation(c).has_value());
+  const int64_t mid = s.add_evaluation(c, timed(2e-3));  // the first round
+  EXPECT_EQ(s.confirming_evaluation(c), std::optional<int64_t>(mid));
+  s.add_evaluation(c, timed(1e-3));
+  s.add_evaluation(c, timed(3e-3));
+  EXPECT_EQ(s.confirming_evaluation(c), std::optional<int64_t>(mid));
+}
+
 TEST(Store, RoofsByHost) {
   auto dir = test::temp_dir("store-roof");
   Store s(dir / "k.db");
