@@ -540,6 +540,21 @@ void Store::set_run_summary(int64_t run, const nlohmann::json& summary) {
   s.step();
 }
 
+std::map<std::string, double> Store::machine_state(int64_t evaluation) {
+  Stmt s(db_,
+         "SELECT metric, value FROM profiles WHERE evaluation_id = ? AND metric LIKE 'machine.%' "
+         "AND value IS NOT NULL ORDER BY id");
+  s.bind(1, evaluation);
+  std::map<std::string, double> state;
+  while (s.step()) {
+    const SqlValue v = s.column(1);
+    state[std::get<std::string>(s.column(0))] = std::holds_alternative<double>(v)
+                                                    ? std::get<double>(v)
+                                                    : static_cast<double>(std::get<int64_t>(v));
+  }
+  return state;
+}
+
 std::optional<int64_t> Store::confirming_evaluation(int64_t candidate) {
   // A candidate that reuses an earlier run's measurement has none of its own
   // from the search: then every evaluation it has is a round.

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -69,6 +70,10 @@ class Store {
   // one of an even count) among the ok ones, else the first suspect one (a
   // time below the floor). None when it was measured only once.
   std::optional<int64_t> confirming_evaluation(int64_t candidate);
+  // The state of the machine at the end of an evaluation's timing, as stored
+  // with it (its machine.* profile rows: clocks, temperatures, power,
+  // throttling, load), by metric; empty when none was read.
+  std::map<std::string, double> machine_state(int64_t evaluation);
   void set_run_summary(int64_t run, const nlohmann::json& summary);
 
   int64_t add_roof(const Roof& roof);

@@ -2,6 +2,8 @@
 
 #include <sqlite3.h>
 
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include "core/error.h"
@@ -125,6 +127,24 @@ TEST(Store, AReusedCandidatesEvaluationsAreAllConfirmationRounds) {
   s.add_evaluation(c, timed(1e-3));
   s.add_evaluation(c, timed(3e-3));
   EXPECT_EQ(s.confirming_evaluation(c), std::optional<int64_t>(mid));
+}
+
+// The machine's state at the end of a timing is stored as machine.* profile
+// rows and read back by itself, without the profiler's or compiler's rows.
+TEST(Store, MachineStateIsTheMachineRowsOfAnEvaluation) {
+  MeasuredCandidates m("store-machine");
+  Store& s = m.store;
+  const int64_t c = m.candidate(8);
+  EvalResult r = timed(1e-3);
+  r.profile = {{"ptxas.registers", 32, "register/thread", 0},
+               {"machine.sm_mhz", 1980, "MHz", 0},
+               {"machine.throttle", 0, "mask", 0},
+               {"machine.power_w", NAN, "W", 0},  // not readable: stored as NULL
+               {"ncu.dram_pct", 87.5, "%", 0}};
+  const int64_t e = s.add_evaluation(c, r);
+  EXPECT_EQ(s.machine_state(e),
+            (std::map<std::string, double>{{"machine.sm_mhz", 1980}, {"machine.throttle", 0}}));
+  EXPECT_TRUE(s.machine_state(s.add_evaluation(c, timed(1e-3))).empty());
 }
 
 TEST(Store, RoofsByHost) {
