@@ -82,15 +82,14 @@ nlohmann::json gather(Store& store, int64_t id) {
       {"synthesizer", sql_text(row[4])},
       {"source_hash", sql_text(row[1])}};
 
-  // Its result is its first evaluation (or the one it reuses from an earlier
-  // run); a later one is the re-measurement that confirmed it.
+  // Its result is its first evaluation, or the one it reuses from an earlier
+  // run; a later one is a re-measurement that confirmed it.
   std::vector<int64_t> evals;
+  if (auto* reused = std::get_if<int64_t>(&row[5])) evals.push_back(*reused);
   for (const auto& e :
        store.query("SELECT id FROM evaluations WHERE candidate_id = ? ORDER BY id", {SqlValue(id)})
            .rows)
     evals.push_back(std::get<int64_t>(e[0]));
-  if (evals.empty())
-    if (auto* reused = std::get_if<int64_t>(&row[5])) evals.push_back(*reused);
   if (evals.empty()) {
     j["status"] = "pending";
     return j;
@@ -171,14 +170,21 @@ nlohmann::json gather(Store& store, int64_t id) {
     bounds["unknown"] = "no roof is stored for the evaluation";
   j["bounds"] = bounds;
 
-  // Profiler and compiler figures of the latest evaluation that has any.
+  // Profiler and compiler figures of the latest evaluation the profiler saw:
+  // every measured evaluation has the compiler's (ptxas.*), so a later
+  // re-measurement must not hide the profiled one. Else of the latest with
+  // the compiler's. The machine's state (machine.*) is not the kernel's.
   std::string ids;
   for (int64_t e : evals) ids += fmt::format("{}{}", ids.empty() ? "" : ",", e);
+  const std::string figures =
+      fmt::format("evaluation_id IN ({}) AND metric NOT LIKE 'machine.%'", ids);
   QueryResult p = store.query(fmt::format(
       "SELECT evaluation_id, metric, value, unit, source_line FROM profiles "
-      "WHERE evaluation_id = (SELECT MAX(evaluation_id) FROM profiles WHERE evaluation_id IN ({})) "
+      "WHERE metric NOT LIKE 'machine.%' AND evaluation_id = COALESCE("
+      "(SELECT MAX(evaluation_id) FROM profiles WHERE {0} AND metric NOT LIKE 'ptxas.%'), "
+      "(SELECT MAX(evaluation_id) FROM profiles WHERE {0})) "
       "ORDER BY id",
-      ids));
+      figures));
   nlohmann::json metrics = nlohmann::json::array();
   std::map<std::string, std::vector<std::pair<int64_t, std::pair<double, std::string>>>> per_line;
   for (const auto& m : p.rows) {

@@ -2,6 +2,7 @@
 // and a child candidate, the child profiled (kernel metrics and per-line stall
 // shares), with a known roof.
 #include <fstream>
+#include <set>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -117,6 +118,70 @@ TEST_F(Explain, JsonHasTheEvidence) {
   EXPECT_TRUE(sj["profile"].empty());
   EXPECT_TRUE(sj["hot_lines"].empty());
   EXPECT_EQ(sj["lineage"].size(), 1u);
+}
+
+// Every measured evaluation stores the compiler's figures: the confirmation's
+// re-measurements, later than the profiled evaluation, have ptxas.* rows only
+// (and the machine's state). The profiler's metrics and hot lines stay shown.
+TEST_F(Explain, ShowsTheProfiledEvaluationAfterTheConfirmation) {
+  {
+    Store s(db_);
+    for (int round = 0; round < 3; ++round)
+      s.add_evaluation(child_, result(1e-3, {{"ptxas.registers", 32, "register/thread", 0},
+                                             {"machine.sm_mhz", 1980, "MHz", 0}}));
+  }
+  auto r = kevo({"explain", std::to_string(child_), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  std::set<std::string> metrics;
+  for (const auto& m : j["profile"]) metrics.insert(m["metric"].get<std::string>());
+  EXPECT_EQ(metrics, (std::set<std::string>{"ncu.dram_pct", "ptxas.registers"})) << j["profile"];
+  EXPECT_EQ(j["profile_evaluation"], j["evaluation"]);
+  EXPECT_EQ(j["hot_lines"].size(), 3u);
+  auto text = kevo({"explain", std::to_string(child_)});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("ncu.dram_pct"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("the hottest line"), std::string::npos) << text.out;
+}
+
+// Without a profiler's metrics the compiler's are shown, of the latest
+// evaluation; the machine's state is never among them.
+TEST_F(Explain, ShowsTheCompilersFiguresWithoutAProfile) {
+  {
+    Store s(db_);
+    s.add_evaluation(seed_, result(2e-3, {{"ptxas.registers", 40, "register/thread", 0},
+                                          {"machine.sm_mhz", 1980, "MHz", 0}}));
+  }
+  auto j = nlohmann::json::parse(kevo({"explain", std::to_string(seed_), "--json"}).out);
+  ASSERT_EQ(j["profile"].size(), 1u) << j["profile"];
+  EXPECT_EQ(j["profile"][0]["metric"], "ptxas.registers");
+  EXPECT_EQ(j["profile"][0]["value"], 40);
+}
+
+// A candidate of a later run that reuses an earlier measurement: that is its
+// result, and each of its own evaluations is a round of its confirmation.
+TEST_F(Explain, AReusedCandidatesResultIsTheEarlierMeasurement) {
+  const int64_t earlier =
+      nlohmann::json::parse(kevo({"explain", std::to_string(child_), "--json"}).out)["evaluation"];
+  int64_t again = 0, median_round = 0;
+  {
+    Store s(db_);
+    const int64_t run = s.begin_run("search", task_, nlohmann::json::object());
+    again = s.add_candidate(run, s.put_source(kSource, "swiglu_vec.c", "c"), {{"VEC", 2}},
+                            "swiglu_vec", "seed", {}, earlier);
+    median_round = s.add_evaluation(again, result(1.2e-3, {}));
+    s.add_evaluation(again, result(1.1e-3, {}));
+    s.add_evaluation(again, result(1.3e-3, {}));
+  }
+  auto r = kevo({"explain", std::to_string(again), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["evaluation"], earlier);
+  EXPECT_DOUBLE_EQ(j["timing"]["median_s"].get<double>(), 1e-3);
+  EXPECT_EQ(j["confirmation"]["measurements"], 3);
+  EXPECT_EQ(j["confirmation"]["evaluation"], median_round);
+  // The profile of the measurement it reuses.
+  EXPECT_EQ(j["profile_evaluation"], earlier);
 }
 
 TEST_F(Explain, BadInputIsOneLineAndExitTwo) {
