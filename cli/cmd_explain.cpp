@@ -1,6 +1,7 @@
 // kevo explain: the evidence for one candidate, read from the store — its
 // bounds against its measured time, the bottleneck, profiler metrics, the
-// hottest source lines and its lineage.
+// state of the machine when it was timed, the hottest source lines and its
+// lineage.
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -8,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "bench/export.h"
+#include "bench/machine_text.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "core/error.h"
@@ -104,6 +106,9 @@ nlohmann::json gather(Store& store, int64_t id) {
     j["timing"] = timing_json(*result->timing);
     measured = result->timing->median_s;
   }
+  // The machine as the search's measurement and the confirming one left it.
+  nlohmann::json machine = nlohmann::json::object();
+  if (auto state = store.machine_state(evals.front()); !state.empty()) machine["search"] = state;
   if (std::optional<int64_t> conf_id = store.confirming_evaluation(id)) {
     std::optional<EvalResult> again = store.evaluation(*conf_id);
     nlohmann::json conf = {{"evaluation", *conf_id}, {"measurements", evals.size() - 1},
@@ -113,7 +118,9 @@ nlohmann::json gather(Store& store, int64_t id) {
       if (again->status == Status::ok) measured = again->timing->median_s;
     }
     j["confirmation"] = conf;
+    if (auto state = store.machine_state(*conf_id); !state.empty()) machine["confirmation"] = state;
   }
+  if (!machine.empty()) j["machine"] = machine;
   if (result->diagnosis) {
     const Diagnosis& d = *result->diagnosis;
     j["bound"] = d.bound;
@@ -173,7 +180,8 @@ nlohmann::json gather(Store& store, int64_t id) {
   // Profiler and compiler figures of the latest evaluation the profiler saw:
   // every measured evaluation has the compiler's (ptxas.*), so a later
   // re-measurement must not hide the profiled one. Else of the latest with
-  // the compiler's. The machine's state (machine.*) is not the kernel's.
+  // the compiler's. The machine's state (machine.*) is not the kernel's: it
+  // has a line of its own.
   std::string ids;
   for (int64_t e : evals) ids += fmt::format("{}{}", ids.empty() ? "" : ",", e);
   const std::string figures =
@@ -280,6 +288,14 @@ void print_text(const nlohmann::json& j) {
     }
     line("median", m);
   }
+  if (j.contains("machine")) {
+    const auto& m = j["machine"];
+    std::string text;
+    for (const char* when : {"search", "confirmation"})
+      if (m.contains(when))
+        text += fmt::format("{}{}: {}", text.empty() ? "" : "; ", when, machine_text(m[when]));
+    line("machine", text);
+  }
   const auto& b = j["bounds"];
   if (b.contains("memory")) {
     const auto& m = b["memory"];
@@ -362,9 +378,11 @@ int cmd_explain(const Argv& argv) {
          "Shows the evidence for one candidate from the store: its task, family, knobs and\n"
          "status; the memory floor (bytes / measured bandwidth) and compute floor (FLOPs /\n"
          "measured peak rate) against its measured median; its bound, fraction of the roof and\n"
-         "bottleneck; the profiler and compiler metrics stored for it (ncu.*, ptxas.*); its\n"
-         "hottest source lines with their text; and its lineage up to the seed. Candidate ids\n"
-         "are in kevo run's output, kevo export and: kevo query top-k RUN 10",
+         "bottleneck; the profiler and compiler metrics stored for it (ncu.*, ptxas.*); the\n"
+         "state of the machine (machine.*: clocks, temperatures, power, throttling, load) at\n"
+         "the end of its search measurement and of its confirming one; its hottest source\n"
+         "lines with their text; and its lineage up to the seed. Candidate ids are in kevo\n"
+         "run's output, kevo export and: kevo query top-k RUN 10",
          {db_option(), json_option()}, 1, 1);
   a.parse(argv);
   if (a.help()) {

@@ -184,6 +184,63 @@ TEST_F(Explain, AReusedCandidatesResultIsTheEarlierMeasurement) {
   EXPECT_EQ(j["profile_evaluation"], earlier);
 }
 
+// The machine's state at the end of the search's measurement and of the
+// confirming one (the median round), only the figures that were read.
+TEST_F(Explain, ShowsTheMachineAtTheSearchAndTheConfirmation) {
+  auto gpu = [](double hbm_c, double throttle) {
+    return std::vector<ProfileMetric>{{"machine.sm_mhz", 1980, "MHz", 0},
+                                      {"machine.mem_mhz", 3201, "MHz", 0},
+                                      {"machine.gpu_temp_c", 41, "C", 0},
+                                      {"machine.mem_temp_c", hbm_c, "C", 0},
+                                      {"machine.power_w", 355, "W", 0},
+                                      {"machine.throttle", throttle, "mask", 0},
+                                      {"ptxas.registers", 32, "register/thread", 0}};
+  };
+  int64_t gpu_cand = 0, cpu_cand = 0;
+  {
+    Store s(db_);
+    const std::string hash = s.put_source(kSource, "swiglu_vec.c", "c");
+    gpu_cand = s.add_candidate(run_, hash, {{"VEC", 1}}, "swiglu_vec", "knob", {seed_});
+    s.add_evaluation(gpu_cand, result(1e-3, gpu(52, 0)));
+    s.add_evaluation(gpu_cand, result(1.1e-3, gpu(58, 0)));
+    s.add_evaluation(gpu_cand, result(1.2e-3, gpu(61, 4)));  // the median round
+    s.add_evaluation(gpu_cand, result(1.3e-3, gpu(64, 0)));
+    cpu_cand = s.add_candidate(run_, hash, {{"VEC", 8}}, "swiglu_vec", "knob", {seed_});
+    s.add_evaluation(cpu_cand, result(1e-3, {{"machine.load1", 1.02, "", 0},
+                                             {"machine.cpu_mhz", 2600, "MHz", 0}}));
+  }
+  auto r = kevo({"explain", std::to_string(gpu_cand)});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("machine     search: SM clock 1980 MHz, memory clock 3201 MHz, GPU 41 C, "
+                       "HBM 52 C, 355 W, not throttled; confirmation: SM clock 1980 MHz, memory "
+                       "clock 3201 MHz, GPU 41 C, HBM 61 C, 355 W, throttled (mask 0x4)\n"),
+            std::string::npos)
+      << r.out;
+  auto j = nlohmann::json::parse(kevo({"explain", std::to_string(gpu_cand), "--json"}).out);
+  EXPECT_EQ(j["machine"]["search"]["machine.mem_temp_c"], 52);
+  EXPECT_EQ(j["machine"]["confirmation"]["machine.mem_temp_c"], 61);
+  EXPECT_EQ(j["machine"]["confirmation"]["machine.throttle"], 4);
+  EXPECT_EQ(j["machine"]["confirmation"].size(), 6u);
+  for (const auto& m : j["profile"])
+    EXPECT_NE(m["metric"].get<std::string>().rfind("machine.", 0), 0u) << m;
+
+  // A CPU's load and clock, measured once: no confirmation part.
+  auto c = kevo({"explain", std::to_string(cpu_cand)});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_NE(c.out.find("machine     search: load 1.02, CPU clock 2600 MHz\n"), std::string::npos)
+      << c.out;
+  auto cj = nlohmann::json::parse(kevo({"explain", std::to_string(cpu_cand), "--json"}).out);
+  EXPECT_EQ(cj["machine"],
+            (nlohmann::json{{"search", {{"machine.load1", 1.02}, {"machine.cpu_mhz", 2600}}}}));
+  EXPECT_TRUE(cj["profile"].empty());
+
+  // Nothing read: no line, no key.
+  auto none = kevo({"explain", std::to_string(child_)});
+  EXPECT_EQ(none.out.find("machine "), std::string::npos) << none.out;
+  EXPECT_FALSE(nlohmann::json::parse(kevo({"explain", std::to_string(child_), "--json"}).out)
+                   .contains("machine"));
+}
+
 TEST_F(Explain, BadInputIsOneLineAndExitTwo) {
   for (std::vector<std::string> args : {std::vector<std::string>{"explain", "99"},
                                         {"explain", "x"},
