@@ -62,6 +62,31 @@ std::string trim(std::string s) {
   return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
 }
 
+// A candidate's status and the time it stands at: its confirming
+// re-measurement's median where that was ok ("confirmed"), else its result's
+// (its first evaluation, or the one it reuses), as its median line and bounds
+// take them. Not the tree's figure, which is its latest evaluation's: one
+// round of the confirmation, not the median one.
+nlohmann::json standing(Store& store, int64_t candidate) {
+  auto evaluation = [&](std::optional<int64_t> eval) {
+    return store.query(
+        "SELECT e.status, e.median_s FROM candidates c JOIN evaluations e ON e.id = "
+        "COALESCE(?, c.reuses_evaluation, "
+        "(SELECT MIN(x.id) FROM evaluations x WHERE x.candidate_id = c.id)) WHERE c.id = ?",
+        {eval ? SqlValue(*eval) : SqlValue(nullptr), SqlValue(candidate)});
+  };
+  if (std::optional<int64_t> conf = store.confirming_evaluation(candidate)) {
+    QueryResult q = evaluation(conf);
+    if (!q.rows.empty() && sql_text(q.rows[0][0]) == "ok")
+      return {{"status", "ok"}, {"median_s", number_of(q.rows[0][1])}, {"confirmed", true}};
+  }
+  QueryResult q = evaluation(std::nullopt);
+  if (q.rows.empty()) return {{"status", "pending"}};
+  nlohmann::json s = {{"status", sql_text(q.rows[0][0])}};
+  if (s["status"] == "ok") s["median_s"] = number_of(q.rows[0][1]);
+  return s;
+}
+
 // Everything explain shows, as JSON; the text view prints from it.
 nlohmann::json gather(Store& store, int64_t id) {
   QueryResult c = store.query(
@@ -230,20 +255,18 @@ nlohmann::json gather(Store& store, int64_t id) {
   }
   j["hot_lines"] = hot;
 
-  // Its ancestry up to the seed (a crossover has two parents: both are there).
+  // Its ancestry up to the seed (a crossover has two parents: both are there),
+  // each with the figure its median line would give.
   CandidateTree tree = CandidateTree::load(store, run);
   nlohmann::json lineage = nlohmann::json::array();
   for (int64_t a : tree.lineage(id)) {
     const TreeNode* n = tree.find(a);
-    nlohmann::json node = {
-        {"candidate", a},
-        {"family", n->family},
-        {"knobs", n->knobs},
-        {"synthesizer", n->synthesizer},
-        {"parents", tree.parents(a)},
-        {"status", n->evaluated ? nlohmann::json(std::string(status_name(n->status)))
-                                : nlohmann::json("pending")}};
-    if (n->evaluated && n->status == Status::ok) node["median_s"] = n->seconds;
+    nlohmann::json node = {{"candidate", a},
+                           {"family", n->family},
+                           {"knobs", n->knobs},
+                           {"synthesizer", n->synthesizer},
+                           {"parents", tree.parents(a)}};
+    node.update(standing(store, a));
     lineage.push_back(std::move(node));
   }
   j["lineage"] = lineage;
@@ -360,12 +383,13 @@ void print_text(const nlohmann::json& j) {
     for (const auto& p : n["parents"])
       parents += fmt::format("{}{}", parents.empty() ? "" : ", ", p.get<int64_t>());
     line(first ? "lineage" : "",
-         fmt::format("#{} {}{}{} ({}): {}{}", n["candidate"].get<int64_t>(),
+         fmt::format("#{} {}{}{} ({}): {}{}{}", n["candidate"].get<int64_t>(),
                      n["family"].get<std::string>(),
                      n["knobs"].get<std::string>().empty() ? "" : " ",
                      n["knobs"].get<std::string>(), n["synthesizer"].get<std::string>(),
                      n.contains("median_s") ? format_seconds(n["median_s"].get<double>())
                                             : n["status"].get<std::string>(),
+                     n.value("confirmed", false) ? " re-measured" : "",
                      parents.empty() ? "" : " <- " + parents));
     first = false;
   }

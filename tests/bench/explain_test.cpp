@@ -241,6 +241,31 @@ TEST_F(Explain, ShowsTheMachineAtTheSearchAndTheConfirmation) {
                    .contains("machine"));
 }
 
+// The lineage gives each candidate the time its median line stands at: the
+// median round of its confirmation, not the round that happened to be last.
+TEST_F(Explain, LineageGivesTheConfirmedFigure) {
+  {
+    Store s(db_);
+    s.add_evaluation(child_, result(1.2e-3, {}));  // the median round
+    s.add_evaluation(child_, result(1.1e-3, {}));
+    s.add_evaluation(child_, result(1.3e-3, {}));
+  }
+  auto j = nlohmann::json::parse(kevo({"explain", std::to_string(child_), "--json"}).out);
+  ASSERT_EQ(j["lineage"].size(), 2u);
+  EXPECT_EQ(j["lineage"][0]["candidate"], child_);
+  EXPECT_DOUBLE_EQ(j["lineage"][0]["median_s"].get<double>(), 1.2e-3);
+  EXPECT_DOUBLE_EQ(j["lineage"][0]["median_s"].get<double>(),
+                   j["bounds"]["measured_s"].get<double>());
+  EXPECT_EQ(j["lineage"][0]["confirmed"], true);
+  EXPECT_DOUBLE_EQ(j["lineage"][1]["median_s"].get<double>(), 2e-3);  // measured once
+  EXPECT_FALSE(j["lineage"][1].contains("confirmed"));
+  auto r = kevo({"explain", std::to_string(child_)});
+  EXPECT_NE(r.out.find(fmt::format("#{} swiglu_vec VEC=2 (knob): 1.2 ms re-measured <- {}\n",
+                                   child_, seed_)),
+            std::string::npos)
+      << r.out;
+}
+
 TEST_F(Explain, BadInputIsOneLineAndExitTwo) {
   for (std::vector<std::string> args : {std::vector<std::string>{"explain", "99"},
                                         {"explain", "x"},
