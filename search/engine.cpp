@@ -658,17 +658,29 @@ nlohmann::json Engine::summary(const std::string& stop_reason) const {
   // The family default points are re-measured at the end whatever their luck
   // during the search, so how their figure moved between the two is drift
   // (the machine's, or the state the run leaves it in) plus noise, not the
-  // winner's curse.
+  // winner's curse. Beside it, the state of the machine (clocks,
+  // temperatures, power, load) where the two measurements stored one.
   nlohmann::json drift = nlohmann::json::array();
   for (const auto& o : history_) {
     if (!o.ok() || o.point.knobs != defaults_[static_cast<size_t>(o.point.family)]) continue;
     auto it = confirmed_.find(o.candidate);
     if (it == confirmed_.end() || !std::isfinite(it->second)) continue;
-    drift.push_back({{"candidate", o.candidate},
-                     {"family", space_.family(o.point.family).name},
-                     {"search_median_s", o.seconds},
-                     {"confirmed_median_s", it->second},
-                     {"change", it->second / o.seconds - 1}});
+    nlohmann::json d = {{"candidate", o.candidate},
+                        {"family", space_.family(o.point.family).name},
+                        {"search_median_s", o.seconds},
+                        {"confirmed_median_s", it->second},
+                        {"change", it->second / o.seconds - 1}};
+    // The search's measurement: its first evaluation, or the one it reuses.
+    QueryResult search = store_.query(
+        "SELECT COALESCE(reuses_evaluation, "
+        "(SELECT MIN(e.id) FROM evaluations e WHERE e.candidate_id = c.id)) "
+        "FROM candidates c WHERE c.id = ?",
+        {SqlValue(o.candidate)});
+    if (auto* e = search.rows.empty() ? nullptr : std::get_if<int64_t>(&search.rows[0][0]))
+      if (auto state = store_.machine_state(*e); !state.empty()) d["machine_search"] = state;
+    if (std::optional<int64_t> e = store_.confirming_evaluation(o.candidate))
+      if (auto state = store_.machine_state(*e); !state.empty()) d["machine_confirmed"] = state;
+    drift.push_back(std::move(d));
   }
   if (!drift.empty()) j["drift"] = drift;
   auto b = best();

@@ -87,6 +87,12 @@ class FakeBackend final : public EvalBackend {
           r.status = Status::suspect;
           r.detail = "synthetic: below the floor";
         }
+        // The machine's state at the end of the timing, from call
+        // machine_from on: warmer with every call.
+        if (machine_from > 0 && calls >= machine_from)
+          r.profile = {{"machine.sm_mhz", 1980, "MHz", 0},
+                       {"machine.gpu_temp_c", static_cast<double>(calls), "C", 0},
+                       {"ptxas.registers", 32, "register/thread", 0}};
         Diagnosis d;
         d.bound = "memory";
         d.roof_fraction = 1e-3 / r.timing->median_s;
@@ -103,6 +109,7 @@ class FakeBackend final : public EvalBackend {
   int suspect_calls = 0;
   double drift = 0;       // each call after drift_after is this much slower than the last
   int drift_after = 0;
+  int machine_from = 0;  // the call from which results carry the machine's state (0: none)
   int lucky_calls = 0;
   int invalid = 0;
   int calls = 0;
@@ -480,11 +487,73 @@ TEST(Search, ConfirmationUndoesALuckyMeasurement) {
   // The default points tell the drift: none for the slow seed, on this steady
   // machine; the lucky seed's own fall from luck shows as well.
   ASSERT_EQ(j["drift"].size(), 2u);
-  for (const auto& d : j["drift"])
+  for (const auto& d : j["drift"]) {
     if (d["family"] == "slow")
       EXPECT_DOUBLE_EQ(d["change"].get<double>(), 0);
     else
       EXPECT_GT(d["change"].get<double>(), 10);
+    // This backend reads no machine state: none is invented.
+    EXPECT_FALSE(d.contains("machine_search")) << d;
+    EXPECT_FALSE(d.contains("machine_confirmed")) << d;
+  }
+}
+
+// Each drift entry has the state of the machine at the end of the default
+// point's search measurement and of its confirming one, where they stored one.
+TEST(Search, DriftEntriesCarryTheMachineState) {
+  Fixture f("drift-machine");
+  f.backend.machine_from = 1;
+  SearchConfig c = config("grid", 100000);
+  c.confirm = 1;
+  const auto searched = static_cast<double>(f.space.size());
+  {
+    Engine e(f.task, f.space, f.store, f.backend, c);
+    e.begin({});
+    e.run();
+    auto j = e.summary("");
+    ASSERT_EQ(j["drift"].size(), 2u);
+    for (const auto& d : j["drift"]) {
+      ASSERT_TRUE(d.contains("machine_search")) << d;
+      ASSERT_TRUE(d.contains("machine_confirmed")) << d;
+      // The profiler's and compiler's figures are not the machine's.
+      EXPECT_EQ(d["machine_search"].size(), 2u) << d;
+      EXPECT_EQ(d["machine_search"]["machine.sm_mhz"], 1980);
+      // The seeds go first; the confirmation comes after the whole space.
+      EXPECT_LE(d["machine_search"]["machine.gpu_temp_c"].get<double>(), 2);
+      EXPECT_GT(d["machine_confirmed"]["machine.gpu_temp_c"].get<double>(), searched);
+    }
+  }
+  // A later run reuses the seeds' measurements (the earlier run's latest): their
+  // state is the earlier run's, and every evaluation of theirs in this run is
+  // a confirmation round.
+  const int calls_before = f.backend.calls;
+  Engine again(f.task, f.space, f.store, f.backend, c);
+  again.begin({});
+  again.run();
+  ASSERT_EQ(again.stats().evaluations, 0);
+  auto j = again.summary("");
+  ASSERT_EQ(j["drift"].size(), 2u);
+  for (const auto& d : j["drift"]) {
+    EXPECT_LE(d["machine_search"]["machine.gpu_temp_c"].get<double>(), calls_before) << d;
+    EXPECT_GT(d["machine_confirmed"]["machine.gpu_temp_c"].get<double>(), calls_before) << d;
+  }
+}
+
+// Where only the confirmation read the machine's state, only it is there.
+TEST(Search, DriftEntriesCarryOnlyTheStatesThatWereRead) {
+  Fixture f("drift-machine-late");
+  f.backend.machine_from = static_cast<int>(f.space.size()) + 1;  // the confirmation's calls
+  SearchConfig c = config("grid", 100000);
+  c.confirm = 1;
+  Engine e(f.task, f.space, f.store, f.backend, c);
+  e.begin({});
+  e.run();
+  auto j = e.summary("");
+  ASSERT_EQ(j["drift"].size(), 2u);
+  for (const auto& d : j["drift"]) {
+    EXPECT_FALSE(d.contains("machine_search")) << d;
+    EXPECT_TRUE(d.contains("machine_confirmed")) << d;
+  }
 }
 
 // The machine slows down while the confirmation runs (clocks, heat): one
