@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/machine_text.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/search_session.h"
@@ -71,12 +72,29 @@ void print_summary(const Engine& engine, const Task& task, const nlohmann::json&
       parts += fmt::format("{}{:+.1f}% ({})", parts.empty() ? "" : ", ", 100 * c,
                            d["family"].get<std::string>());
     }
-    fmt::print("{:<12}the default points measured {} at the confirmation against the search{}\n",
+    // Beside it, what the machine's state read at the two timings of the
+    // point that moved most (of those with both states): shown, not blamed.
+    const nlohmann::json* most = nullptr;
+    for (const auto& d : j["drift"])
+      if (d.contains("machine_search") && d.contains("machine_confirmed") &&
+          (!most ||
+           std::abs(d["change"].get<double>()) > std::abs((*most)["change"].get<double>())))
+        most = &d;
+    std::string machine;
+    if (most) {
+      const std::string moved =
+          machine_change_text((*most)["machine_search"], (*most)["machine_confirmed"]);
+      if (!moved.empty())
+        machine = fmt::format("; the machine at {}'s two timings: {}",
+                              (*most)["family"].get<std::string>(), moved);
+    }
+    fmt::print("{:<12}the default points measured {} at the confirmation against the search{}{}\n",
                "drift", parts,
                worst > 0.02 ? fmt::format("; gaps under {:.0f}% between candidates timed apart are "
                                           "within it",
                                           std::ceil(100 * worst))
-                            : "");
+                            : "",
+               machine);
   }
   fmt::print("{:<12}{} measured ({}), {} answered from earlier runs, {} repeated proposals\n",
              "evaluations", s.evaluations, failures_text(s), s.reused, s.duplicates);
@@ -106,9 +124,10 @@ int cmd_run(const Argv& argv) {
          "the config's stop conditions (search.stop) or the budgets given here. Then the best\n"
          "few and every family's default point are timed again, in rounds of alternating order\n"
          "(search.confirm, search.confirm_rounds), and the best is chosen by its median round;\n"
-         "the summary says how far the default points drifted meanwhile. A killed run\n"
-         "continues with --resume; nothing that finished is measured again. Exit status: 0 when\n"
-         "a correct kernel was found, 1 when none was, 2 for bad input.",
+         "the summary says how far the default points drifted meanwhile, and what the machine's\n"
+         "clocks, temperatures, power or load read at their two timings where the target reads\n"
+         "them. A killed run continues with --resume; nothing that finished is measured again.\n"
+         "Exit status: 0 when a correct kernel was found, 1 when none was, 2 for bad input.",
          {db_option(),
           {"--max-evals", "N", "stop after N new evaluations (overrides search.stop.max_evals)"},
           {"--max-minutes", "M", "stop after M minutes (overrides search.stop.max_minutes)"},

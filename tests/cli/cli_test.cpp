@@ -197,6 +197,36 @@ TEST_F(Cli, RunSearchesStoresAndWritesTheBest) {
   EXPECT_EQ(j3["by_status"]["ok"], 4);
 }
 
+// The drift line says what the machine's state read at the two timings of
+// the default point that moved most. The CPU runner reads the host's load and
+// clock, which a test cannot predict; a trigger stores a figure it can, a GPU
+// temperature (which this target never reads) rising with every evaluation.
+TEST_F(Cli, RunDriftLineSaysWhatTheMachineRead) {
+  {
+    Store s(db_);
+    s.query(
+        "CREATE TRIGGER machine_state AFTER INSERT ON evaluations WHEN NEW.median_s IS NOT NULL "
+        "BEGIN INSERT INTO profiles(evaluation_id, metric, value, unit) "
+        "VALUES (NEW.id, 'machine.gpu_temp_c', 30 + NEW.id, 'C'); END");
+  }
+  write("search.json", kSearchTask);
+  auto r = kevo({"run", "search.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t drift = r.out.find("\ndrift ");
+  ASSERT_NE(drift, std::string::npos) << r.out;
+  const std::string line = r.out.substr(drift + 1, r.out.find('\n', drift + 1) - drift - 1);
+  EXPECT_NE(line.find("'s two timings: "), std::string::npos) << line;
+  EXPECT_NE(line.find("GPU 3"), std::string::npos) << line;
+  Store s(db_, true);
+  auto summary = nlohmann::json::parse(
+      std::get<std::string>(s.query("SELECT summary_json FROM runs").rows.at(0).at(0)));
+  ASSERT_FALSE(summary["drift"].empty());
+  for (const auto& d : summary["drift"])
+    EXPECT_LT(d["machine_search"]["machine.gpu_temp_c"].get<double>(),
+              d["machine_confirmed"]["machine.gpu_temp_c"].get<double>())
+        << d;
+}
+
 TEST_F(Cli, RunRejectsBadInputWithOneLine) {
   write("bad.json", R"({"operator": "swiglu", "shapes": {"g": [8, 8]},
                         "search": {"strategy": "evolution", "params": {"islandz": 2}}})");
