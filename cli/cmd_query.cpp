@@ -61,7 +61,8 @@ const NamedQuery kNamedQueries[] = {
      "FROM candidates c JOIN evaluations e ON e.id = " RESULT_OF_C " "
      "WHERE c.run_id = ?1 AND e.status = 'ok' ORDER BY e.median_s LIMIT ?2"},
     {"profile", "CANDIDATE",
-     "the profiler and compiler metrics (ncu.*, ptxas.*) of CANDIDATE's evaluations",
+     "the profiler and compiler metrics (ncu.*, ptxas.*) and the machine's state (machine.*) "
+     "of CANDIDATE's evaluations",
      "SELECT p.evaluation_id AS evaluation, p.metric, p.value, p.unit FROM profiles p "
      "JOIN evaluations e ON e.id = p.evaluation_id "
      "WHERE (e.candidate_id = ?1 "
