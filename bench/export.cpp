@@ -148,14 +148,15 @@ nlohmann::json export_run(Store& store, int64_t run) {
     const auto* reused = std::get_if<int64_t>(&cr[5]);
     const auto& own = evals[id];
     nlohmann::json result = nullptr, confirmation = nullptr;
-    if (!own.empty()) {
-      result = evaluation_json(store, own.front());
-      if (auto conf = store.confirming_evaluation(id)) confirmation = evaluation_json(store, *conf);
-    } else if (reused) {
+    // A candidate that reuses an earlier run's measurement has it as its
+    // result; its own evaluations, if any, are all confirmation rounds.
+    if (reused)
       result = evaluation_json(store, *reused);
-    }
-    cand["reused_evaluation"] =
-        reused && own.empty() ? nlohmann::json(*reused) : nlohmann::json(nullptr);
+    else if (!own.empty())
+      result = evaluation_json(store, own.front());
+    if (!own.empty())
+      if (auto conf = store.confirming_evaluation(id)) confirmation = evaluation_json(store, *conf);
+    cand["reused_evaluation"] = reused ? nlohmann::json(*reused) : nlohmann::json(nullptr);
     if (result.is_object()) {
       for (auto it = result.begin(); it != result.end(); ++it) cand[it.key()] = it.value();
       if (result["roof_id"].is_number())
