@@ -498,19 +498,24 @@ TEST(Search, ConfirmationUndoesALuckyMeasurement) {
   }
 }
 
+// The whole space in a grid, then the confirmation of the best: the summary.
+nlohmann::json grid_confirmed_summary(Fixture& f) {
+  SearchConfig c = config("grid", 100000);
+  c.confirm = 1;
+  Engine e(f.task, f.space, f.store, f.backend, c);
+  e.begin({});
+  e.run();
+  return e.summary("");
+}
+
 // Each drift entry has the state of the machine at the end of the default
 // point's search measurement and of its confirming one, where they stored one.
 TEST(Search, DriftEntriesCarryTheMachineState) {
   Fixture f("drift-machine");
   f.backend.machine_from = 1;
-  SearchConfig c = config("grid", 100000);
-  c.confirm = 1;
   const auto searched = static_cast<double>(f.space.size());
   {
-    Engine e(f.task, f.space, f.store, f.backend, c);
-    e.begin({});
-    e.run();
-    auto j = e.summary("");
+    auto j = grid_confirmed_summary(f);
     ASSERT_EQ(j["drift"].size(), 2u);
     for (const auto& d : j["drift"]) {
       ASSERT_TRUE(d.contains("machine_search")) << d;
@@ -527,6 +532,8 @@ TEST(Search, DriftEntriesCarryTheMachineState) {
   // state is the earlier run's, and every evaluation of theirs in this run is
   // a confirmation round.
   const int calls_before = f.backend.calls;
+  SearchConfig c = config("grid", 100000);
+  c.confirm = 1;
   Engine again(f.task, f.space, f.store, f.backend, c);
   again.begin({});
   again.run();
@@ -543,12 +550,7 @@ TEST(Search, DriftEntriesCarryTheMachineState) {
 TEST(Search, DriftEntriesCarryOnlyTheStatesThatWereRead) {
   Fixture f("drift-machine-late");
   f.backend.machine_from = static_cast<int>(f.space.size()) + 1;  // the confirmation's calls
-  SearchConfig c = config("grid", 100000);
-  c.confirm = 1;
-  Engine e(f.task, f.space, f.store, f.backend, c);
-  e.begin({});
-  e.run();
-  auto j = e.summary("");
+  auto j = grid_confirmed_summary(f);
   ASSERT_EQ(j["drift"].size(), 2u);
   for (const auto& d : j["drift"]) {
     EXPECT_FALSE(d.contains("machine_search")) << d;
