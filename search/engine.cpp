@@ -233,7 +233,9 @@ void Engine::resume(int64_t run) {
   for (size_t i = 0; i < space_.families().size(); ++i)
     family_by_hash[space_.families()[i].source_hash] = static_cast<int>(i);
   tree_ = CandidateTree::load(store_, run);
-  // A candidate's result is its first evaluation; a later one confirmed it.
+  // A candidate's result is the earlier run's measurement it reused, else its
+  // first evaluation; its later ones (all of them, for a reused one) are
+  // confirmation rounds.
   QueryResult cands = store_.query(
       "SELECT c.id, c.source_hash, c.knobs_json, c.family, c.synthesizer, c.reuses_evaluation, "
       "(SELECT MIN(e.id) FROM evaluations e WHERE e.candidate_id = c.id) "
@@ -259,11 +261,11 @@ void Engine::resume(int64_t run) {
       pending_.push_back({id, prop});
       continue;
     }
-    std::optional<EvalResult> res = store_.evaluation(own ? *own : *reused);
+    std::optional<EvalResult> res = store_.evaluation(reused ? *reused : *own);
     if (!res) continue;
     Observation o = observed(*res, id, prop);
     o.reused = reused != nullptr;
-    if (own) {
+    if (!reused) {
       ++stats_.evaluations;
       ++stats_.by_status[std::string(status_name(res->status))];
       stats_.compile_s += res->compile_s;

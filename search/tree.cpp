@@ -88,7 +88,7 @@ CandidateTree CandidateTree::load(Store& store, int64_t run) {
   QueryResult q = store.query(
       "SELECT c.id, c.family, c.knobs_json, c.synthesizer, e.status, e.median_s "
       "FROM candidates c LEFT JOIN evaluations e ON e.id = COALESCE(c.reuses_evaluation, "
-      "(SELECT MAX(x.id) FROM evaluations x WHERE x.candidate_id = c.id)) "
+      "(SELECT MIN(x.id) FROM evaluations x WHERE x.candidate_id = c.id)) "
       "WHERE c.run_id = ? ORDER BY c.id",
       {SqlValue(run)});
   QueryResult edges = store.query(

@@ -48,7 +48,8 @@ class CandidateTree {
   // edge per parent; the lineage of `highlight` drawn bold.
   void write_dot(std::ostream& out, int64_t highlight = 0) const;
 
-  // The tree of `run` as the store holds it.
+  // The tree of `run` as the store holds it, each node with the measurement the
+  // search took (the one it reused, else its first), not a confirmation round.
   static CandidateTree load(Store& store, int64_t run);
 
  private:

@@ -626,7 +626,36 @@ TEST(Search, ResumeTellsTheSearchMeasurementNotTheConfirmation) {
   for (const auto& o : again.observations())
     if (o.point == f.space.seed(0)) {
       EXPECT_DOUBLE_EQ(o.seconds, 0.5e-3);
+      // So does the stored tree (kevo tree, the report's lineage).
+      const TreeNode* n = CandidateTree::load(f.store, run).find(o.candidate);
+      ASSERT_NE(n, nullptr);
+      EXPECT_DOUBLE_EQ(n->seconds, 0.5e-3);
     }
+}
+
+// A run that reused an earlier run's measurements has, for those candidates,
+// only confirmation rounds of its own: resumed, it tells the reused
+// measurement and counts no round as an evaluation of the search.
+TEST(Search, ResumeTellsAReusedMeasurementNotItsRounds) {
+  Fixture f("resume-reused");
+  SearchConfig c = config("grid", 100000);
+  c.confirm = 1;
+  {
+    Engine first(f.task, f.space, f.store, f.backend, c);
+    first.begin({});
+    first.run();
+  }
+  Engine second(f.task, f.space, f.store, f.backend, c);
+  const int64_t run = second.begin({});
+  second.run();
+  ASSERT_EQ(second.stats().evaluations, 0);
+  ASSERT_GT(second.stats().reused, 0);
+  ASSERT_GT(second.stats().confirmations, 0);
+  Engine resumed(f.task, f.space, f.store, f.backend, c);
+  resumed.resume(run);
+  EXPECT_EQ(resumed.stats().evaluations, 0);
+  EXPECT_EQ(resumed.stats().reused, second.stats().reused);
+  for (const auto& o : resumed.observations()) EXPECT_TRUE(o.reused) << o.candidate;
 }
 
 }  // namespace
