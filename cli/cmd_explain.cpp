@@ -64,26 +64,17 @@ std::string trim(std::string s) {
 
 // A candidate's status and the time it stands at: its confirming
 // re-measurement's median where that was ok ("confirmed"), else its result's
-// (its first evaluation, or the one it reuses), as its median line and bounds
-// take them. Not the tree's figure, which is its latest evaluation's: one
-// round of the confirmation, not the median one.
-nlohmann::json standing(Store& store, int64_t candidate) {
-  auto evaluation = [&](std::optional<int64_t> eval) {
-    return store.query(
-        "SELECT e.status, e.median_s FROM candidates c JOIN evaluations e ON e.id = "
-        "COALESCE(?, c.reuses_evaluation, "
-        "(SELECT MIN(x.id) FROM evaluations x WHERE x.candidate_id = c.id)) WHERE c.id = ?",
-        {eval ? SqlValue(*eval) : SqlValue(nullptr), SqlValue(candidate)});
-  };
-  if (std::optional<int64_t> conf = store.confirming_evaluation(candidate)) {
-    QueryResult q = evaluation(conf);
-    if (!q.rows.empty() && sql_text(q.rows[0][0]) == "ok")
-      return {{"status", "ok"}, {"median_s", number_of(q.rows[0][1])}, {"confirmed", true}};
+// (the tree's figure: the measurement it reuses, else its first), as its
+// median line and bounds take them.
+nlohmann::json standing(Store& store, const TreeNode& n) {
+  if (std::optional<int64_t> conf = store.confirming_evaluation(n.candidate)) {
+    std::optional<EvalResult> again = store.evaluation(*conf);
+    if (again && again->status == Status::ok && again->timing)
+      return {{"status", "ok"}, {"median_s", again->timing->median_s}, {"confirmed", true}};
   }
-  QueryResult q = evaluation(std::nullopt);
-  if (q.rows.empty()) return {{"status", "pending"}};
-  nlohmann::json s = {{"status", sql_text(q.rows[0][0])}};
-  if (s["status"] == "ok") s["median_s"] = number_of(q.rows[0][1]);
+  if (!n.evaluated) return {{"status", "pending"}};
+  nlohmann::json s = {{"status", std::string(status_name(n.status))}};
+  if (n.status == Status::ok) s["median_s"] = n.seconds;
   return s;
 }
 
@@ -266,7 +257,7 @@ nlohmann::json gather(Store& store, int64_t id) {
                            {"knobs", n->knobs},
                            {"synthesizer", n->synthesizer},
                            {"parents", tree.parents(a)}};
-    node.update(standing(store, a));
+    node.update(standing(store, *n));
     lineage.push_back(std::move(node));
   }
   j["lineage"] = lineage;

@@ -555,6 +555,18 @@ std::map<std::string, double> Store::machine_state(int64_t evaluation) {
   return state;
 }
 
+std::optional<int64_t> Store::result_evaluation(int64_t candidate) {
+  Stmt s(db_,
+         "SELECT COALESCE(reuses_evaluation, "
+         "(SELECT MIN(e.id) FROM evaluations e WHERE e.candidate_id = c.id)) "
+         "FROM candidates c WHERE c.id = ?");
+  s.bind(1, candidate);
+  if (!s.step()) return std::nullopt;
+  const SqlValue v = s.column(0);
+  if (const auto* id = std::get_if<int64_t>(&v)) return *id;
+  return std::nullopt;
+}
+
 std::optional<int64_t> Store::confirming_evaluation(int64_t candidate) {
   // A candidate that reuses an earlier run's measurement has none of its own
   // from the search: then every evaluation it has is a round.

@@ -63,6 +63,9 @@ class Store {
   // An evaluation read back: status, detail, costs, timing with its samples,
   // diagnosis and the compiler's and the kernel's output (not the per-check reports).
   std::optional<EvalResult> evaluation(int64_t id);
+  // The evaluation that is a candidate's result: the earlier run's
+  // measurement it reuses, else its first; none while it is pending.
+  std::optional<int64_t> result_evaluation(int64_t candidate);
   // The re-measurement that stands for a candidate's confirmation: among its
   // evaluations after the first (a search's confirmation takes one per round;
   // all of them when the candidate reuses an earlier run's measurement), the

@@ -672,13 +672,7 @@ nlohmann::json Engine::summary(const std::string& stop_reason) const {
                         {"search_median_s", o.seconds},
                         {"confirmed_median_s", it->second},
                         {"change", it->second / o.seconds - 1}};
-    // The search's measurement: its first evaluation, or the one it reuses.
-    QueryResult search = store_.query(
-        "SELECT COALESCE(reuses_evaluation, "
-        "(SELECT MIN(e.id) FROM evaluations e WHERE e.candidate_id = c.id)) "
-        "FROM candidates c WHERE c.id = ?",
-        {SqlValue(o.candidate)});
-    if (auto* e = search.rows.empty() ? nullptr : std::get_if<int64_t>(&search.rows[0][0]))
+    if (std::optional<int64_t> e = store_.result_evaluation(o.candidate))
       if (auto state = store_.machine_state(*e); !state.empty()) d["machine_search"] = state;
     if (std::optional<int64_t> e = store_.confirming_evaluation(o.candidate))
       if (auto state = store_.machine_state(*e); !state.empty()) d["machine_confirmed"] = state;

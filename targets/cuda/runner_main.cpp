@@ -37,6 +37,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -116,8 +117,16 @@ struct NvmlField {  // nvmlFieldValue_t
 
 class Nvml {
  public:
-  // The state now: host_state() plus what NVML reads for the device.
-  nlohmann::json state(int cuda_device) {
+  // The clock-event reasons now, idle left out; none where NVML cannot say.
+  std::optional<unsigned long long> throttle(int cuda_device) {
+    unsigned long long reasons = 0;
+    if (!open(cuda_device) || !reasons_ || reasons_(dev_, &reasons) != 0) return std::nullopt;
+    return reasons & ~kReasonIdle;
+  }
+
+  // The state now: host_state() plus what NVML reads for the device, throttled
+  // if it is now or `throttled_before` says it was.
+  nlohmann::json state(int cuda_device, unsigned long long throttled_before) {
     nlohmann::json j = runner::host_state();
     if (!open(cuda_device)) return j;
     unsigned v = 0;
@@ -139,8 +148,7 @@ class Nvml {
         if (t > 0) j["mem_temp_c"] = t;
       }
     }
-    unsigned long long reasons = 0;
-    if (reasons_ && reasons_(dev_, &reasons) == 0) j["throttle"] = reasons & ~kReasonIdle;
+    if (auto now = throttle(cuda_device)) j["throttle"] = *now | throttled_before;
     return j;
   }
 
@@ -504,7 +512,7 @@ int run_kernel(const Job& job, bool profile_only) {
     double cover = g.cover_us;
     if (cover < 0) cover = host_warm_us > 0.5 * g.flush_us ? 2 * host_warm_us + 20 : 0;
     host.clear();
-    const nlohmann::json before = g_nvml.state(g.device);
+    const unsigned long long throttled_before = g_nvml.throttle(g.device).value_or(0);
     emit({{"event", "timing_start"}, {"phase", ph}, {"estimate_s", last}, {"calls_per_sample", 1}});
     cudaEvent_t ev0, ev1;
     cudaEventCreate(&ev0);
@@ -557,9 +565,7 @@ int run_kernel(const Job& job, bool profile_only) {
                      : "");
     std::fflush(stderr);
     // The state at the end, throttled if it was at either end.
-    nlohmann::json machine = g_nvml.state(g.device);
-    if (before.contains("throttle") && machine.contains("throttle"))
-      machine["throttle"] = before["throttle"].get<unsigned long long>() | machine["throttle"].get<unsigned long long>();
+    const nlohmann::json machine = g_nvml.state(g.device, throttled_before);
     emit({{"event", "timing"},
           {"phase", ph},
           {"samples", samples},
