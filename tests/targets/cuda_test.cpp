@@ -576,6 +576,30 @@ TEST(CudaCompile, RmsnormRegisterBudgetEdge) {
   EXPECT_FALSE(knobs.valid(point({{"VEC", 4}, {"UNROLL", 8}, {"MINB", 6}})));
 }
 
+// kevo-cuda-runner copies from the device to the host only through its pinned
+// stage (copy_to_host). On the H200 one copy into pageable memory (a check's
+// outputs, its canary tail, the count of changed input words) left every
+// later candidate of the process timed about 6% slower than the first
+// (bench/results/2026-12-01-h200-runner-pageable-copies.md). No test can time
+// that without a GPU and a timed assertion; this one keeps a new pageable
+// copy out of the runner's source.
+TEST(CudaRunnerSource, EveryDeviceToHostCopyGoesThroughThePinnedStage) {
+  const std::string src = read_text_file(test::repo_dir() / "targets" / "cuda" / "runner_main.cpp");
+  const size_t begin = src.find("cudaError_t copy_to_host(");
+  ASSERT_NE(begin, std::string::npos) << "copy_to_host is gone";
+  const size_t end = src.find("\n}\n", begin);
+  ASSERT_NE(end, std::string::npos);
+  for (const char* word : {"cudaMemcpyDeviceToHost", "cudaMemcpyDefault", "cudaMemcpy2D", "cudaMemcpy3D"}) {
+    for (size_t at = src.find(word); at != std::string::npos; at = src.find(word, at + 1)) {
+      const size_t line = std::count(src.begin(), src.begin() + static_cast<std::ptrdiff_t>(at), '\n') + 1;
+      EXPECT_TRUE(at > begin && at < end)
+          << word << " at runner_main.cpp:" << line << ", outside copy_to_host";
+    }
+  }
+  // and the stage is pinned
+  EXPECT_NE(src.find("cudaMallocHost(&g.stage"), std::string::npos);
+}
+
 // ---- on a GPU --------------------------------------------------------------------------------
 
 class OnGpu : public ::testing::Test {
