@@ -284,15 +284,24 @@ void Engine::resume(int64_t run) {
 }
 
 std::optional<int64_t> Engine::earlier_evaluation(const Point& p) {
+  // The latest candidate of this point, in an earlier run of the task on this
+  // machine, that has a result...
   const Family& f = space_.family(p.family);
   QueryResult q = store_.query(
-      "SELECT e.id FROM evaluations e JOIN candidates c ON c.id = e.candidate_id "
-      "JOIN runs r ON r.id = c.run_id WHERE c.source_hash = ? AND c.knobs_json = ? "
-      "AND r.task_hash = ? AND r.hostname = ? ORDER BY e.id DESC LIMIT 1",
+      "SELECT c.id FROM candidates c JOIN runs r ON r.id = c.run_id "
+      "WHERE c.source_hash = ? AND c.knobs_json = ? AND r.task_hash = ? AND r.hostname = ? "
+      "AND c.run_id <> ? AND (c.reuses_evaluation IS NOT NULL OR "
+      "EXISTS (SELECT 1 FROM evaluations e WHERE e.candidate_id = c.id)) "
+      "ORDER BY c.id DESC LIMIT 1",
       {SqlValue(f.source_hash), SqlValue(knobs_to_json(p.knobs)), SqlValue(task_.hash),
-       SqlValue(hostname_)});
+       SqlValue(hostname_), SqlValue(run_)});
   if (q.rows.empty()) return std::nullopt;
-  return std::get<int64_t>(q.rows[0][0]);
+  const int64_t candidate = std::get<int64_t>(q.rows[0][0]);
+  // ...and of it the measurement that stood for it: its confirmation (the
+  // median round) where that run confirmed it, else its result. Not simply
+  // its latest evaluation, which after a confirmation is the last round.
+  if (auto confirmed = store_.confirming_evaluation(candidate)) return confirmed;
+  return store_.result_evaluation(candidate);
 }
 
 void Engine::record(const Observation& o) {

@@ -312,6 +312,55 @@ TEST(Search, ANewRunReusesEarlierMeasurementsOfTheSameTask) {
   EXPECT_EQ(o.stats().reused, 0);
 }
 
+// A point an earlier run confirmed is reused with the measurement that stood
+// for it there, its median round, not the last round it happened to take.
+TEST(Search, ANewRunReusesTheConfirmedMeasurement) {
+  Fixture f("reuse-confirmed");
+  f.backend.drift = 0.5;  // each confirmation round slower than the one before
+  f.backend.drift_after = static_cast<int>(f.space.size());
+  SearchConfig c = config("grid", 100000);
+  c.confirm = 1;
+  c.confirm_rounds = 3;
+  int64_t best = 0;
+  {
+    Engine e(f.task, f.space, f.store, f.backend, c);
+    e.begin({});
+    e.run();
+    ASSERT_TRUE(e.best()->confirmed);
+    best = e.best()->candidate;
+  }
+  const auto rounds = f.store.query(
+      "SELECT id FROM evaluations WHERE candidate_id = ? ORDER BY id", {SqlValue(best)});
+  ASSERT_EQ(rounds.rows.size(), 4u);  // the search's measurement and three rounds
+  const int64_t median_round = std::get<int64_t>(rounds.rows[2][0]);
+  ASSERT_EQ(f.store.confirming_evaluation(best), median_round);
+  // A point measured once is reused with that measurement.
+  const auto once = f.store.query(
+      "SELECT c.id, MIN(e.id) FROM candidates c JOIN evaluations e ON e.candidate_id = c.id "
+      "GROUP BY c.id HAVING COUNT(*) = 1 LIMIT 1");
+  ASSERT_EQ(once.rows.size(), 1u);
+
+  SearchConfig again = config("grid", 100000);
+  Engine e(f.task, f.space, f.store, f.backend, again);
+  const int64_t run = e.begin({});
+  e.run();
+  ASSERT_EQ(e.stats().evaluations, 0);
+  auto reused = [&](int64_t earlier) {
+    return f.store.query(
+        "SELECT c.reuses_evaluation FROM candidates c JOIN candidates o "
+        "ON o.source_hash = c.source_hash AND o.knobs_json = c.knobs_json "
+        "WHERE c.run_id = ? AND o.id = ?",
+        {SqlValue(run), SqlValue(earlier)});
+  };
+  auto r = reused(best);
+  ASSERT_EQ(r.rows.size(), 1u);
+  EXPECT_EQ(std::get<int64_t>(r.rows[0][0]), median_round)
+      << "the last round is " << std::get<int64_t>(rounds.rows[3][0]);
+  r = reused(std::get<int64_t>(once.rows[0][0]));
+  ASSERT_EQ(r.rows.size(), 1u);
+  EXPECT_EQ(r.rows[0][0], once.rows[0][1]);
+}
+
 TEST(Search, TreeIsPersistedAndExportsDot) {
   Fixture f("tree");
   Engine e(f.task, f.space, f.store, f.backend, config("evolution", 40));
