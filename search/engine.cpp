@@ -285,16 +285,18 @@ void Engine::resume(int64_t run) {
 
 std::optional<int64_t> Engine::earlier_evaluation(const Point& p) {
   // The latest candidate of this point, in an earlier run of the task on this
-  // machine, that has a result...
+  // machine by this version of kevo (another may have measured differently:
+  // 0.1.0's cuda runner timed all but the first candidate ~6% slow), that has
+  // a result...
   const Family& f = space_.family(p.family);
   QueryResult q = store_.query(
       "SELECT c.id FROM candidates c JOIN runs r ON r.id = c.run_id "
       "WHERE c.source_hash = ? AND c.knobs_json = ? AND r.task_hash = ? AND r.hostname = ? "
-      "AND c.run_id <> ? AND (c.reuses_evaluation IS NOT NULL OR "
+      "AND r.kevo_version = ? AND c.run_id <> ? AND (c.reuses_evaluation IS NOT NULL OR "
       "EXISTS (SELECT 1 FROM evaluations e WHERE e.candidate_id = c.id)) "
       "ORDER BY c.id DESC LIMIT 1",
       {SqlValue(f.source_hash), SqlValue(knobs_to_json(p.knobs)), SqlValue(task_.hash),
-       SqlValue(hostname_), SqlValue(run_)});
+       SqlValue(hostname_), SqlValue(std::string(KEVO_VERSION)), SqlValue(run_)});
   if (q.rows.empty()) return std::nullopt;
   const int64_t candidate = std::get<int64_t>(q.rows[0][0]);
   // ...and of it the measurement that stood for it: its confirmation (the

@@ -312,6 +312,22 @@ TEST(Search, ANewRunReusesEarlierMeasurementsOfTheSameTask) {
   EXPECT_EQ(o.stats().reused, 0);
 }
 
+// Another version of kevo may have measured differently: its runs are not reused.
+TEST(Search, MeasurementsOfAnotherKevoAreNotReused) {
+  Fixture f("reuse-version");
+  {
+    Engine e(f.task, f.space, f.store, f.backend, config("random", 30, 5));
+    e.begin({});
+    e.run();
+  }
+  f.store.query("UPDATE runs SET kevo_version = '0.0.1'");
+  Engine e(f.task, f.space, f.store, f.backend, config("random", 30, 5));
+  e.begin({});
+  e.run();
+  EXPECT_EQ(e.stats().reused, 0);
+  EXPECT_EQ(e.stats().evaluations, 30);
+}
+
 // A point an earlier run confirmed is reused with the measurement that stood
 // for it there, its median round, not the last round it happened to take.
 TEST(Search, ANewRunReusesTheConfirmedMeasurement) {
