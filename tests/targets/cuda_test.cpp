@@ -528,33 +528,32 @@ TEST(CudaCompile, SeedFamiliesAndHostileKernels) {
   for (int mode = 0; mode <= 7; ++mode) build(hostile, {{"MODE", mode}}, "-" + std::to_string(mode));
 }
 
-// The rmsnorm family's register budget (its last two require lines) admits the
-// points at its edge that ptxas fits without spilling, and keeps out one that
-// spills: each measured with ptxas when the budget was set.
-TEST(CudaCompile, RmsnormRegisterBudgetEdge) {
-  std::string why = cuda_unavailable_reason();
-  if (!why.empty()) GTEST_SKIP() << why;
+// A family's register budget (its last two require lines) admits the points
+// at its edge that ptxas fits without spilling, and keeps out the ones just
+// past it that spill: each measured with ptxas when the budget was set. Each
+// point is the family's default with `set` changed. In the comments, "budget B of
+// R" is the budget's registers per thread and the room the require line leaves
+// them (65536 over the resident threads, counted in whole groups of 128).
+using KnobSet = std::vector<std::pair<std::string, int64_t>>;
+void expect_register_budget_edge(const std::string& op, const std::vector<KnobSet>& edge,
+                                 const std::vector<KnobSet>& beyond) {
   auto target = make_target("cuda");
-  auto src = test::repo_dir() / "targets" / "cuda" / "kernels" / "rmsnorm" / "fused.cu";
+  auto src = test::repo_dir() / "targets" / "cuda" / "kernels" / op / "fused.cu";
   SearchSpace space = load_space({src}, {}, [](const std::filesystem::path&) { return "cuda"; });
   const KnobSpace& knobs = space.family(0).space;
-  auto point = [&](std::initializer_list<std::pair<const std::string, int64_t>> set) {
+  auto point = [&](const KnobSet& set) {
     KnobValues v = knobs.defaults();
-    for (const auto& [k, x] : set) v[k] = x;
+    for (const auto& [k, x] : set) {
+      EXPECT_TRUE(v.count(k)) << op << " has no knob " << k;
+      v[k] = x;
+    }
     return v;
   };
-  // blocks of 256 threads: 6 at 40 registers (the default), 8 at 32, 4 at 64, and
-  // 5 at 48 with 4-byte vectors, 8 per thread
-  const std::vector<KnobValues> edge = {
-      knobs.defaults(),
-      point({{"MINB", 8}}),
-      point({{"TPR", 128}, {"ROWS", 2}, {"UNROLL", 4}, {"MINB", 4}}),
-      point({{"VEC", 4}, {"UNROLL", 8}, {"MINB", 5}}),
-  };
-  Task task = test::quick_task("rmsnorm", {{"x", {8, 64}}}, {{"target", "cuda"}, {"dtype", "bf16"}});
-  auto dir = test::temp_dir("cuda-budget");
+  Task task = test::quick_task(op, {{"x", {8, 64}}}, {{"target", "cuda"}, {"dtype", "bf16"}});
+  auto dir = test::temp_dir("cuda-budget-" + op);
   int i = 0;
-  for (const auto& v : edge) {
+  for (const auto& set : edge) {
+    KnobValues v = point(set);
     ASSERT_TRUE(knobs.valid(v)) << knobs_to_string(v) << ": " << knobs.violation(v).value_or("");
     CompileRequest req;
     req.task = &task;
@@ -572,8 +571,104 @@ TEST(CudaCompile, RmsnormRegisterBudgetEdge) {
       }
     EXPECT_TRUE(seen) << out.log;
   }
-  // the same with 6 blocks: ptxas spills 28 bytes at 40 registers
-  EXPECT_FALSE(knobs.valid(point({{"VEC", 4}, {"UNROLL", 8}, {"MINB", 6}})));
+  for (const auto& set : beyond)
+    EXPECT_FALSE(knobs.valid(point(set))) << knobs_to_string(point(set));
+}
+
+TEST(CudaCompile, RmsnormRegisterBudgetEdge) {
+  std::string why = cuda_unavailable_reason();
+  if (!why.empty()) GTEST_SKIP() << why;
+  // blocks of 256 threads: 6 at 40 registers (the default), 8 at 32, 4 at 64, and
+  // 5 at 48 with 4-byte vectors, 8 per thread
+  expect_register_budget_edge("rmsnorm",
+                              {{},
+                               {{"MINB", 8}},
+                               {{"TPR", 128}, {"ROWS", 2}, {"UNROLL", 4}, {"MINB", 4}},
+                               {{"VEC", 4}, {"UNROLL", 8}, {"MINB", 5}}},
+                              // the same with 6 blocks: ptxas spills 28 bytes at 40 registers
+                              {{{"VEC", 4}, {"UNROLL", 8}, {"MINB", 6}}});
+}
+
+// add_rmsnorm: budget 27 + 2 * cached words + 2 * UNROLL (+ 5 * UNROLL with HINT 3);
+// ptxas figures (registers, spill bytes) measured with nvcc 13.0 for sm_90a.
+TEST(CudaCompile, AddRmsnormRegisterBudgetEdge) {
+  std::string why = cuda_unavailable_reason();
+  if (!why.empty()) GTEST_SKIP() << why;
+  expect_register_budget_edge(
+      "add_rmsnorm",
+      {// the default: 2 rows of 128 threads, 4 vectors of 16 bytes per thread
+       {},
+       // 5 blocks of 256 threads at 48 registers (budget 47 of 51); 6 (40 registers)
+       // fit too, but the budget, a line through all of the space, keeps them out
+       {{"TPR", 256}, {"ROWS", 1}, {"UNROLL", 2}, {"MINB", 5}},
+       // 3 blocks of 2 x 128 threads: 72 registers of 80 (budget 67 of 85)
+       {{"MINB", 3}},
+       // streaming, 5 blocks of 256 threads: 44 of 48 (budget 51 of 51)
+       {{"TPR", 256}, {"ROWS", 1}, {"VEC", 8}, {"CACHE_ROW", 0}, {"MINB", 5}},
+       // w in registers, and the next row in flight: 56 and 64 of 64 (budget 63 of 64)
+       {{"TPR", 256}, {"ROWS", 1}, {"UNROLL", 2}, {"WAVES", 1}, {"WLOAD", 2}, {"MINB", 4}},
+       {{"TPR", 256},
+        {"ROWS", 1},
+        {"UNROLL", 2},
+        {"WAVES", 1},
+        {"PIPE", 1},
+        {"WLOAD", 1},
+        {"MINB", 4}},
+       // evict-first loads, streaming, 6 blocks of 256 threads: 40 of 40 (budget 42 of 42)
+       {{"TPR", 256},
+        {"ROWS", 1},
+        {"UNROLL", 1},
+        {"CACHE_ROW", 0},
+        {"HINT", 3},
+        {"WAVES", 1},
+        {"WLOAD", 1},
+        {"MINB", 6}}},
+      {// 4 blocks of 2 x 128 threads: 4 bytes spilled at 64 registers (budget 67 of 64)
+       {{"MINB", 4}},
+       // 5 blocks of 64 threads, w in registers: 16 bytes spilled at 168 (budget 171 of 170:
+       // 5 two-warp blocks put 3 warps on some quarter of the SM, so not 204)
+       {{"TPR", 64}, {"ROWS", 1}, {"UNROLL", 8}, {"WAVES", 1}, {"WLOAD", 2}, {"MINB", 5}},
+       // 2 blocks of 2 x 512 threads, streaming one 8-byte vector: 48 bytes at 32 (budget 33 of 32)
+       {{"TPR", 512}, {"ROWS", 2}, {"VEC", 8}, {"UNROLL", 1}, {"CACHE_ROW", 0}, {"MINB", 2}}});
+}
+
+// layernorm: budget 28 + cached words (x; w and b count four times with WLOAD 2)
+// + 4 * UNROLL (+ 12 with WLOAD 1); ptxas figures as above.
+TEST(CudaCompile, LayernormRegisterBudgetEdge) {
+  std::string why = cuda_unavailable_reason();
+  if (!why.empty()) GTEST_SKIP() << why;
+  expect_register_budget_edge(
+      "layernorm",
+      {// the default: 2 blocks of 128 threads, 4 vectors of 16 bytes per thread
+       {},
+       // 8 of them: 61 registers of 64 (budget 60 of 64)
+       {{"MINB", 8}},
+       // 4 blocks of 2 x 128 threads: 64 of 64 (budget 60 of 64)
+       {{"ROWS", 2}, {"MINB", 4}},
+       // 5 blocks of 256 threads, 2 vectors per thread: 48 of 48 (budget 44 of 51); 6 (40
+       // registers) fit too, but the budget keeps them out
+       {{"TPR", 256}, {"UNROLL", 2}, {"MINB", 5}},
+       // streaming, w and b in shared memory, 8 blocks of 128: 48 of 64 (budget 64 of 64)
+       {{"VEC", 8}, {"CACHE_ROW", 0}, {"WAVES", 1}, {"WLOAD", 1}, {"MINB", 8}},
+       // shifted-sum variance, 4 blocks of 2 x 128, streaming: 54 of 64 (budget 64 of 64)
+       {{"ROWS", 2},
+        {"VEC", 8},
+        {"CACHE_ROW", 0},
+        {"VARMODE", 1},
+        {"WAVES", 1},
+        {"WLOAD", 1},
+        {"MINB", 4}},
+       // the next row in flight, 4 blocks of 256: 64 of 64 (budget 64 of 64)
+       {{"TPR", 256}, {"UNROLL", 2}, {"WAVES", 1}, {"PIPE", 1}, {"WLOAD", 1}, {"MINB", 4}},
+       // w and b in registers, 3 blocks of 256: 71 of 80 (budget 84 of 85)
+       {{"TPR", 256}, {"VEC", 8}, {"WAVES", 1}, {"WLOAD", 2}, {"MINB", 3}}},
+      {// 2 blocks of 1024 threads streaming 4-byte vectors with the L2 prefetch hint:
+       // 28 bytes spilled at 32 registers (budget 33 of 32)
+       {{"TPR", 1024}, {"VEC", 4}, {"UNROLL", 1}, {"CACHE_ROW", 0}, {"HINT", 2}, {"MINB", 2}},
+       // 6 blocks of 2 x 128 threads streaming: 4 bytes at 40 (budget 44 of 42)
+       {{"ROWS", 2}, {"UNROLL", 2}, {"CACHE_ROW", 0}, {"MINB", 6}},
+       // 5 blocks of 2 x 64 threads, w and b in shared memory: 28 bytes at 96 (budget 104 of 102)
+       {{"TPR", 64}, {"ROWS", 2}, {"UNROLL", 8}, {"WAVES", 1}, {"WLOAD", 1}, {"MINB", 5}}});
 }
 
 // kevo-cuda-runner copies from the device to the host only through its pinned

@@ -31,9 +31,15 @@
  *             >= the 4096-wide target row and < twice that); with CACHE_ROW 0
  *             the vectors of x and of r in flight per thread per batch (a batch of
  *             TPR*VEC/2*UNROLL elements is half or all of the target row).
- *             The last two require lines are a register budget, measured
- *             with ptxas: about 32 + 2 * cached 32-bit words + UNROLL
- *             (+ 8 with WLOAD 1) registers, so that no valid point spills
+ *             The last two require lines are a register budget, measured with
+ *             ptxas (nvcc 13.0, sm_90a) where each point of the space starts to
+ *             spill as MINB grows: 27 + 2 * cached 32-bit words
+ *             (UNROLL * VEC / 4 per buffer; one more buffer each with PIPE 1
+ *             and WLOAD 2) + 2 * UNROLL (+ 5 * UNROLL with HINT 3: the
+ *             evict-first loads of the 2-byte fallback kernel hold more
+ *             registers) registers per thread, the threads counted in whole
+ *             groups of 128 (an SM's 65536 registers are four quarters; a warp
+ *             takes its registers from one), so that no valid point spills
  *             under its __launch_bounds__.
  *   CACHE_ROW 1: cache h in registers; 0: stream (re-read h).
  *   WLOAD     weight w: 0 read-only global loads (ld.global.nc) per row;
@@ -64,13 +70,13 @@
 // @kevo knob HINT 0 {0, 1, 2, 3}
 // @kevo knob WAVES 0 {0, 1, 2}
 // @kevo knob PIPE 0 {0, 1}
-// @kevo knob MINB 0 {0, 2, 4}
+// @kevo knob MINB 0 {0, 2, 3, 4, 5, 6, 8}
 // @kevo require PIPE == 0 || (CACHE_ROW == 1 && WAVES > 0)
 // @kevo require WLOAD == 0 || WAVES > 0
 // @kevo require WLOAD != 2 || CACHE_ROW == 1
-// @kevo require TPR * ROWS * MINB <= 1024
-// @kevo require 32 + 2 * (UNROLL * VEC / 4) * (1 + PIPE + (WLOAD == 2)) + UNROLL + 8 * (WLOAD == 1) <= 255
-// @kevo require (32 + 2 * (UNROLL * VEC / 4) * (1 + PIPE + (WLOAD == 2)) + UNROLL + 8 * (WLOAD == 1)) * TPR * ROWS * (MINB + (MINB == 0)) <= 65536
+// @kevo require TPR * ROWS * MINB <= 2048
+// @kevo require 27 + 2 * (UNROLL * VEC / 4) * (1 + PIPE + (WLOAD == 2)) + 2 * UNROLL + 5 * UNROLL * (HINT == 3) <= 255
+// @kevo require (27 + 2 * (UNROLL * VEC / 4) * (1 + PIPE + (WLOAD == 2)) + 2 * UNROLL + 5 * UNROLL * (HINT == 3)) * 128 * ((TPR * ROWS * (MINB + (MINB == 0)) + 127) / 128) <= 65536
 #ifndef TPR
 #define TPR 128
 #endif

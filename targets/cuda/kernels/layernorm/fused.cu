@@ -38,10 +38,15 @@
  *             >= the 4096-wide target row and < twice that); with CACHE_ROW 0
  *             the loads in flight per thread per batch (a batch of
  *             TPR*VEC/2*UNROLL elements is half or all of the target row).
- *             The last two require lines are a register budget, measured
- *             with ptxas: about 24 + 2 * cached 32-bit words + UNROLL
- *             (+ 8 with WLOAD 1) registers, so that no valid point spills
- *             under its __launch_bounds__.
+ *             The last two require lines are a register budget, measured with
+ *             ptxas (nvcc 13.0, sm_90a) where each point of the space starts to
+ *             spill as MINB grows: 28 + cached 32-bit words
+ *             (UNROLL * VEC / 4 for x; as many more with PIPE 1, four times as
+ *             many with WLOAD 2: w and b) + 4 * UNROLL (+ 12 with WLOAD 1)
+ *             registers per thread, the threads counted in whole groups of 128
+ *             (an SM's 65536 registers are four quarters; a warp takes its
+ *             registers from one), so that no valid point spills under its
+ *             __launch_bounds__.
  *   CACHE_ROW 1: cache the row in registers; 0: stream it.
  *   VARMODE   0: two-pass variance; 1: shifted sums (see above).
  *   WLOAD     w and b: 0 read-only global loads (ld.global.nc) per row;
@@ -76,13 +81,13 @@
 // @kevo knob HINT 0 {0, 1, 2, 3}
 // @kevo knob WAVES 0 {0, 1, 2}
 // @kevo knob PIPE 0 {0, 1}
-// @kevo knob MINB 2 {0, 2, 4}
+// @kevo knob MINB 2 {0, 2, 3, 4, 5, 6, 8}
 // @kevo require PIPE == 0 || (CACHE_ROW == 1 && WAVES > 0)
 // @kevo require WLOAD == 0 || WAVES > 0
 // @kevo require WLOAD != 2 || CACHE_ROW == 1
-// @kevo require TPR * ROWS * MINB <= 1024
-// @kevo require 24 + 2 * (UNROLL * VEC / 4) * (1 + PIPE + 2 * (WLOAD == 2)) + UNROLL + 8 * (WLOAD == 1) <= 255
-// @kevo require (24 + 2 * (UNROLL * VEC / 4) * (1 + PIPE + 2 * (WLOAD == 2)) + UNROLL + 8 * (WLOAD == 1)) * TPR * ROWS * (MINB + (MINB == 0)) <= 65536
+// @kevo require TPR * ROWS * MINB <= 2048
+// @kevo require 28 + (UNROLL * VEC / 4) * (1 + PIPE + 4 * (WLOAD == 2)) + 4 * UNROLL + 12 * (WLOAD == 1) <= 255
+// @kevo require (28 + (UNROLL * VEC / 4) * (1 + PIPE + 4 * (WLOAD == 2)) + 4 * UNROLL + 12 * (WLOAD == 1)) * 128 * ((TPR * ROWS * (MINB + (MINB == 0)) + 127) / 128) <= 65536
 #ifndef TPR
 #define TPR 128
 #endif
