@@ -17,6 +17,7 @@
 #include "core/task.h"
 #include "eval/roofline.h"
 #include "search/engine.h"
+#include "targets/target.h"
 
 namespace kevo::cli {
 
@@ -242,7 +243,8 @@ int cmd_run(const Argv& argv) {
       std::string text = standalone_source(
           f, best->point.knobs,
           fmt::format("kevo run {} best for {}: median {} ({:.0f}% of roof)", engine.run_id(),
-                      task.name, format_seconds(best->obs.seconds), 100 * best->obs.roof_fraction));
+                      task.name, format_seconds(best->obs.seconds), 100 * best->obs.roof_fraction),
+          shape_defines(task));
       write_file_atomic(*out, text.data(), text.size());
       best_file = *out;
     } else {

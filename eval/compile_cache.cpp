@@ -20,6 +20,8 @@ std::string CompileCache::key(Target& target, const Task& task, const std::strin
   Sha256 h;
   h.field(source_text).field(knobs_to_json(knobs)).field(language).field(
       target.toolchain_id(task, language));
+  // Kernels may specialize on the task's shapes (passed as defines).
+  h.field(fmt::format("{}", fmt::join(shape_defines(task), " ")));
   // A plain kernel is compiled inside a wrapper generated from the entry.
   if (!task.entry.empty()) h.field(task.entry.spec.dump());
   return h.hex().substr(0, 32);

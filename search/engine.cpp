@@ -116,10 +116,19 @@ SearchConfig parse_search_config(const nlohmann::json& search, const std::string
 }
 
 std::string standalone_source(const Family& family, const KnobValues& knobs,
-                              const std::string& note) {
+                              const std::string& note,
+                              const std::vector<std::string>& shape_defaults) {
   std::string out = fmt::format("/* {}\n * family {} ({}), knobs baked in: {}\n */\n", note,
                                 family.name, family.origin.string(), knobs_to_string(knobs));
   for (const auto& [k, v] : knobs) out += fmt::format("#define {} {}\n", k, v);
+  if (!shape_defaults.empty())
+    out += "/* the shapes it was searched at (kevo defines its task's own when it compiles) */\n";
+  for (const auto& d : shape_defaults) {
+    const size_t eq = d.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string name = d.substr(0, eq);
+    out += fmt::format("#ifndef {0}\n#define {0} {1}\n#endif\n", name, d.substr(eq + 1));
+  }
   // The declarations stay as comments: kevo would otherwise pass the
   // defaults as -D flags over the baked values.
   std::string text = family.text;

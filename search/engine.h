@@ -61,8 +61,12 @@ SearchConfig parse_search_config(const nlohmann::json& search, const std::string
 
 // The best kernel as one standalone source: the family's text with its knob
 // values defined at the top (the @kevo declarations stay, for reference).
+// `shape_defaults` ("NAME=VALUE", as shape_defines gives them) are defined
+// too unless the compiler defines them, so that the file built elsewhere
+// keeps the fast path for the shape it was searched at.
 std::string standalone_source(const Family& family, const KnobValues& knobs,
-                              const std::string& note);
+                              const std::string& note,
+                              const std::vector<std::string>& shape_defaults = {});
 
 // The kernel files of the task's operator on its target (or the task's own
 // "kernels" when it lists some), optionally only the named families. Throws

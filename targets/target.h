@@ -135,6 +135,14 @@ struct TargetInfo {
   std::string why_not;  // when not available
 };
 
+// The task's timed shapes as defines for the compiler, so that a kernel can
+// build a fast path for exactly those sizes: for each tensor t of the
+// operator (inputs, then outputs), "KEVO_RANK_t=<rank>", "KEVO_DIM_t_<d>=<size>"
+// for each dimension d and "KEVO_LAST_t=<last size>". A kernel must still be
+// right at any other shape: the checks call it at small ragged ones. Tensors
+// whose names are not C identifiers are left out. Part of the compile cache key.
+std::vector<std::string> shape_defines(const Task& task);
+
 // The hash of targets/abi/kevo_kernel.h (part of every toolchain id: a
 // changed ABI rebuilds every candidate), "missing" without it.
 std::string abi_header_hash();

@@ -700,6 +700,20 @@ def kevo_peer(task, kevo_dir, workdir):
     return kevo_kernel(task, src, {}, workdir, stem)
 
 
+def shape_defines(task):
+    """The task's shapes as kevo passes them to the compiler (targets/target.h,
+    shape_defines): KEVO_RANK_t, KEVO_DIM_t_d and KEVO_LAST_t for each tensor t,
+    inputs then outputs, so that a kernel's fast path for the task's shape is
+    built here as in kevo."""
+    out = []
+    for name in task.spec["inputs"] + task.spec["outputs"]:
+        s = task.shapes[name]
+        out.append(f"KEVO_RANK_{name}={len(s)}")
+        out += [f"KEVO_DIM_{name}_{d}={n}" for d, n in enumerate(s)]
+        out.append(f"KEVO_LAST_{name}={s[-1]}")
+    return out
+
+
 def kevo_kernel(task, src, knobs, workdir, label):
     """A kevo kernel source (a best kernel, or a family file with `knobs` as
     -D defines) built with kevo's nvcc flags into WORKDIR/<label>.kevo.so and
@@ -712,6 +726,7 @@ def kevo_kernel(task, src, knobs, workdir, label):
     cmd = [os.environ.get("NVCC", "nvcc"), arch, *task.flags, "-std=c++17",
            "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared",
            *[f"-D{k}={v}" for k, v in sorted(knobs.items())],
+           *[f"-D{d}" for d in shape_defines(task)],
            "-I" + os.path.join(root, "targets", "abi"), src, "-o", lib_path]
     r = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if r.returncode != 0:

@@ -209,6 +209,7 @@ class CudaTarget final : public Target {
     opt.argv.push_back("-I" + (kevo_home() / "targets" / "abi").string());
     for (const auto& d : req.include_dirs) opt.argv.push_back("-I" + d.string());
     for (const auto& [k, v] : req.knobs) opt.argv.push_back(fmt::format("-D{}={}", k, v));
+    for (const auto& d : shape_defines(task)) opt.argv.push_back("-D" + d);
     const CompileSource source(req);  // a plain kernel's generated wrapper, or the file
     opt.argv.push_back(source.path().string());
     opt.argv.push_back("-o");

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""bench/micro/harness_points.py: a point's knobs reach nvcc as -D defines
-with kevo's own flags, and bad input is one line with exit status 2 (no GPU
+"""bench/micro/harness_points.py: a point's knobs and the task's shapes reach
+nvcc as -D defines with kevo's own flags, and bad input is one line with exit status 2 (no GPU
 or torch needed for either)."""
 import os
 import subprocess
@@ -41,8 +41,11 @@ class HarnessPoints(unittest.TestCase):
                 del os.environ["NVCC"]
             self.assertIn("fake nvcc: no", str(e.exception))
             args = open(log).read().split()
+        # the task's shapes too, as kevo passes them (targets/target.h shape_defines)
         for want in ("-DHINT=4", "-DMINB=2", "-gencode=arch=compute_90a,code=sm_90a", "-O3",
-                     "-lineinfo", FAMILY):
+                     "-lineinfo", FAMILY, "-DKEVO_RANK_x=2", "-DKEVO_DIM_x_0=16384",
+                     "-DKEVO_DIM_x_1=4096", "-DKEVO_LAST_x=4096", "-DKEVO_RANK_w=1",
+                     "-DKEVO_LAST_w=4096", "-DKEVO_LAST_y=4096"):
             self.assertIn(want, args)
 
     def test_bad_input_is_one_line_and_exit_2(self):

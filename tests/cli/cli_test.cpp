@@ -172,6 +172,13 @@ TEST_F(Cli, RunSearchesStoresAndWritesTheBest) {
   auto e = kevo({"eval", "--task", "search.json", "best.c", "--json"});
   ASSERT_EQ(e.exit_code, 0) << e.out << e.err;
   EXPECT_TRUE(nlohmann::json::parse(e.out)["knobs"].empty());
+  // It keeps the shape it was searched at for a build outside kevo, unless
+  // the compiler defines another.
+  std::ifstream best(dir_ / "best.c");
+  std::string best_text((std::istreambuf_iterator<char>(best)), {});
+  EXPECT_NE(best_text.find("#ifndef KEVO_LAST_g\n#define KEVO_LAST_g 1000\n#endif"),
+            std::string::npos)
+      << best_text.substr(0, 1200);
   std::ifstream dot(dir_ / "tree.dot");
   std::string text((std::istreambuf_iterator<char>(dot)), {});
   EXPECT_NE(text.find("digraph"), std::string::npos);

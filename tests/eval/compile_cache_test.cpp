@@ -31,6 +31,37 @@ TEST(CompileCache, SecondCompileIsAHit) {
   EXPECT_NE(cache.key(*target, o2, src, "c", {{"VEC", 4}}), first.key);
 }
 
+// The task's timed shapes reach the compiler as defines (a kernel may build a
+// fast path for them), and so reach the key: the same source at another shape
+// is another artifact.
+TEST(CompileCache, TheTasksShapesReachTheCompilerAndTheKey) {
+  Task task = test::quick_task("rmsnorm", {{"x", {8, 64}}});
+  EXPECT_EQ(shape_defines(task),
+            (std::vector<std::string>{"KEVO_RANK_x=2", "KEVO_DIM_x_0=8", "KEVO_DIM_x_1=64",
+                                      "KEVO_LAST_x=64", "KEVO_RANK_w=1", "KEVO_DIM_w_0=64",
+                                      "KEVO_LAST_w=64", "KEVO_RANK_y=2", "KEVO_DIM_y_0=8",
+                                      "KEVO_DIM_y_1=64", "KEVO_LAST_y=64"}));
+  auto dir = test::temp_dir("ccache-shapes");
+  CompileCache cache(dir);
+  auto target = make_target("cpu");
+  auto src_path = dir / "shaped.c";
+  const std::string src =
+      "#include \"kevo_kernel.h\"\n"
+      "#if !defined(KEVO_LAST_x) || KEVO_LAST_x != 64 || KEVO_DIM_x_0 != 8 || KEVO_RANK_w != 1\n"
+      "#error \"not the task's shape\"\n"
+      "#endif\n"
+      "int kevo_kernel(const kevo_tensor* in, int n_in, kevo_tensor* out, int n_out,\n"
+      "                const double* s, int ns) { return KEVO_OK; }\n";
+  auto right = cache.get(*target, task, src, src_path, "c", {});
+  EXPECT_TRUE(right.ok) << right.log;
+  Task other = test::quick_task("rmsnorm", {{"x", {8, 96}}});
+  auto wrong = cache.get(*target, other, src, src_path, "c", {});
+  EXPECT_FALSE(wrong.ok);
+  EXPECT_FALSE(wrong.cache_hit);
+  EXPECT_NE(wrong.log.find("not the task's shape"), std::string::npos) << wrong.log;
+  EXPECT_NE(wrong.key, right.key);
+}
+
 TEST(CompileCache, ErrorsAreCachedWithTheUsersFileName) {
   auto dir = test::temp_dir("ccache-err");
   CompileCache cache(dir);
