@@ -41,7 +41,13 @@
  *   HINT      cache hints for the x loads / y stores: 0 plain / plain;
  *             1 ld.global.nc.L1::no_allocate / plain; 2 ld.global.nc.
  *             L1::no_allocate.L2::256B (L2 prefetch hint) / st.global.cs;
- *             3 ld.global.cs (__ldcs, evict-first) / st.global.cs (__stcs).
+ *             3 ld.global.cs (__ldcs, evict-first) / st.global.cs (__stcs);
+ *             4 ld.global.L1::evict_last.L2::cache_hint with an L2 evict_last
+ *             policy / plain: the row's lines outlast the dirty lines around
+ *             them in L2, which measured faster when L2 starts full of dirty
+ *             lines (a flush by writing, or the op before) and slower from a
+ *             clean L2. Only with VEC 16: the policy takes two registers, and
+ *             with narrower vectors ptxas spills at the budget's edge.
  *   WAVES     0: one block per ROWS rows (grid = ceil(rows / ROWS)); k > 0:
  *             persistent grid of k resident waves (k * #SMs * blocks per SM
  *             from the occupancy calculator) striding over the rows.
@@ -49,9 +55,17 @@
  *             second register buffer before reducing the current one.
  *   MINB      __launch_bounds__ minimum blocks per SM (0: 1, i.e. only the
  *             block size bounds the registers).
+ *   SPEC      1: a second instantiation of the kernels for the task's row
+ *             length (KEVO_LAST_x, defined by kevo at compile time), used when
+ *             a call's row length is that one: offsets and bounds become
+ *             constants. Other row lengths take the generic kernels. 0: the
+ *             generic kernels only. Only with ROWS 1: with several row groups
+ *             per block the fixed-length kernels spill at the budget's edge.
  * The default point (TPR 256, ROWS 1, UNROLL 2, MINB 6: 40 registers, six
- * 256-thread blocks per SM) was the fastest of the points timed beside
- * torch.compile on the H200 (bench/results/2026-11-30-h200-rmsnorm-occupancy.md).
+ * 256-thread blocks per SM; SPEC 1, HINT 4) was the fastest of the points
+ * timed beside torch.compile on the H200 after an L2 flush by writing
+ * (bench/results/2026-11-30-h200-rmsnorm-occupancy.md,
+ * bench/results/2026-12-01-h200-rmsnorm-shape-and-l2-policy.md).
  */
 // @kevo knob TPR 256 {32, 64, 128, 256, 512, 1024}
 // @kevo knob ROWS 1 {1, 2, 4, 8, 16}
@@ -61,10 +75,13 @@
 // @kevo knob CACHE_ROW 1 {0, 1}
 // @kevo require (CACHE_ROW == 1 && TPR * VEC * UNROLL >= 8192 && TPR * VEC * UNROLL < 16384) || (CACHE_ROW == 0 && TPR * VEC * UNROLL >= 4096 && TPR * VEC * UNROLL <= 8192)
 // @kevo knob WLOAD 0 {0, 1, 2}
-// @kevo knob HINT 0 {0, 1, 2, 3}
+// @kevo knob HINT 4 {0, 1, 2, 3, 4}
 // @kevo knob WAVES 0 {0, 1, 2}
 // @kevo knob PIPE 0 {0, 1}
 // @kevo knob MINB 6 {0, 2, 3, 4, 5, 6, 8}
+// @kevo knob SPEC 1 {0, 1}
+// @kevo require HINT != 4 || VEC == 16
+// @kevo require SPEC == 0 || ROWS == 1
 // @kevo require PIPE == 0 || (CACHE_ROW == 1 && WAVES > 0)
 // @kevo require WLOAD == 0 || WAVES > 0
 // @kevo require WLOAD != 2 || CACHE_ROW == 1
@@ -90,7 +107,7 @@
 #define WLOAD 0
 #endif
 #ifndef HINT
-#define HINT 0
+#define HINT 4
 #endif
 #if HINT == 0
 #define LDHINT 0
@@ -101,9 +118,12 @@
 #elif HINT == 2
 #define LDHINT 3
 #define STHINT 1
-#else
+#elif HINT == 3
 #define LDHINT 2
 #define STHINT 1
+#else
+#define LDHINT 4
+#define STHINT 0
 #endif
 #ifndef WAVES
 #define WAVES 0
@@ -113,6 +133,9 @@
 #endif
 #ifndef MINB
 #define MINB 6
+#endif
+#ifndef SPEC
+#define SPEC 1
 #endif
 
 #include <cuda_bf16.h>
@@ -186,10 +209,20 @@ KV_DEV RawV<VE> rv_pack(const float (&f)[VE]) {
   return r;
 }
 
-/* ---- global loads with a cache hint H: 0 plain, 1 nc.L1::no_allocate, 2 .cs, 3 nc.L1::no_allocate.L2::256B ---- */
+/* an L2 cache-hint policy that marks every line it touches evict_last */
+KV_DEV uint64_t kv_evict_last() {
+  uint64_t pol;
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+  return pol;
+}
+
+/* ---- global loads with a cache hint H: 0 plain, 1 nc.L1::no_allocate, 2 .cs, 3 nc.L1::no_allocate.L2::256B,
+ * 4 L1::evict_last with an L2 evict_last policy ---- */
 template <int VE, int H>
 KV_DEV RawV<VE> ld_hint(const bf16* p) {
   RawV<VE> r;
+  [[maybe_unused]] uint64_t pol = 0;
+  if constexpr (H == 4) pol = kv_evict_last();
   if constexpr (VE == 8) {
     const uint4* q = reinterpret_cast<const uint4*>(p);
     uint4 u;
@@ -201,6 +234,9 @@ KV_DEV RawV<VE> ld_hint(const bf16* p) {
     else if constexpr (H == 3)
       asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
           : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(q));
+    else if constexpr (H == 4)
+      asm volatile("ld.global.L1::evict_last.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                   : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(q), "l"(pol));
     else
       u = *q;
     r.w[0] = u.x; r.w[1] = u.y; r.w[2] = u.z; r.w[3] = u.w;
@@ -213,6 +249,9 @@ KV_DEV RawV<VE> ld_hint(const bf16* p) {
       u = __ldcs(q);
     else if constexpr (H == 3)
       asm("ld.global.nc.L1::no_allocate.L2::256B.v2.u32 {%0, %1}, [%2];" : "=r"(u.x), "=r"(u.y) : "l"(q));
+    else if constexpr (H == 4)
+      asm volatile("ld.global.L1::evict_last.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;"
+                   : "=r"(u.x), "=r"(u.y) : "l"(q), "l"(pol));
     else
       u = *q;
     r.w[0] = u.x; r.w[1] = u.y;
@@ -225,6 +264,8 @@ KV_DEV RawV<VE> ld_hint(const bf16* p) {
       u = __ldcs(q);
     else if constexpr (H == 3)
       asm("ld.global.nc.L1::no_allocate.L2::256B.u32 %0, [%1];" : "=r"(u) : "l"(q));
+    else if constexpr (H == 4)
+      asm volatile("ld.global.L1::evict_last.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(u) : "l"(q), "l"(pol));
     else
       u = *q;
     r.w[0] = u;
@@ -237,6 +278,8 @@ KV_DEV RawV<VE> ld_hint(const bf16* p) {
       u = __ldcs(q);
     else if constexpr (H == 3)
       asm("ld.global.nc.L1::no_allocate.L2::256B.u16 %0, [%1];" : "=h"(u) : "l"(q));
+    else if constexpr (H == 4)
+      asm volatile("ld.global.L1::evict_last.L2::cache_hint.u16 %0, [%1], %2;" : "=h"(u) : "l"(q), "l"(pol));
     else
       u = *q;
     r.w[0] = (uint32_t)u;
@@ -358,11 +401,12 @@ KV_DEV void stage_vec(bf16* dst, const bf16* __restrict__ src, int N, int use) {
 
 /* ------------------------------------------------------------------------ */
 /* CACHE_ROW 1 kernel: the row lives in registers (requires N <= TPR*VE*UNROLL) */
-template <int VE>
+template <int VE, int NC>
 __global__ void KV_BOUNDS rms_cached(const bf16* __restrict__ x, const bf16* __restrict__ w,
-                                     bf16* __restrict__ y, int64_t M, int N, float eps, float invN,
+                                     bf16* __restrict__ y, int64_t M, int n, float eps, float invN,
                                      int64_t nblk, int wsm) {
   constexpr int U = UNROLL;
+  const int N = NC > 0 ? NC : n; /* NC: the row length fixed at compile time (SPEC) */
   __shared__ float red[2 * ROWS * NWG];
   extern __shared__ __align__(16) unsigned char kv_dsm[];
   bf16* ws = reinterpret_cast<bf16*>(kv_dsm);
@@ -463,11 +507,12 @@ __global__ void KV_BOUNDS rms_cached(const bf16* __restrict__ x, const bf16* __r
 
 /* ------------------------------------------------------------------------ */
 /* streaming kernel (CACHE_ROW 0, or rows too long for the register cache) */
-template <int VE>
+template <int VE, int NC>
 __global__ void KV_BOUNDS rms_stream(const bf16* __restrict__ x, const bf16* __restrict__ w,
-                                     bf16* __restrict__ y, int64_t M, int N, float eps, float invN,
+                                     bf16* __restrict__ y, int64_t M, int n, float eps, float invN,
                                      int64_t nblk, int wsm) {
   constexpr int U = UNROLL;
+  const int N = NC > 0 ? NC : n; /* NC: the row length fixed at compile time (SPEC) */
   constexpr int B = TPR * VE * U; /* elements per batch */
   __shared__ float red[2 * ROWS * NWG];
   extern __shared__ __align__(16) unsigned char kv_dsm[];
@@ -567,11 +612,11 @@ static int64_t kv_wave_blocks(const void* k, size_t smem) {
   return n;
 }
 
-template <int VE>
+template <int VE, int NC>
 static int launch(const bf16* x, const bf16* w, bf16* y, int64_t M, int N, float eps, cudaStream_t stream) {
-  rms_kernel_t k = rms_stream<VE>;
+  rms_kernel_t k = rms_stream<VE, NC>;
 #if CACHE_ROW
-  if ((int64_t)N <= (int64_t)TPR * VE * UNROLL) k = rms_cached<VE>;
+  if ((int64_t)N <= (int64_t)TPR * VE * UNROLL) k = rms_cached<VE, NC>;
 #endif
   const int64_t nblk = (M + ROWS - 1) / ROWS;
   size_t smem = 0;
@@ -619,6 +664,10 @@ extern "C" KEVO_EXPORT int kevo_launch(const kevo_tensor* in, int n_in, kevo_ten
   bf16* y = (bf16*)out[0].data;
   const float eps = (float)scalars[0];
   const uintptr_t al = (uintptr_t)x | (uintptr_t)w | (uintptr_t)y;
-  if (N % VE_MAIN == 0 && al % VEC == 0) return launch<VE_MAIN>(x, w, y, M, (int)N, eps, stream);
-  return launch<1>(x, w, y, M, (int)N, eps, stream);
+#if SPEC && defined(KEVO_LAST_x) && KEVO_LAST_x > 0 && KEVO_LAST_x % VE_MAIN == 0 && KEVO_LAST_x <= (1 << 30)
+  /* the task's row length, known at compile time: constant offsets and bounds */
+  if (N == KEVO_LAST_x && al % VEC == 0) return launch<VE_MAIN, KEVO_LAST_x>(x, w, y, M, (int)N, eps, stream);
+#endif
+  if (N % VE_MAIN == 0 && al % VEC == 0) return launch<VE_MAIN, 0>(x, w, y, M, (int)N, eps, stream);
+  return launch<1, 0>(x, w, y, M, (int)N, eps, stream);
 }
