@@ -21,6 +21,7 @@
 #include "search/batch.h"
 #include "search/engine.h"
 #include "search/tree.h"
+#include "targets/target.h"
 
 namespace kevo {
 
@@ -152,9 +153,10 @@ json best_timing(Store& store, int64_t candidate, bool confirmed) {
           {"achieved_gbps", number(row[8])}};
 }
 
-// The best kernel as one file, knobs baked in (what `kevo run -o` writes).
+// The best kernel as one file, knobs and the task's shapes baked in (what
+// `kevo run -o` writes).
 std::string best_source(Store& store, int64_t candidate, const KnobValues& knobs,
-                        const std::string& note) {
+                        const std::string& note, const std::vector<std::string>& shapes) {
   QueryResult q = store.query(
       "SELECT c.family, s.text, s.origin FROM candidates c JOIN sources s "
       "ON s.hash = c.source_hash WHERE c.id = ?",
@@ -164,11 +166,12 @@ std::string best_source(Store& store, int64_t candidate, const KnobValues& knobs
   f.name = sql_text(q.rows[0][0]);
   f.text = sql_text(q.rows[0][1]);
   f.origin = sql_text(q.rows[0][2]);
-  return standalone_source(f, knobs, note);
+  return standalone_source(f, knobs, note, shapes);
 }
 
 json best_section(Store& store, const json& summary, const std::vector<Result>& results,
-                  int64_t run, const std::string& task_name) {
+                  int64_t run, const Task& task) {
+  const std::string& task_name = task.name;
   json best;
   if (summary.is_object() && summary.contains("best") && summary["best"].is_object()) {
     const json& b = summary["best"];
@@ -207,7 +210,8 @@ json best_section(Store& store, const json& summary, const std::vector<Result>& 
       store, candidate, knobs,
       fmt::format("kevo run {} best for {}: median {}", run, task_name,
                   best["median_s"].is_number() ? format_seconds(best["median_s"].get<double>())
-                                               : std::string("unknown")));
+                                               : std::string("unknown")),
+      shape_defines(task));
   return best;
 }
 
@@ -372,7 +376,7 @@ json run_report(Store& store, int64_t run, int top_k) {
               {"reused", reused},
               {"flops", flops},
               {"bytes", bytes}};
-  const json best = best_section(store, summary, results, run, task.name);
+  const json best = best_section(store, summary, results, run, task);
   r["best"] = best;
   r["seed"] = baseline(summary, "seed", "speedup_over_seed");
   r["naive"] = baseline(summary, "naive", "speedup_over_naive");

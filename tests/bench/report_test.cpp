@@ -125,6 +125,9 @@ TEST_F(Report, JsonHoldsEverySectionAsTheStoreHasIt) {
                                                      std::to_string(it.value().get<int64_t>())),
               std::string::npos)
         << it.key();
+  // and the shape it was searched at, as kevo run -o writes it
+  EXPECT_NE(best["source"].get<std::string>().find("#ifndef KEVO_LAST_g\n#define KEVO_LAST_g 1000\n"),
+            std::string::npos);
   ASSERT_TRUE(j["seed"].is_object());
   EXPECT_GT(j["seed"]["speedup"].get<double>(), 0);
   ASSERT_TRUE(j["naive"].is_object());
