@@ -588,8 +588,13 @@ TEST(CudaCompile, RmsnormRegisterBudgetEdge) {
        {{"TPR", 128}, {"ROWS", 2}, {"UNROLL", 4}, {"SPEC", 0}, {"MINB", 4}},
        {{"VEC", 4}, {"UNROLL", 8}, {"HINT", 0}, {"MINB", 5}}},
       // the same with 6 blocks: ptxas spills 28 bytes at 40 registers; with HINT 4,
-      // 8 bytes at 48; two row groups with SPEC 1 and 8-byte vectors, 12 bytes at 40
+      // 8 bytes at 48; two row groups with SPEC 1 and 8-byte vectors, 12 bytes at 40;
+      // and with several row groups per block (budget + UNROLL), plain loads, no
+      // fixed row length: 28 bytes at 32 registers, 24 at 48
       {{{"VEC", 4}, {"UNROLL", 8}, {"HINT", 0}, {"MINB", 6}},
+       {{"ROWS", 2}, {"HINT", 0}, {"SPEC", 0}, {"MINB", 4}},
+       {{"TPR", 128}, {"ROWS", 2}, {"VEC", 4}, {"UNROLL", 8}, {"CACHE_ROW", 0}, {"HINT", 0},
+        {"SPEC", 0}, {"MINB", 5}},
        {{"VEC", 4}, {"UNROLL", 8}, {"HINT", 4}, {"MINB", 5}},
        {{"TPR", 128}, {"ROWS", 2}, {"VEC", 8}, {"UNROLL", 4}, {"CACHE_ROW", 0}, {"HINT", 0},
         {"SPEC", 1}, {"MINB", 6}}});

@@ -31,8 +31,9 @@
  *             TPR*VEC/2*UNROLL elements is half or all of the target row).
  *             The last two require lines are a register budget, measured
  *             with ptxas: about 12 + 2 * cached 32-bit words + 2 * UNROLL
- *             (+ 8 with WLOAD 1) registers, so that no valid point spills
- *             under its __launch_bounds__.
+ *             (+ 8 with WLOAD 1, + UNROLL with several row groups per
+ *             block) registers, so that no valid point spills under its
+ *             __launch_bounds__.
  *   CACHE_ROW 1: cache the row in registers; 0: stream it twice.
  *   WLOAD     weight w: 0 read-only global loads (ld.global.nc) per row;
  *             1 staged once per block in shared memory (bf16);
@@ -86,8 +87,8 @@
 // @kevo require WLOAD == 0 || WAVES > 0
 // @kevo require WLOAD != 2 || CACHE_ROW == 1
 // @kevo require TPR * ROWS * MINB <= 2048
-// @kevo require 12 + 2 * (UNROLL * VEC / 4) * (1 + PIPE + (WLOAD == 2)) + 2 * UNROLL + 8 * (WLOAD == 1) <= 255
-// @kevo require (12 + 2 * (UNROLL * VEC / 4) * (1 + PIPE + (WLOAD == 2)) + 2 * UNROLL + 8 * (WLOAD == 1)) * TPR * ROWS * (MINB + (MINB == 0)) <= 65536
+// @kevo require 12 + 2 * (UNROLL * VEC / 4) * (1 + PIPE + (WLOAD == 2)) + 2 * UNROLL + 8 * (WLOAD == 1) + UNROLL * (ROWS > 1) <= 255
+// @kevo require (12 + 2 * (UNROLL * VEC / 4) * (1 + PIPE + (WLOAD == 2)) + 2 * UNROLL + 8 * (WLOAD == 1) + UNROLL * (ROWS > 1)) * TPR * ROWS * (MINB + (MINB == 0)) <= 65536
 #ifndef TPR
 #define TPR 256
 #endif
