@@ -579,25 +579,27 @@ TEST(CudaCompile, RmsnormRegisterBudgetEdge) {
   std::string why = cuda_unavailable_reason();
   if (!why.empty()) GTEST_SKIP() << why;
   // blocks of 256 threads: 6 at 40 registers (the default), 8 at 32, 4 at 64, and
-  // 5 at 48 with 4-byte vectors, 8 per thread (plain loads: the L2 policy of HINT 4
-  // takes two registers more)
+  // 5 at 48 with 4-byte vectors, 8 per thread (plain loads and no fixed row length:
+  // the L2 policy of HINT 4 takes two registers more, SPEC more still)
   expect_register_budget_edge(
       "rmsnorm",
       {{},
        {{"MINB", 8}},
        {{"TPR", 128}, {"ROWS", 2}, {"UNROLL", 4}, {"SPEC", 0}, {"MINB", 4}},
-       {{"VEC", 4}, {"UNROLL", 8}, {"HINT", 0}, {"MINB", 5}}},
+       {{"VEC", 4}, {"UNROLL", 8}, {"HINT", 0}, {"SPEC", 0}, {"MINB", 5}}},
       // the same with 6 blocks: ptxas spills 28 bytes at 40 registers; with HINT 4,
-      // 8 bytes at 48; two row groups with SPEC 1 and 8-byte vectors, 12 bytes at 40;
+      // 8 bytes at 48; two row groups with SPEC 1 and 8-byte vectors, 12 bytes at 40,
+      // and 4-byte vectors with SPEC 1, 72 bytes at 32;
       // and with several row groups per block (budget + UNROLL), plain loads, no
       // fixed row length: 28 bytes at 32 registers, 24 at 48
-      {{{"VEC", 4}, {"UNROLL", 8}, {"HINT", 0}, {"MINB", 6}},
+      {{{"VEC", 4}, {"UNROLL", 8}, {"HINT", 0}, {"SPEC", 0}, {"MINB", 6}},
        {{"ROWS", 2}, {"HINT", 0}, {"SPEC", 0}, {"MINB", 4}},
        {{"TPR", 128}, {"ROWS", 2}, {"VEC", 4}, {"UNROLL", 8}, {"CACHE_ROW", 0}, {"HINT", 0},
         {"SPEC", 0}, {"MINB", 5}},
-       {{"VEC", 4}, {"UNROLL", 8}, {"HINT", 4}, {"MINB", 5}},
+       {{"VEC", 4}, {"UNROLL", 8}, {"HINT", 4}, {"SPEC", 0}, {"MINB", 5}},
        {{"TPR", 128}, {"ROWS", 2}, {"VEC", 8}, {"UNROLL", 4}, {"CACHE_ROW", 0}, {"HINT", 0},
-        {"SPEC", 1}, {"MINB", 6}}});
+        {"SPEC", 1}, {"MINB", 6}},
+       {{"VEC", 4}, {"UNROLL", 4}, {"CACHE_ROW", 0}, {"HINT", 0}, {"SPEC", 1}, {"MINB", 8}}});
 }
 
 // add_rmsnorm: budget 27 + 2 * cached words + 2 * UNROLL (+ 5 * UNROLL with HINT 3);

@@ -60,8 +60,9 @@
  *             length (KEVO_LAST_x, defined by kevo at compile time), used when
  *             a call's row length is that one: offsets and bounds become
  *             constants. Other row lengths take the generic kernels. 0: the
- *             generic kernels only. Only with ROWS 1: with several row groups
- *             per block the fixed-length kernels spill at the budget's edge.
+ *             generic kernels only. Only with ROWS 1 and 8- or 16-byte
+ *             vectors: with several row groups per block, or 4-byte vectors,
+ *             the fixed-length kernels spill at the budget's edge.
  * The default point (TPR 256, ROWS 1, UNROLL 2, MINB 6: 40 registers, six
  * 256-thread blocks per SM; SPEC 1, HINT 4) was the fastest of the points
  * timed beside torch.compile on the H200 after an L2 flush by writing
@@ -82,7 +83,7 @@
 // @kevo knob MINB 6 {0, 2, 3, 4, 5, 6, 8}
 // @kevo knob SPEC 1 {0, 1}
 // @kevo require HINT != 4 || VEC == 16
-// @kevo require SPEC == 0 || ROWS == 1
+// @kevo require SPEC == 0 || (ROWS == 1 && VEC != 4)
 // @kevo require PIPE == 0 || (CACHE_ROW == 1 && WAVES > 0)
 // @kevo require WLOAD == 0 || WAVES > 0
 // @kevo require WLOAD != 2 || CACHE_ROW == 1
