@@ -31,13 +31,13 @@ bool parse_int(std::string_view s, int64_t& out) {
   return r.ec == std::errc() && r.ptr == e;
 }
 
+}  // namespace
+
 bool is_identifier(std::string_view s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
   return std::all_of(s.begin(), s.end(),
                      [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
-
-}  // namespace
 
 int online_cpus() {
   cpu_set_t set;

@@ -81,6 +81,8 @@ class KnobSpace {
 // Canonical JSON object text ({"A":1,"B":2}) and back.
 std::string knobs_to_json(const KnobValues& v);
 KnobValues knobs_from_json(std::string_view text);
+// Whether `s` is a C identifier (a knob name, a tensor name in a define).
+bool is_identifier(std::string_view s);
 // "A=1 B=2" for people.
 std::string knobs_to_string(const KnobValues& v);
 // Parses "NAME=VALUE" (a --knob argument); throws UserError.

@@ -1,7 +1,5 @@
 #include "targets/target.h"
 
-#include <cctype>
-
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -26,16 +24,10 @@ std::vector<std::string> shape_defines(const Task& task) {
   std::vector<std::string> out;
   if (!task.op) return out;
   const auto& tensors = task.op->tensors();
-  auto identifier = [](const std::string& s) {
-    if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-    for (char c : s)
-      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
-    return true;
-  };
   for (size_t i = 0; i < tensors.size() && i < task.main.shapes.size(); ++i) {
     const std::string& t = tensors[i].name;
     const Shape& s = task.main.shapes[i];
-    if (!identifier(t) || s.empty()) continue;
+    if (!is_identifier(t) || s.empty()) continue;
     out.push_back(fmt::format("KEVO_RANK_{}={}", t, s.size()));
     for (size_t d = 0; d < s.size(); ++d) out.push_back(fmt::format("KEVO_DIM_{}_{}={}", t, d, s[d]));
     out.push_back(fmt::format("KEVO_LAST_{}={}", t, s.back()));

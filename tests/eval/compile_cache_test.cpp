@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/paths.h"
+#include "support/bias_gelu.h"
 #include "support/test_support.h"
 
 namespace kevo {
@@ -60,6 +61,21 @@ TEST(CompileCache, TheTasksShapesReachTheCompilerAndTheKey) {
   EXPECT_FALSE(wrong.cache_hit);
   EXPECT_NE(wrong.log.find("not the task's shape"), std::string::npos) << wrong.log;
   EXPECT_NE(wrong.key, right.key);
+}
+
+// A defined operator may name a tensor so that no define can carry it: that
+// tensor is left out, the others are passed.
+TEST(CompileCache, TensorsWhoseNamesAreNotIdentifiersAreLeftOut) {
+  auto dir = test::temp_dir("ccache-shape-names");
+  test::write_file(dir / "bias_gelu_ref.c", test::kBiasGeluReference);
+  nlohmann::json def = nlohmann::json::parse(test::kBiasGeluDefinition);
+  def["tensors"][1]["name"] = "b.0";
+  Task task = parse_task({{"operator", def}, {"shapes", {{"x", {4, 10}}}}}, dir / "task.json");
+  const auto defines = shape_defines(task);
+  EXPECT_EQ(defines, (std::vector<std::string>{"KEVO_RANK_x=2", "KEVO_DIM_x_0=4",
+                                               "KEVO_DIM_x_1=10", "KEVO_LAST_x=10",
+                                               "KEVO_RANK_y=2", "KEVO_DIM_y_0=4",
+                                               "KEVO_DIM_y_1=10", "KEVO_LAST_y=10"}));
 }
 
 TEST(CompileCache, ErrorsAreCachedWithTheUsersFileName) {
