@@ -537,6 +537,8 @@ TEST(CudaCompile, SeedFamiliesAndHostileKernels) {
 using KnobSet = std::vector<std::pair<std::string, int64_t>>;
 void expect_register_budget_edge(const std::string& op, const std::vector<KnobSet>& edge,
                                  const std::vector<KnobSet>& beyond) {
+  // Skips the calling test (nothing follows the call in it) without nvcc.
+  if (std::string why = cuda_unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
   auto target = make_target("cuda");
   auto src = test::repo_dir() / "targets" / "cuda" / "kernels" / op / "fused.cu";
   SearchSpace space = load_space({src}, {}, [](const std::filesystem::path&) { return "cuda"; });
@@ -576,8 +578,6 @@ void expect_register_budget_edge(const std::string& op, const std::vector<KnobSe
 }
 
 TEST(CudaCompile, RmsnormRegisterBudgetEdge) {
-  std::string why = cuda_unavailable_reason();
-  if (!why.empty()) GTEST_SKIP() << why;
   // blocks of 256 threads: 6 at 40 registers (the default), 8 at 32, 4 at 64, and
   // 5 at 48 with 4-byte vectors, 8 per thread (plain loads and no fixed row length:
   // the L2 policy of HINT 4 takes two registers more, SPEC more still)
@@ -605,8 +605,6 @@ TEST(CudaCompile, RmsnormRegisterBudgetEdge) {
 // add_rmsnorm: budget 27 + 2 * cached words + 2 * UNROLL (+ 5 * UNROLL with HINT 3);
 // ptxas figures (registers, spill bytes) measured with nvcc 13.0 for sm_90a.
 TEST(CudaCompile, AddRmsnormRegisterBudgetEdge) {
-  std::string why = cuda_unavailable_reason();
-  if (!why.empty()) GTEST_SKIP() << why;
   expect_register_budget_edge(
       "add_rmsnorm",
       {// the default: 2 rows of 128 threads, 4 vectors of 16 bytes per thread
@@ -648,8 +646,6 @@ TEST(CudaCompile, AddRmsnormRegisterBudgetEdge) {
 // layernorm: budget 28 + cached words (x; w and b count four times with WLOAD 2)
 // + 4 * UNROLL (+ 12 with WLOAD 1); ptxas figures as above.
 TEST(CudaCompile, LayernormRegisterBudgetEdge) {
-  std::string why = cuda_unavailable_reason();
-  if (!why.empty()) GTEST_SKIP() << why;
   expect_register_budget_edge(
       "layernorm",
       {// the default: 2 blocks of 128 threads, 4 vectors of 16 bytes per thread
