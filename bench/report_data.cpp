@@ -423,17 +423,47 @@ json run_report(Store& store, int64_t run, int top_k) {
   r["lineage"] = best.is_null() ? json::array()
                                 : lineage_section(store, run, best["candidate"].get<int64_t>());
   r["failures"] = failures_section(results);
-  std::vector<const Result*> ok;
-  for (const auto& x : results)
-    if (x.ok()) ok.push_back(&x);
-  std::stable_sort(ok.begin(), ok.end(), [](const Result* a, const Result* b) {
-    return a->median.get<double>() < b->median.get<double>();
+  // Top candidates, ranked the way the run chose its best: the ones the
+  // confirmation re-measured first, by their re-measured median; then the
+  // rest by the search's figure; last the ones that failed when measured
+  // again. Ranked by the search's figure alone, a candidate that was lucky
+  // once could stand above the best the run confirmed and reported.
+  struct Ranked {
+    const Result* r;
+    json confirmed;  // the confirming evaluation's median, or null
+    std::string confirm_status;  // its status: "" when not re-measured
+    int group;
+  };
+  std::vector<Ranked> ok;
+  for (const auto& x : results) {
+    if (!x.ok()) continue;
+    Ranked k{&x, nullptr, "", 1};
+    if (std::optional<int64_t> e = store.confirming_evaluation(x.candidate)) {
+      QueryResult q = store.query("SELECT status, median_s FROM evaluations WHERE id = ?",
+                                  {SqlValue(*e)});
+      if (!q.rows.empty()) {
+        k.confirm_status = sql_text(q.rows[0][0]);
+        k.confirmed = number(q.rows[0][1]);
+        const bool timed = k.confirm_status == "ok" && k.confirmed.is_number();
+        k.group = timed ? 0 : 2;
+        if (!timed) k.confirmed = nullptr;
+      }
+    }
+    ok.push_back(std::move(k));
+  }
+  std::stable_sort(ok.begin(), ok.end(), [](const Ranked& a, const Ranked& b) {
+    if (a.group != b.group) return a.group < b.group;
+    const json& ta = a.group == 0 ? a.confirmed : a.r->median;
+    const json& tb = b.group == 0 ? b.confirmed : b.r->median;
+    return ta.get<double>() < tb.get<double>();
   });
   json top = json::array();
   for (size_t i = 0; i < ok.size() && i < static_cast<size_t>(top_k); ++i) {
-    json row = result_row(*ok[i]);
+    json row = result_row(*ok[i].r);
     row["rank"] = i + 1;
-    row["knobs_text"] = ok[i]->knobs_text;
+    row["knobs_text"] = ok[i].r->knobs_text;
+    row["confirmed_median_s"] = ok[i].confirmed;
+    row["confirm_status"] = ok[i].confirm_status;
     top.push_back(std::move(row));
   }
   r["top"] = top;

@@ -297,9 +297,17 @@ std::vector<std::vector<std::string>> failure_rows(const json& r) {
   return rows;
 }
 
-const std::vector<std::string> kTopHeader = {"rank",        "candidate", "family",    "knobs",
-                                             "synthesizer", "median",    "p20 - p80", "roof",
-                                             "bound",       "diagnosis"};
+const std::vector<std::string> kTopHeader = {
+    "rank", "candidate", "family", "knobs", "synthesizer", "median", "p20 - p80", "re-measured",
+    "roof", "bound", "diagnosis"};
+
+// The confirmation's figure of a top candidate: its median round, the
+// status it failed with when measured again, or "-" if it was not.
+std::string remeasured(const json& t) {
+  if (t["confirmed_median_s"].is_number()) return secs(t["confirmed_median_s"]);
+  const std::string status = str(t["confirm_status"]);
+  return status.empty() ? "-" : status + " when measured again";
+}
 
 std::vector<std::vector<std::string>> top_rows(const json& r) {
   std::vector<std::vector<std::string>> rows;
@@ -307,7 +315,8 @@ std::vector<std::vector<std::string>> top_rows(const json& r) {
     std::string diagnosis = str(t["diagnosis"]);
     if (!str(t["bottleneck"]).empty()) diagnosis += " (profile: " + str(t["bottleneck"]) + ")";
     rows.push_back({str(t["rank"]), str(t["candidate"]), str(t["family"]), str(t["knobs_text"]),
-                    str(t["synthesizer"]), secs(t["median_s"]), spread(t), pct(t["roof_fraction"]),
+                    str(t["synthesizer"]), secs(t["median_s"]), spread(t), remeasured(t),
+                    pct(t["roof_fraction"]),
                     str(t["bound"]), diagnosis});
   }
   return rows;
