@@ -607,20 +607,31 @@ TEST(CudaCompile, RmsnormRegisterBudgetEdge) {
 TEST(CudaCompile, AddRmsnormRegisterBudgetEdge) {
   expect_register_budget_edge(
       "add_rmsnorm",
-      {// the default: 2 rows of 128 threads, 4 vectors of 16 bytes per thread
+      {// the default: 2 rows of 128 threads, 4 vectors of 16 bytes per thread, L2 evict_last loads
        {},
        // 5 blocks of 256 threads at 48 registers (budget 47 of 51); 6 (40 registers)
        // fit too, but the budget, a line through all of the space, keeps them out
-       {{"TPR", 256}, {"ROWS", 1}, {"UNROLL", 2}, {"MINB", 5}},
+       {{"TPR", 256}, {"ROWS", 1}, {"UNROLL", 2}, {"HINT", 0}, {"MINB", 5}},
        // 3 blocks of 2 x 128 threads: 72 registers of 80 (budget 67 of 85)
-       {{"MINB", 3}},
+       {{"HINT", 0}, {"MINB", 3}},
        // streaming, 5 blocks of 256 threads: 44 of 48 (budget 51 of 51)
-       {{"TPR", 256}, {"ROWS", 1}, {"VEC", 8}, {"CACHE_ROW", 0}, {"MINB", 5}},
+       {{"TPR", 256}, {"ROWS", 1}, {"VEC", 8}, {"CACHE_ROW", 0}, {"HINT", 0}, {"MINB", 5}},
        // w in registers, and the next row in flight: 56 and 64 of 64 (budget 63 of 64)
-       {{"TPR", 256}, {"ROWS", 1}, {"UNROLL", 2}, {"WAVES", 1}, {"WLOAD", 2}, {"MINB", 4}},
+       {{"TPR", 256}, {"ROWS", 1}, {"UNROLL", 2}, {"HINT", 0}, {"WAVES", 1}, {"WLOAD", 2}, {"MINB", 4}},
        {{"TPR", 256},
         {"ROWS", 1},
         {"UNROLL", 2},
+        {"HINT", 0},
+        {"WAVES", 1},
+        {"PIPE", 1},
+        {"WLOAD", 1},
+        {"MINB", 4}},
+       // the same with the L2 evict_last policy loads: 64 of 64, no spill (a ptxas sweep
+       // of the 34 HINT 4 points within 8 registers of the budget found none that spill)
+       {{"TPR", 256},
+        {"ROWS", 1},
+        {"UNROLL", 2},
+        {"HINT", 4},
         {"WAVES", 1},
         {"PIPE", 1},
         {"WLOAD", 1},
@@ -635,12 +646,14 @@ TEST(CudaCompile, AddRmsnormRegisterBudgetEdge) {
         {"WLOAD", 1},
         {"MINB", 6}}},
       {// 4 blocks of 2 x 128 threads: 4 bytes spilled at 64 registers (budget 67 of 64)
-       {{"MINB", 4}},
+       {{"HINT", 0}, {"MINB", 4}},
+       // the policy loads only with 16-byte vectors
+       {{"VEC", 8}, {"UNROLL", 8}, {"HINT", 4}},
        // 5 blocks of 64 threads, w in registers: 16 bytes spilled at 168 (budget 171 of 170:
        // 5 two-warp blocks put 3 warps on some quarter of the SM, so not 204)
-       {{"TPR", 64}, {"ROWS", 1}, {"UNROLL", 8}, {"WAVES", 1}, {"WLOAD", 2}, {"MINB", 5}},
+       {{"TPR", 64}, {"ROWS", 1}, {"UNROLL", 8}, {"HINT", 0}, {"WAVES", 1}, {"WLOAD", 2}, {"MINB", 5}},
        // 2 blocks of 2 x 512 threads, streaming one 8-byte vector: 48 bytes at 32 (budget 33 of 32)
-       {{"TPR", 512}, {"ROWS", 2}, {"VEC", 8}, {"UNROLL", 1}, {"CACHE_ROW", 0}, {"MINB", 2}}});
+       {{"TPR", 512}, {"ROWS", 2}, {"VEC", 8}, {"UNROLL", 1}, {"CACHE_ROW", 0}, {"HINT", 0}, {"MINB", 2}}});
 }
 
 // layernorm: budget 28 + cached words (x; w and b count four times with WLOAD 2)
@@ -669,11 +682,16 @@ TEST(CudaCompile, LayernormRegisterBudgetEdge) {
         {"MINB", 4}},
        // the next row in flight, 4 blocks of 256: 64 of 64 (budget 64 of 64)
        {{"TPR", 256}, {"UNROLL", 2}, {"WAVES", 1}, {"PIPE", 1}, {"WLOAD", 1}, {"MINB", 4}},
+       // the same with the L2 evict_last policy loads: 64 of 64 (a ptxas sweep of the 122
+       // HINT 4 points within 8 registers of the budget found none that spill)
+       {{"TPR", 256}, {"UNROLL", 2}, {"HINT", 4}, {"WAVES", 1}, {"PIPE", 1}, {"WLOAD", 1}, {"MINB", 4}},
        // w and b in registers, 3 blocks of 256: 71 of 80 (budget 84 of 85)
        {{"TPR", 256}, {"VEC", 8}, {"WAVES", 1}, {"WLOAD", 2}, {"MINB", 3}}},
       {// 2 blocks of 1024 threads streaming 4-byte vectors with the L2 prefetch hint:
        // 28 bytes spilled at 32 registers (budget 33 of 32)
        {{"TPR", 1024}, {"VEC", 4}, {"UNROLL", 1}, {"CACHE_ROW", 0}, {"HINT", 2}, {"MINB", 2}},
+       // the policy loads only with 16-byte vectors
+       {{"VEC", 8}, {"UNROLL", 8}, {"HINT", 4}},
        // 6 blocks of 2 x 128 threads streaming: 4 bytes at 40 (budget 44 of 42)
        {{"ROWS", 2}, {"UNROLL", 2}, {"CACHE_ROW", 0}, {"MINB", 6}},
        // 5 blocks of 2 x 64 threads, w and b in shared memory: 28 bytes at 96 (budget 104 of 102)
