@@ -617,25 +617,14 @@ TEST(CudaCompile, AddRmsnormRegisterBudgetEdge) {
        // streaming, 5 blocks of 256 threads: 44 of 48 (budget 51 of 51)
        {{"TPR", 256}, {"ROWS", 1}, {"VEC", 8}, {"CACHE_ROW", 0}, {"HINT", 0}, {"MINB", 5}},
        // w in registers, and the next row in flight: 56 and 64 of 64 (budget 63 of 64)
-       {{"TPR", 256}, {"ROWS", 1}, {"UNROLL", 2}, {"HINT", 0}, {"WAVES", 1}, {"WLOAD", 2}, {"MINB", 4}},
-       {{"TPR", 256},
-        {"ROWS", 1},
-        {"UNROLL", 2},
-        {"HINT", 0},
-        {"WAVES", 1},
-        {"PIPE", 1},
-        {"WLOAD", 1},
-        {"MINB", 4}},
+       {{"TPR", 256}, {"ROWS", 1}, {"UNROLL", 2}, {"HINT", 0},
+        {"WAVES", 1}, {"WLOAD", 2}, {"MINB", 4}},
+       {{"TPR", 256}, {"ROWS", 1}, {"UNROLL", 2}, {"HINT", 0},
+        {"WAVES", 1}, {"PIPE", 1}, {"WLOAD", 1}, {"MINB", 4}},
        // the same with the L2 evict_last policy loads: 64 of 64, no spill (a ptxas sweep
        // of the 34 HINT 4 points within 8 registers of the budget found none that spill)
-       {{"TPR", 256},
-        {"ROWS", 1},
-        {"UNROLL", 2},
-        {"HINT", 4},
-        {"WAVES", 1},
-        {"PIPE", 1},
-        {"WLOAD", 1},
-        {"MINB", 4}},
+       {{"TPR", 256}, {"ROWS", 1}, {"UNROLL", 2}, {"HINT", 4},
+        {"WAVES", 1}, {"PIPE", 1}, {"WLOAD", 1}, {"MINB", 4}},
        // evict-first loads, streaming, 6 blocks of 256 threads: 40 of 40 (budget 42 of 42)
        {{"TPR", 256},
         {"ROWS", 1},
@@ -651,9 +640,11 @@ TEST(CudaCompile, AddRmsnormRegisterBudgetEdge) {
        {{"VEC", 8}, {"UNROLL", 8}, {"HINT", 4}},
        // 5 blocks of 64 threads, w in registers: 16 bytes spilled at 168 (budget 171 of 170:
        // 5 two-warp blocks put 3 warps on some quarter of the SM, so not 204)
-       {{"TPR", 64}, {"ROWS", 1}, {"UNROLL", 8}, {"HINT", 0}, {"WAVES", 1}, {"WLOAD", 2}, {"MINB", 5}},
+       {{"TPR", 64}, {"ROWS", 1}, {"UNROLL", 8}, {"HINT", 0},
+        {"WAVES", 1}, {"WLOAD", 2}, {"MINB", 5}},
        // 2 blocks of 2 x 512 threads, streaming one 8-byte vector: 48 bytes at 32 (budget 33 of 32)
-       {{"TPR", 512}, {"ROWS", 2}, {"VEC", 8}, {"UNROLL", 1}, {"CACHE_ROW", 0}, {"HINT", 0}, {"MINB", 2}}});
+       {{"TPR", 512}, {"ROWS", 2}, {"VEC", 8}, {"UNROLL", 1}, {"CACHE_ROW", 0}, {"HINT", 0},
+        {"MINB", 2}}});
 }
 
 // layernorm: budget 28 + cached words (x; w and b count four times with WLOAD 2)
@@ -684,7 +675,8 @@ TEST(CudaCompile, LayernormRegisterBudgetEdge) {
        {{"TPR", 256}, {"UNROLL", 2}, {"WAVES", 1}, {"PIPE", 1}, {"WLOAD", 1}, {"MINB", 4}},
        // the same with the L2 evict_last policy loads: 64 of 64 (a ptxas sweep of the 122
        // HINT 4 points within 8 registers of the budget found none that spill)
-       {{"TPR", 256}, {"UNROLL", 2}, {"HINT", 4}, {"WAVES", 1}, {"PIPE", 1}, {"WLOAD", 1}, {"MINB", 4}},
+       {{"TPR", 256}, {"UNROLL", 2}, {"HINT", 4}, {"WAVES", 1}, {"PIPE", 1}, {"WLOAD", 1},
+        {"MINB", 4}},
        // w and b in registers, 3 blocks of 256: 71 of 80 (budget 84 of 85)
        {{"TPR", 256}, {"VEC", 8}, {"WAVES", 1}, {"WLOAD", 2}, {"MINB", 3}}},
       {// 2 blocks of 1024 threads streaming 4-byte vectors with the L2 prefetch hint:
