@@ -1,9 +1,14 @@
 // kevo knobs: a kernel's knob space, from its @kevo declarations alone or,
 // with --task, as the task's search would use it (the config's tune_params
-// and restrictions merged in, the task's knob restrictions applied).
+// and restrictions merged in, the task's knob restrictions applied). With
+// --compile, the points are compiled for the task and the compiler's
+// register and spill report is checked point by point.
 #include <algorithm>
 #include <filesystem>
+#include <mutex>
 
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <fmt/format.h>
 
 #include "cli/commands.h"
@@ -13,7 +18,9 @@
 #include "core/paths.h"
 #include "core/space.h"
 #include "core/task.h"
+#include "eval/compile_cache.h"
 #include "search/engine.h"
+#include "targets/target.h"
 
 namespace kevo::cli {
 
@@ -102,6 +109,173 @@ std::vector<std::filesystem::path> task_kernels(const Task& task,
                   *kernel, task.name, fmt::join(names, ", ")));
 }
 
+// ---- --compile: the compiler's report for the points of a family ----
+
+// The valid points of family `f` where `where` holds (all of them without
+// it): a condition in the @kevo require language over the family's knobs and
+// the builtins (NCPU, ...).
+std::vector<KnobValues> matching_points(const Family& f, const std::optional<std::string>& where) {
+  std::vector<std::string> names;
+  for (const auto& k : f.space.knobs()) names.push_back(k.name);
+  const size_t n_knobs = names.size();
+  for (const auto& b : KnobSpace::builtin_names()) names.push_back(b);
+  std::optional<Expr> cond;
+  if (where) {
+    try {
+      cond = Expr::parse(*where, names);
+    } catch (const ExprError& e) {
+      throw UserError(fmt::format("kevo knobs: --where '{}': {} (column {}, family {})", *where,
+                                  e.what(), e.column(), f.name));
+    }
+  }
+  std::vector<int64_t> values(names.size());
+  for (size_t i = n_knobs; i < names.size(); ++i) values[i] = KnobSpace::builtin_value(names[i]);
+  std::vector<KnobValues> out;
+  f.space.for_each_valid([&](const KnobValues& v) {
+    if (cond) {
+      for (size_t i = 0; i < n_knobs; ++i) values[i] = v.at(names[i]);
+      const std::optional<int64_t> holds = cond->evaluate(values.data());
+      if (!holds || *holds == 0) return true;
+    }
+    out.push_back(v);
+    return out.size() < kLimit;
+  });
+  return out;
+}
+
+// At most `limit` of `points`, spread evenly over them (all when they fit).
+std::vector<KnobValues> spread(std::vector<KnobValues> points, size_t limit) {
+  if (points.size() <= limit) return points;
+  std::vector<KnobValues> out;
+  for (size_t i = 0; i < limit; ++i) out.push_back(points[i * points.size() / limit]);
+  return out;
+}
+
+bool is_spill_metric(const std::string& name) { return name.find("spill") != std::string::npos; }
+
+// Compiles `points` of family `f` for the task, `jobs` at a time (through the
+// compile cache), and returns one JSON object per point: its knobs, whether it
+// compiled, the compiler's figures, and whether any spill figure is above 0.
+nlohmann::json compile_points(Target& target, const Task& task, const Family& f,
+                              const std::vector<KnobValues>& points, size_t jobs) {
+  CompileCache compiles(cache_dir());
+  const std::string language = target.language_of(f.origin);
+  std::vector<nlohmann::json> rows(points.size());
+  size_t done = 0;
+  std::mutex mu;
+  boost::asio::thread_pool pool(jobs);
+  for (size_t i = 0; i < points.size(); ++i)
+    boost::asio::post(pool, [&, i] {
+      nlohmann::json row = {{"knobs", points[i]}};
+      try {
+        CompiledCandidate c = compiles.get(target, task, f.text, f.origin, language, points[i]);
+        row["compiled"] = c.ok;
+        nlohmann::json figures = nlohmann::json::object();
+        bool spills = false;
+        if (c.ok)
+          for (const auto& m : target.compile_metrics(c.log)) {
+            figures[m.metric] = m.value;
+            spills = spills || (is_spill_metric(m.metric) && m.value > 0);
+          }
+        row["figures"] = figures;
+        row["spills"] = spills;
+        if (!c.ok) row["log"] = c.log.substr(0, 2000);
+      } catch (const std::exception& e) {
+        row["compiled"] = false;
+        row["figures"] = nlohmann::json::object();
+        row["spills"] = false;
+        row["log"] = e.what();
+      }
+      std::lock_guard lock(mu);
+      const size_t k = ++done;
+      progress(fmt::format("[{}/{}] {} {}: {}", k, points.size(), f.name,
+                           knobs_to_string(points[i]),
+                           !row["compiled"].get<bool>() ? "failed to compile"
+                           : row["spills"].get<bool>()  ? "spills"
+                                                        : "ok"));
+      rows[i] = std::move(row);
+    });
+  pool.join();
+  return nlohmann::json(rows);
+}
+
+// "registers 64, spill_store_bytes 0, ..." from a row's figures.
+std::string figures_text(const nlohmann::json& figures) {
+  std::vector<std::string> parts;
+  for (auto it = figures.begin(); it != figures.end(); ++it) {
+    std::string name = it.key();
+    if (const size_t dot = name.find('.'); dot != std::string::npos) name = name.substr(dot + 1);
+    parts.push_back(fmt::format("{} {}", name, it.value().get<double>()));
+  }
+  return parts.empty() ? "no figures from the compiler" : fmt::format("{}", fmt::join(parts, ", "));
+}
+
+int compile_task_families(const Args& a, const Task& task, const SearchSpace& space) {
+  std::unique_ptr<Target> target = make_target(task.target);
+  const std::optional<std::string> where = a.value("--where");
+  auto count = [&](const char* option, size_t fallback) {
+    const std::optional<std::string> v = a.value(option);
+    return v ? static_cast<size_t>(parse_id(*v, option)) : fallback;
+  };
+  const size_t limit = count("--limit", 500);
+  const size_t jobs = count("--jobs", static_cast<size_t>(std::max(1, online_cpus())));
+  nlohmann::json out = {{"task", task.name},
+                        {"target", task.target},
+                        {"where", where ? nlohmann::json(*where) : nlohmann::json(nullptr)},
+                        {"families", nlohmann::json::array()}};
+  size_t bad = 0;
+  for (const Family& f : space.families()) {
+    const std::vector<KnobValues> matching = matching_points(f, where);
+    const std::vector<KnobValues> points = spread(matching, limit);
+    progress(fmt::format("{}: compiling {} of {} point{}{} on {} core{}", f.name, points.size(),
+                         matching.size(), matching.size() == 1 ? "" : "s",
+                         where ? " where " + *where : "", jobs, jobs == 1 ? "" : "s"));
+    nlohmann::json rows = compile_points(*target, task, f, points, jobs);
+    size_t spilled = 0, failed = 0, with_figures = 0;
+    for (const auto& r : rows) {
+      spilled += r["spills"].get<bool>();
+      failed += !r["compiled"].get<bool>();
+      with_figures += !r["figures"].empty();
+    }
+    bad += spilled + failed;
+    out["families"].push_back({{"family", f.name},
+                               {"kernel", f.origin.string()},
+                               {"matching_points", matching.size()},
+                               {"compiled_points", points.size()},
+                               {"spilled", spilled},
+                               {"failed", failed},
+                               {"points", rows}});
+    if (a.flag("--json")) continue;
+    fmt::print("family {}  {}\n", f.name, f.origin.string());
+    fmt::print("  {} of the {} point{}{} compiled{}\n", points.size(), matching.size(),
+               matching.size() == 1 ? "" : "s", where ? " where " + *where + " holds" : "",
+               points.size() < matching.size() ? " (spread evenly over them; --limit)" : "");
+    for (const auto& r : rows) {
+      const std::string knobs = knobs_to_string(r["knobs"].get<KnobValues>());
+      if (!r["compiled"].get<bool>())
+        fmt::print("  failed to compile: {}\n", knobs);
+      else if (r["spills"].get<bool>())
+        fmt::print("  spills: {}: {}\n", knobs, figures_text(r["figures"]));
+    }
+    // The point with the most registers, where the compiler reports them.
+    const nlohmann::json* most = nullptr;
+    for (const auto& r : rows)
+      if (r["figures"].contains("ptxas.registers") &&
+          (!most || r["figures"]["ptxas.registers"].get<double>() >
+                        (*most)["figures"]["ptxas.registers"].get<double>()))
+        most = &r;
+    fmt::print("  {} spill, {} failed to compile", spilled, failed);
+    if (most)
+      fmt::print("; most registers: {} at {}", (*most)["figures"]["ptxas.registers"].get<double>(),
+                 knobs_to_string((*most)["knobs"].get<KnobValues>()));
+    if (with_figures == 0 && !points.empty() && failed < points.size())
+      fmt::print("; the {} compiler reports no register or spill figures", task.target);
+    fmt::print("\n");
+  }
+  if (a.flag("--json")) fmt::print("{}\n", out.dump(2));
+  return bad ? 1 : 0;
+}
+
 int knobs_of_task(const Args& a, const std::string& task_path) {
   const Task task = load_task(task_path);
   std::optional<std::string> kernel;
@@ -112,6 +286,7 @@ int knobs_of_task(const Args& a, const std::string& task_path) {
   const SearchSpace space = load_space(
       files, task.knob_restrictions, [](const std::filesystem::path&) { return std::string(); },
       task.config_knobs);
+  if (a.flag("--compile")) return compile_task_families(a, task, space);
   std::vector<std::string> searched;
   if (task.search.contains("families") && task.search["families"].is_array())
     for (const auto& f : task.search["families"])
@@ -150,7 +325,9 @@ int knobs_of_task(const Args& a, const std::string& task_path) {
 }  // namespace
 
 int cmd_knobs(const Argv& argv) {
-  Args a("knobs", "knobs KERNEL | --task TASK [KERNEL]   [--json]",
+  Args a("knobs",
+         "knobs KERNEL | --task TASK [KERNEL] [--compile [--where EXPR] [--limit N] "
+         "[--jobs N]]   [--json]",
          "Reads the @kevo knob and @kevo require declarations of KERNEL and prints the knob\n"
          "space: each knob's values and default, the constraints, and how many points of the\n"
          "space satisfy them on this machine.\n"
@@ -158,13 +335,32 @@ int cmd_knobs(const Argv& argv) {
          "source declares itself keeps the source's values) and restrictions merged in, its\n"
          "\"knobs\" restrictions applied. KERNEL is a file or the name of one of the task's\n"
          "families; without it, every family of the task (its \"kernels\", else the\n"
-         "operator's shipped families for the task's target).",
-         {{"--task", "TASK", "the task config whose knob space to show"}, json_option()}, 0, 1);
+         "operator's shipped families for the task's target).\n"
+         "With --compile, the task's valid points (those where --where holds) are compiled\n"
+         "for the task as a search would compile them, and the compiler's report is read\n"
+         "point by point: registers and spills from ptxas on cuda. It lists the points that\n"
+         "spill or fail to compile and exits 1 if there is one: a check for a family's\n"
+         "register budget (its require lines) before a search meets it.",
+         {{"--task", "TASK", "the task config whose knob space to show"},
+          {"--compile", "", "compile the task's points and report spills and failures"},
+          {"--where", "EXPR", "with --compile: only the points where EXPR holds, e.g. 'MINB >= 4'"},
+          {"--limit", "N", "with --compile: at most N points per family, spread evenly (500)"},
+          {"--jobs", "N", "with --compile: compiles at once (default: the CPUs)"},
+          json_option()},
+         0, 1);
   a.parse(argv);
   if (a.help()) {
     fmt::print("{}", a.help_text());
     return 0;
   }
+  for (const char* o : {"--compile", "--where", "--limit", "--jobs"})
+    if (a.flag(o) && !a.value("--task"))
+      throw UserError(fmt::format("kevo knobs: {} needs --task TASK (the shapes and target to "
+                                  "compile for)",
+                                  o));
+  for (const char* o : {"--where", "--limit", "--jobs"})
+    if (a.flag(o) && !a.flag("--compile"))
+      throw UserError(fmt::format("kevo knobs: {} goes with --compile", o));
   if (auto task = a.value("--task")) return knobs_of_task(a, *task);
   if (a.positional().empty())
     throw UserError("kevo knobs: KERNEL is required (or --task TASK); see kevo knobs --help");

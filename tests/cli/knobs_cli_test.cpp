@@ -146,6 +146,51 @@ TEST_F(KnobsCli, ADefinedOperatorsFamilies) {
   }
 }
 
+// --compile builds the task's points as a search would and reports each
+// one: a point that does not compile is listed and makes the exit status 1;
+// --where and --limit choose the points. (The CPU compiler gives no
+// register figures; the spill check on CUDA is in cuda_test.cpp.)
+TEST_F(KnobsCli, CompileListsThePointsThatDoNotBuild) {
+  test::write_file(dir_ / "fam" / "v.c",
+                   "// @kevo knob V 1 {1, 2, 3}\n#if V == 2\n#error V 2 does not build\n#endif\n"
+                   "int v_is = V;\n");
+  test::write_file(dir_ / "vtask.json", R"({"name": "v", "operator": "swiglu",
+      "shapes": {"g": [64, 64]}, "kernels": ["fam/v.c"]})");
+  auto all = kevo({"knobs", "--task", "vtask.json", "--compile", "--json"});
+  EXPECT_EQ(all.exit_code, 1) << all.err;
+  const auto j = nlohmann::json::parse(all.out);
+  ASSERT_EQ(j["families"].size(), 1u);
+  const auto& f = j["families"][0];
+  EXPECT_EQ(f["matching_points"], 3);
+  EXPECT_EQ(f["compiled_points"], 3);
+  EXPECT_EQ(f["failed"], 1);
+  EXPECT_EQ(f["spilled"], 0);
+  for (const auto& p : f["points"]) {
+    EXPECT_EQ(p["compiled"], p["knobs"]["V"] != 2) << p.dump();
+    if (p["knobs"]["V"] == 2) {
+      EXPECT_NE(p["log"].get<std::string>().find("does not build"), std::string::npos);
+    }
+  }
+  // progress on stderr, one line per point
+  EXPECT_NE(all.err.find("[3/3]"), std::string::npos) << all.err;
+
+  auto text = kevo({"knobs", "--task", "vtask.json", "--compile"});
+  EXPECT_EQ(text.exit_code, 1);
+  EXPECT_NE(text.out.find("failed to compile: V=2"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("0 spill, 1 failed to compile"), std::string::npos) << text.out;
+
+  auto good = json_of({"knobs", "--task", "vtask.json", "--compile", "--where", "V != 2"});
+  ASSERT_EQ(good["families"].size(), 1u);
+  EXPECT_EQ(good["families"][0]["matching_points"], 2);
+  EXPECT_EQ(good["families"][0]["failed"], 0);
+
+  auto one = kevo({"knobs", "--task", "vtask.json", "--compile", "--limit", "1", "--json"});
+  const auto o = nlohmann::json::parse(one.out);
+  EXPECT_EQ(o["families"][0]["matching_points"], 3);
+  EXPECT_EQ(o["families"][0]["compiled_points"], 1);
+  EXPECT_EQ(one.exit_code, o["families"][0]["failed"] == 1 ? 1 : 0);
+}
+
 TEST_F(KnobsCli, BadInputIsOneLine) {
   test::write_file(dir_ / "bad.json", R"({"operator": "swiglu", "shapes": {"g": [64, 64]},
       "tune_params": {"BLOCK": []}})");
@@ -161,7 +206,13 @@ TEST_F(KnobsCli, BadInputIsOneLine) {
            {{"knobs", "--task", "missing.json"}, "missing.json"},
            {{"knobs", "--task", "task.json", "c"}, "c: no such file, and no family of task own"},
            {{"knobs", "--task", "task.json", "a", "b"}, "unexpected argument 'b'"},
-           {{"knobs"}, "KERNEL is required (or --task TASK)"}}) {
+           {{"knobs"}, "KERNEL is required (or --task TASK)"},
+           {{"knobs", "kernels/a.c", "--compile"}, "--compile needs --task TASK"},
+           {{"knobs", "--task", "task.json", "--where", "VEC > 4"}, "--where goes with --compile"},
+           {{"knobs", "--task", "task.json", "a", "--compile", "--where", "VEX > 4"},
+            "--where 'VEX > 4': unknown name 'VEX'"},
+           {{"knobs", "--task", "task.json", "a", "--compile", "--limit", "0"},
+            "--limit expects a positive integer"}}) {
     auto r = kevo(c.args);
     EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
     EXPECT_EQ(lines(r.err), 1) << r.err;

@@ -577,6 +577,55 @@ void expect_register_budget_edge(const std::string& op, const std::vector<KnobSe
     EXPECT_FALSE(knobs.valid(point(set))) << knobs_to_string(point(set));
 }
 
+// kevo knobs --compile on a family whose points differ only in
+// __launch_bounds__: 40 values live across a loop fit in the 64 registers of
+// one 1024-thread block per SM, not in the 32 of two. The point that spills
+// is listed with its ptxas figures and the exit status is 1.
+TEST(CudaCompile, KnobsCompileFindsThePointThatSpills) {
+  if (std::string why = cuda_unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
+  auto dir = test::temp_dir("knobs-spill");
+  test::write_file(dir / "fam" / "lb.cu", R"(// @kevo knob MINB 1 {1, 2}
+#include "kevo_kernel.h"
+__global__ void __launch_bounds__(1024, MINB) live40(const float* x, float* y) {
+  float a[40];
+#pragma unroll
+  for (int j = 0; j < 40; ++j) a[j] = x[threadIdx.x + j * 1024];
+  for (int r = 0; r < (int)x[0]; ++r)
+#pragma unroll
+    for (int j = 0; j < 40; ++j) a[j] = a[j] * a[(j + 7) % 40] + 1.0f;
+  float s = 0.f;
+#pragma unroll
+  for (int j = 0; j < 40; ++j) s += a[j];
+  y[threadIdx.x] = s;
+}
+extern "C" KEVO_EXPORT int kevo_launch(const kevo_tensor* in, int n_in, kevo_tensor* out,
+                                       int n_out, const double* s, int n_s, cudaStream_t st) {
+  live40<<<1, 1024, 0, st>>>((const float*)in[0].data, (float*)out[0].data);
+  return KEVO_OK;
+}
+)");
+  test::write_file(dir / "task.json", R"({"name": "lb", "operator": "swiglu", "target": "cuda",
+      "dtype": "bf16", "shapes": {"g": [64, 64]}, "kernels": ["fam/lb.cu"]})");
+  auto r = test::run_kevo(dir, (dir / "kevo.db").string(),
+                          {"knobs", "--task", "task.json", "--compile", "--json"});
+  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& f = j["families"][0];
+  EXPECT_EQ(f["spilled"], 1);
+  EXPECT_EQ(f["failed"], 0);
+  for (const auto& p : f["points"]) {
+    const bool two = p["knobs"]["MINB"] == 2;
+    EXPECT_EQ(p["spills"], two) << p.dump();
+    EXPECT_EQ(p["figures"]["ptxas.spill_store_bytes"].get<double>() > 0, two) << p.dump();
+    EXPECT_LE(p["figures"]["ptxas.registers"].get<double>(), two ? 32 : 64) << p.dump();
+  }
+  auto text = test::run_kevo(dir, (dir / "kevo.db").string(),
+                             {"knobs", "--task", "task.json", "--compile"});
+  EXPECT_EQ(text.exit_code, 1);
+  EXPECT_NE(text.out.find("spills: MINB=2: "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("1 spill, 0 failed to compile"), std::string::npos) << text.out;
+}
+
 TEST(CudaCompile, RmsnormRegisterBudgetEdge) {
   // blocks of 256 threads: 6 at 40 registers (the default), 8 at 32, 4 at 64, and
   // 5 at 48 with 4-byte vectors, 8 per thread (plain loads and no fixed row length:
