@@ -635,7 +635,11 @@ TEST(CudaCompile, RmsnormRegisterBudgetEdge) {
       {{},
        {{"MINB", 8}},
        {{"TPR", 128}, {"ROWS", 2}, {"UNROLL", 4}, {"SPEC", 0}, {"MINB", 4}},
-       {{"VEC", 4}, {"UNROLL", 8}, {"HINT", 0}, {"SPEC", 0}, {"MINB", 5}}},
+       {{"VEC", 4}, {"UNROLL", 8}, {"HINT", 0}, {"SPEC", 0}, {"MINB", 5}},
+       // HINT 1 at 2048 threads per SM: 32 registers of 32, none spilled (a ptxas pass
+       // over all 96 such points, and all 621 HINT 1-3 points within 8 registers of the
+       // budget)
+       {{"VEC", 8}, {"CACHE_ROW", 0}, {"HINT", 1}, {"SPEC", 0}, {"MINB", 8}}},
       // the same with 6 blocks: ptxas spills 28 bytes at 40 registers; with HINT 4,
       // 8 bytes at 48; two row groups with SPEC 1 and 8-byte vectors, 12 bytes at 40,
       // and 4-byte vectors with SPEC 1, 72 bytes at 32;
@@ -648,7 +652,19 @@ TEST(CudaCompile, RmsnormRegisterBudgetEdge) {
        {{"VEC", 4}, {"UNROLL", 8}, {"HINT", 4}, {"SPEC", 0}, {"MINB", 5}},
        {{"TPR", 128}, {"ROWS", 2}, {"VEC", 8}, {"UNROLL", 4}, {"CACHE_ROW", 0}, {"HINT", 0},
         {"SPEC", 1}, {"MINB", 6}},
-       {{"VEC", 4}, {"UNROLL", 4}, {"CACHE_ROW", 0}, {"HINT", 0}, {"SPEC", 1}, {"MINB", 8}}});
+       {{"VEC", 4}, {"UNROLL", 4}, {"CACHE_ROW", 0}, {"HINT", 0}, {"SPEC", 1}, {"MINB", 8}},
+       // the cache hints of HINT 1-3 (budget + UNROLL + 1), where plain loads fit: 8 bytes
+       // spilled at 48 registers (4-byte vectors, 8 per thread);
+       {{"VEC", 4}, {"UNROLL", 8}, {"HINT", 1}, {"SPEC", 0}, {"MINB", 5}},
+       // and those of HINT 2 and 3 at 2048 threads per SM (32 registers), kept out by a
+       // require line of their own, since their budget is far below 32 where they spill:
+       // 8 bytes with 8 blocks of 256 streaming 16-byte vectors, or 2 x 512 threads;
+       // 20 to 28 bytes with 2 x 1024 threads streaming one 4-byte vector each
+       {{"CACHE_ROW", 0}, {"HINT", 2}, {"SPEC", 0}, {"MINB", 8}},
+       {{"TPR", 512}, {"ROWS", 2}, {"VEC", 4}, {"CACHE_ROW", 0}, {"HINT", 3}, {"SPEC", 0},
+        {"WAVES", 1}, {"WLOAD", 1}, {"MINB", 2}},
+       {{"TPR", 1024}, {"VEC", 4}, {"UNROLL", 1}, {"CACHE_ROW", 0}, {"HINT", 2}, {"SPEC", 0},
+        {"MINB", 2}}});
 }
 
 // add_rmsnorm: budget 27 + 2 * cached words + 2 * UNROLL (+ 5 * UNROLL with HINT 3);

@@ -32,8 +32,11 @@
  *             The last two require lines are a register budget, measured
  *             with ptxas: about 12 + 2 * cached 32-bit words + 2 * UNROLL
  *             (+ 8 with WLOAD 1, + UNROLL with several row groups per
- *             block) registers, so that no valid point spills under its
- *             __launch_bounds__.
+ *             block, + UNROLL + 1 with HINT 1-3) registers, so that no valid
+ *             point spills under its __launch_bounds__ (checked with
+ *             kevo knobs --task ... --compile). HINT 2 and 3 also stay below
+ *             2048 threads per SM: at 32 registers they spilled 8-28 bytes
+ *             where plain loads fit, far inside the budget.
  *   CACHE_ROW 1: cache the row in registers; 0: stream it twice.
  *   WLOAD     weight w: 0 read-only global loads (ld.global.nc) per row;
  *             1 staged once per block in shared memory (bf16);
@@ -88,8 +91,9 @@
 // @kevo require WLOAD == 0 || WAVES > 0
 // @kevo require WLOAD != 2 || CACHE_ROW == 1
 // @kevo require TPR * ROWS * MINB <= 2048
-// @kevo require 12 + 2 * (UNROLL * VEC / 4) * (1 + PIPE + (WLOAD == 2)) + 2 * UNROLL + 8 * (WLOAD == 1) + UNROLL * (ROWS > 1) <= 255
-// @kevo require (12 + 2 * (UNROLL * VEC / 4) * (1 + PIPE + (WLOAD == 2)) + 2 * UNROLL + 8 * (WLOAD == 1) + UNROLL * (ROWS > 1)) * TPR * ROWS * (MINB + (MINB == 0)) <= 65536
+// @kevo require HINT < 2 || HINT > 3 || TPR * ROWS * (MINB + (MINB == 0)) < 2048
+// @kevo require 12 + 2 * (UNROLL * VEC / 4) * (1 + PIPE + (WLOAD == 2)) + 2 * UNROLL + 8 * (WLOAD == 1) + UNROLL * (ROWS > 1) + (UNROLL + 1) * (HINT >= 1 && HINT <= 3) <= 255
+// @kevo require (12 + 2 * (UNROLL * VEC / 4) * (1 + PIPE + (WLOAD == 2)) + 2 * UNROLL + 8 * (WLOAD == 1) + UNROLL * (ROWS > 1) + (UNROLL + 1) * (HINT >= 1 && HINT <= 3)) * TPR * ROWS * (MINB + (MINB == 0)) <= 65536
 #ifndef TPR
 #define TPR 256
 #endif
