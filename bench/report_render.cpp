@@ -316,8 +316,7 @@ std::vector<std::vector<std::string>> top_rows(const json& r) {
     if (!str(t["bottleneck"]).empty()) diagnosis += " (profile: " + str(t["bottleneck"]) + ")";
     rows.push_back({str(t["rank"]), str(t["candidate"]), str(t["family"]), str(t["knobs_text"]),
                     str(t["synthesizer"]), secs(t["median_s"]), spread(t), remeasured(t),
-                    pct(t["roof_fraction"]),
-                    str(t["bound"]), diagnosis});
+                    pct(t["roof_fraction"]), str(t["bound"]), diagnosis});
   }
   return rows;
 }

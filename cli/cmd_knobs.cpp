@@ -115,32 +115,16 @@ std::vector<std::filesystem::path> task_kernels(const Task& task,
 // it): a condition in the @kevo require language over the family's knobs and
 // the builtins (NCPU, ...).
 std::vector<KnobValues> matching_points(const Family& f, const std::optional<std::string>& where) {
-  std::vector<std::string> names;
-  for (const auto& k : f.space.knobs()) names.push_back(k.name);
-  const size_t n_knobs = names.size();
-  for (const auto& b : KnobSpace::builtin_names()) names.push_back(b);
-  std::optional<Expr> cond;
+  KnobSpace space = f.space;
   if (where) {
     try {
-      cond = Expr::parse(*where, names);
+      space = f.space.with_require(*where);
     } catch (const ExprError& e) {
       throw UserError(fmt::format("kevo knobs: --where '{}': {} (column {}, family {})", *where,
                                   e.what(), e.column(), f.name));
     }
   }
-  std::vector<int64_t> values(names.size());
-  for (size_t i = n_knobs; i < names.size(); ++i) values[i] = KnobSpace::builtin_value(names[i]);
-  std::vector<KnobValues> out;
-  f.space.for_each_valid([&](const KnobValues& v) {
-    if (cond) {
-      for (size_t i = 0; i < n_knobs; ++i) values[i] = v.at(names[i]);
-      const std::optional<int64_t> holds = cond->evaluate(values.data());
-      if (!holds || *holds == 0) return true;
-    }
-    out.push_back(v);
-    return out.size() < kLimit;
-  });
-  return out;
+  return space.enumerate_valid(kLimit);
 }
 
 // At most `limit` of `points`, spread evenly over them (all when they fit).

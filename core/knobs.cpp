@@ -125,9 +125,7 @@ KnobSpace KnobSpace::parse_source(std::string_view source, std::string_view orig
     }
   }
   // Constraints may name knobs declared after them, so parse them last.
-  std::vector<std::string> names;
-  for (const auto& k : space.knobs_) names.push_back(k.name);
-  for (const auto& b : builtin_names()) names.push_back(b);
+  const std::vector<std::string> names = space.slot_names();
   for (const auto& [text, line] : requires_) {
     try {
       space.constraints_.push_back({Expr::parse(text, names), line});
@@ -166,6 +164,19 @@ std::optional<std::string> KnobSpace::violation(const KnobValues& v) const {
   for (size_t i = 0; i < knobs_.size(); ++i) slots[i] = v.at(knobs_[i].name);
   const KnobConstraint* bad = first_violated(slots.data());
   return bad ? std::optional<std::string>(bad->expr.text()) : std::nullopt;
+}
+
+std::vector<std::string> KnobSpace::slot_names() const {
+  std::vector<std::string> names;
+  for (const auto& k : knobs_) names.push_back(k.name);
+  for (const auto& b : builtin_names()) names.push_back(b);
+  return names;
+}
+
+KnobSpace KnobSpace::with_require(std::string_view text) const {
+  KnobSpace s = *this;
+  s.constraints_.push_back({Expr::parse(text, slot_names()), 0});
+  return s;
 }
 
 std::vector<int64_t> KnobSpace::builtin_slots() const {

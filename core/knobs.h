@@ -52,6 +52,11 @@ class KnobSpace {
   // value not in its list, or a point that violates a constraint.
   KnobValues resolve(const std::vector<std::pair<std::string, int64_t>>& overrides) const;
 
+  // A copy with one more constraint: `text` in the require language (a
+  // condition given on the command line, say). Throws ExprError for a syntax
+  // error or a name that is neither a knob nor a builtin.
+  KnobSpace with_require(std::string_view text) const;
+
   // Keeps only `values` of knob `name` (a task pinning THREADS, say). Throws
   // UserError when the knob is unknown or no declared value remains. The
   // default moves to the first remaining value when it was removed.
@@ -69,8 +74,10 @@ class KnobSpace {
   static int64_t builtin_value(std::string_view name);
 
  private:
-  // Values by slot, as constraints are parsed: knobs in declaration order
-  // (left for the caller to fill), then the builtins.
+  // The names constraints are parsed with, by slot: the knobs in declaration
+  // order, then the builtins.
+  std::vector<std::string> slot_names() const;
+  // Values by slot: the knobs' left for the caller to fill, then the builtins.
   std::vector<int64_t> builtin_slots() const;
   const KnobConstraint* first_violated(const int64_t* slots) const;
 

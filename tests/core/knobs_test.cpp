@@ -71,6 +71,25 @@ TEST(Knobs, RestrictKeepsAValidDefault) {
   EXPECT_THROW(s.restrict("NOPE", {1}), UserError);
 }
 
+TEST(Knobs, WithRequireNarrowsACopy) {
+  const KnobSpace s = KnobSpace::parse_source(kSource, "k.c");
+  const KnobSpace narrow = s.with_require("VEC == 8 && BLOCK <= NCPU * 1024");
+  EXPECT_EQ(narrow.constraints().size(), s.constraints().size() + 1);
+  const auto points = narrow.enumerate_valid();
+  ASSERT_FALSE(points.empty());
+  for (const auto& p : points) {
+    EXPECT_EQ(p.at("VEC"), 8);
+    EXPECT_TRUE(s.valid(p));  // the source's own constraints still hold
+  }
+  size_t expect = 0;  // VEC 8: BLOCK <= 256 by BLOCK * VEC <= 2048, both UNROLL values
+  for (const auto& p : s.enumerate_valid())
+    expect += p.at("VEC") == 8 && p.at("BLOCK") <= online_cpus() * 1024;
+  EXPECT_EQ(points.size(), expect);
+  EXPECT_GT(s.enumerate_valid().size(), points.size());  // the original is unchanged
+  EXPECT_THROW(s.with_require("WIDTH > 1"), ExprError);
+  EXPECT_THROW(s.with_require("VEC >"), ExprError);
+}
+
 TEST(Knobs, BuiltinNcpu) {
   KnobSpace s = KnobSpace::parse_source(
       "// @kevo knob THREADS 1 {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096}\n"
