@@ -5,11 +5,14 @@ BUILD ?= build
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CTEST_ARGS ?=
+# Extra cmake -D options for the configure step (scripts/without-cuda.sh adds
+# -DKEVO_WITH_CUDA=OFF where it cannot hide the toolkit otherwise).
+KEVO_CMAKE_ARGS ?=
 # nvcc builds kevo-cuda-runner (the cuda target); found on PATH or in the
 # toolkit's usual place. Without it kevo builds without the cuda runner.
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 
-.PHONY: all setup configure build test demo clean format tidy
+.PHONY: all setup configure build test test-without-cuda demo clean format tidy
 
 all: build
 
@@ -17,7 +20,7 @@ setup:
 	@scripts/setup.sh
 
 $(BUILD)/CMakeCache.txt: | setup
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(if $(NVCC),-DCMAKE_CUDA_COMPILER=$(NVCC))
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(if $(NVCC),-DCMAKE_CUDA_COMPILER=$(NVCC)) $(KEVO_CMAKE_ARGS)
 
 configure: setup $(BUILD)/CMakeCache.txt
 
@@ -29,6 +32,12 @@ build: configure
 test: build
 	@scripts/setup.sh test-browser || echo "setup: chromium not installed; the report render test will skip" >&2
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+# make test as on a machine without the CUDA toolkit, in its own build
+# directory: nvcc, ptxas and ncu hidden from the configure step, the build
+# and the tests (scripts/without-cuda.sh says how). CI runs it after make test.
+test-without-cuda:
+	scripts/without-cuda.sh $(MAKE) test BUILD=$(BUILD)-nocuda
 
 demo: build
 	scripts/demo.sh $(BUILD)

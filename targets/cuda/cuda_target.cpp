@@ -828,6 +828,10 @@ std::string cuda_unavailable_reason() {
   } catch (const UserError& e) {
     return e.what();
   }
+  if (const char* e = std::getenv("KEVO_NVCC"); e && *e && !std::filesystem::exists(e))
+    return fmt::format("KEVO_NVCC='{}' does not exist", e);
+  if (!find_program("nvcc", "KEVO_NVCC", cuda_bins()))
+    return "nvcc not found on PATH or in /usr/local/cuda/bin (set KEVO_NVCC): candidates cannot be compiled";
   return "";
 }
 

@@ -15,7 +15,7 @@ namespace kevo {
 std::unique_ptr<Target> make_cuda_target();
 // kevo-cuda-runner: next to kevo, KEVO_CUDA_RUNNER, or the build tree.
 std::filesystem::path cuda_runner_path();
-// Why the cuda target cannot be used here, or "" when its runner exists.
+// Why the cuda target cannot be used here (no kevo-cuda-runner, no nvcc), or "".
 std::string cuda_unavailable_reason();
 
 }  // namespace kevo

@@ -235,6 +235,27 @@ class FakeCuda : public ::testing::Test {
   CompileCache compiles_{test::temp_dir("fake-cuda-cache")};
 };
 
+// A runner without nvcc cannot compile a candidate: the target says so
+// (kevo targets, and every CUDA test that compiles skips with this reason).
+TEST(CudaTarget, UnavailableWithoutNvccSaysWhy) {
+  setenv("KEVO_CUDA_RUNNER", KEVO_FAKE_CUDA_RUNNER, 1);
+  setenv("KEVO_NVCC", "/nonexistent/nvcc", 1);
+  const std::string why = cuda_unavailable_reason();
+  EXPECT_NE(why.find("KEVO_NVCC='/nonexistent/nvcc' does not exist"), std::string::npos) << why;
+  try {
+    make_target("cuda");
+    ADD_FAILURE() << "made a cuda target without nvcc";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("target 'cuda' cannot be used: KEVO_NVCC="),
+              std::string::npos)
+        << e.what();
+  }
+  setenv("KEVO_NVCC", (test::source_dir() / "targets" / "fake_nvcc.sh").c_str(), 1);
+  EXPECT_EQ(cuda_unavailable_reason(), "");
+  unsetenv("KEVO_CUDA_RUNNER");
+  unsetenv("KEVO_NVCC");
+}
+
 TEST_F(FakeCuda, RoundTrip) {
   EXPECT_EQ(target_->host_key(), "Fake GPU (cc 9.0) x1");
   EvalResult r = eval("ok");
@@ -460,8 +481,13 @@ TEST_F(FakeCuda, Calibrate) {
 // The real runner reads its timing options before it looks for a GPU, so a
 // bad one is one setup_error line on any machine.
 TEST(CudaRunner, RejectsBadTimingOptions) {
-  const auto runner = cuda_runner_path();
-  if (!std::filesystem::exists(runner)) GTEST_SKIP() << "kevo-cuda-runner not built (no nvcc)";
+  // The runner itself, with or without nvcc beside it: the options are read first.
+  std::filesystem::path runner;
+  try {
+    runner = cuda_runner_path();
+  } catch (const UserError& e) {
+    GTEST_SKIP() << e.what();
+  }
   auto events = [&](const std::string& env) {
     // Events go to descriptor 3.
     std::string cmd = env + " '" + runner.string() + "' 3>&1 1>/dev/null 2>/dev/null </dev/null";
