@@ -17,10 +17,8 @@ namespace kevo {
 
 namespace {
 
-nlohmann::json json_or_null(const SqlValue& v) {
-  auto* s = std::get_if<std::string>(&v);
-  if (!s) return nullptr;
-  auto j = nlohmann::json::parse(*s, nullptr, false);
+nlohmann::json json_or_null(const std::string& text) {
+  auto j = nlohmann::json::parse(text, nullptr, false);
   return j.is_discarded() ? nlohmann::json(nullptr) : j;
 }
 
@@ -46,11 +44,10 @@ nlohmann::json timing_json(const TimingStats& t) {
 nlohmann::json evaluation_json(Store& store, int64_t id) {
   std::optional<EvalResult> r = store.evaluation(id);
   if (!r) return nullptr;
-  QueryResult q = store.query("SELECT created_at FROM evaluations WHERE id = ?", {SqlValue(id)});
   nlohmann::json j = {{"evaluation", id},
                       {"status", std::string(status_name(r->status))},
                       {"detail", r->detail},
-                      {"measured_at", q.rows.empty() ? "" : sql_text(q.rows[0][0])},
+                      {"measured_at", store.evaluated_at(id)},
                       {"compile_s", number(r->compile_s)},
                       {"run_s", number(r->run_s)},
                       {"timing", r->timing ? timing_json(*r->timing) : nlohmann::json(nullptr)}};
@@ -80,18 +77,15 @@ double median_of(const nlohmann::json& e) {
 }
 
 nlohmann::json export_run(Store& store, int64_t run) {
-  QueryResult r = store.query(
-      "SELECT kind, task_name, operator, target, task_hash, task_json, status, started_at, "
-      "finished_at, hostname, summary_json FROM runs WHERE id = ?",
-      {SqlValue(run)});
-  if (r.rows.empty()) throw UserError(fmt::format("no run {} in {}", run, store.path().string()));
-  const auto& row = r.rows[0];
-  nlohmann::json config = json_or_null(row[5]);
+  const std::optional<RunRecord> stored = store.run(run);
+  if (!stored) throw UserError(fmt::format("no run {} in {}", run, store.path().string()));
+  const RunRecord& row = *stored;
+  nlohmann::json config = json_or_null(row.task_json);
   nlohmann::json task = {
-      {"name", sql_text(row[1])},
-      {"hash", sql_text(row[4])},
-      {"operator", sql_text(row[2])},
-      {"target", sql_text(row[3])},
+      {"name", row.task_name},
+      {"hash", row.task_hash},
+      {"operator", row.op},
+      {"target", row.target},
       {"dtype", config.is_object() ? config.value("dtype", nlohmann::json(nullptr))
                                    : nlohmann::json(nullptr)},
       {"shapes", config.is_object() ? config.value("shapes", nlohmann::json(nullptr))
@@ -111,49 +105,37 @@ nlohmann::json export_run(Store& store, int64_t run) {
   }
 
   nlohmann::json out = {{"run", run},
-                        {"kind", sql_text(row[0])},
-                        {"status", sql_text(row[6])},
-                        {"started_at", sql_text(row[7])},
+                        {"kind", row.kind},
+                        {"status", row.status},
+                        {"started_at", row.started_at},
                         {"finished_at", nullptr},
                         {"task", task},
-                        {"summary", json_or_null(row[10])}};
-  if (auto* f = std::get_if<std::string>(&row[8])) out["finished_at"] = *f;
+                        {"summary", row.summary()}};
+  if (!row.finished_at.empty()) out["finished_at"] = row.finished_at;
 
   // Every evaluation of the run's candidates, oldest first: a candidate's
   // first is its result, later ones re-measured it.
-  std::map<int64_t, std::vector<int64_t>> evals;
-  QueryResult e = store.query(
-      "SELECT e.id, e.candidate_id FROM evaluations e JOIN candidates c ON c.id = e.candidate_id "
-      "WHERE c.run_id = ? ORDER BY e.id",
-      {SqlValue(run)});
-  for (const auto& er : e.rows) evals[std::get<int64_t>(er[1])].push_back(std::get<int64_t>(er[0]));
+  std::map<int64_t, std::vector<int64_t>> evals = store.evaluations_of_run(run);
 
   CandidateTree tree = CandidateTree::load(store, run);
-  QueryResult c = store.query(
-      "SELECT id, source_hash, knobs_json, family, synthesizer, reuses_evaluation, created_at "
-      "FROM candidates WHERE run_id = ? ORDER BY id",
-      {SqlValue(run)});
   nlohmann::json candidates = nlohmann::json::array();
   int64_t roof_id = 0;
-  for (const auto& cr : c.rows) {
-    const int64_t id = std::get<int64_t>(cr[0]);
+  for (const CandidateRecord& cr : store.candidates(run)) {
+    const int64_t id = cr.id;
     nlohmann::json cand = {{"id", id},
-                           {"family", sql_text(cr[3])},
-                           {"knobs", knobs_from_json(sql_text(cr[2]))},
-                           {"source_hash", sql_text(cr[1])},
-                           {"synthesizer", sql_text(cr[4])},
-                           {"created_at", sql_text(cr[6])},
+                           {"family", cr.family},
+                           {"knobs", knobs_from_json(cr.knobs_json)},
+                           {"source_hash", cr.source_hash},
+                           {"synthesizer", cr.synthesizer},
+                           {"created_at", cr.created_at},
                            {"parents", tree.parents(id)},
                            {"lineage", tree.lineage(id)}};
-    const auto* reused = std::get_if<int64_t>(&cr[5]);
+    const std::optional<int64_t>& reused = cr.reuses_evaluation;
     const auto& own = evals[id];
     nlohmann::json result = nullptr, confirmation = nullptr;
     // A candidate that reuses an earlier run's measurement has it as its
     // result; its own evaluations, if any, are all confirmation rounds.
-    if (reused)
-      result = evaluation_json(store, *reused);
-    else if (!own.empty())
-      result = evaluation_json(store, own.front());
+    if (cr.result_evaluation) result = evaluation_json(store, *cr.result_evaluation);
     if (!own.empty())
       if (auto conf = store.confirming_evaluation(id)) confirmation = evaluation_json(store, *conf);
     cand["reused_evaluation"] = reused ? nlohmann::json(*reused) : nlohmann::json(nullptr);
@@ -183,7 +165,7 @@ nlohmann::json export_run(Store& store, int64_t run) {
 
   std::optional<Roof> roof = roof_id ? roof_as_judged(store, roof_id) : std::nullopt;
   out["roof"] = roof ? roof->to_json() : nlohmann::json(nullptr);
-  out["host"] = {{"hostname", sql_text(row[9])},
+  out["host"] = {{"hostname", row.hostname},
                  {"host_key", roof ? nlohmann::json(roof->host_key) : nlohmann::json(nullptr)},
                  {"cpu_model", roof ? nlohmann::json(roof->cpu_model) : nlohmann::json(nullptr)},
                  {"ncpu", roof ? nlohmann::json(roof->ncpu) : nlohmann::json(nullptr)}};
@@ -212,11 +194,8 @@ constexpr std::pair<const char*, const char*> kTimeMeasurements[] = {
 }  // namespace
 
 std::optional<Roof> roof_as_judged(Store& store, int64_t roof_id) {
-  QueryResult q =
-      store.query("SELECT target, host_key FROM roofs WHERE id = ?", {SqlValue(roof_id)});
-  if (q.rows.empty()) return std::nullopt;
   std::vector<Roof> roofs;
-  for (Roof& r : store.roofs(sql_text(q.rows[0][0]), sql_text(q.rows[0][1])))
+  for (Roof& r : store.roofs_like(roof_id))
     if (r.id <= roof_id) roofs.push_back(std::move(r));
   if (roofs.empty()) return std::nullopt;
   return Roof::best_of(roofs);

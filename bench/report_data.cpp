@@ -29,11 +29,7 @@ namespace {
 
 using nlohmann::json;
 
-json number(const SqlValue& v) {
-  if (auto* d = std::get_if<double>(&v)) return *d;
-  if (auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
-  return nullptr;
-}
+json number(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
 // Seconds since the epoch of "2026-11-30T07:27:27Z" (the store's timestamps).
 double epoch_seconds(const std::string& iso) {
@@ -58,39 +54,32 @@ struct Result {
 
 // The results of `run`'s candidates in the order the run had them.
 std::vector<Result> results_of(Store& store, int64_t run) {
-  QueryResult q = store.query(
-      "SELECT c.id, c.family, c.knobs_json, c.synthesizer, c.reuses_evaluation IS NOT NULL, "
-      "c.created_at, e.status, e.detail, e.median_s, e.p20_s, e.p80_s, e.roof_fraction, e.bound, "
-      "e.bottleneck, e.diagnosis, e.achieved_gflops, e.achieved_gbps, e.roof_id, e.created_at "
-      "FROM candidates c JOIN evaluations e ON e.id = COALESCE(c.reuses_evaluation, "
-      "(SELECT MIN(x.id) FROM evaluations x WHERE x.candidate_id = c.id)) "
-      "WHERE c.run_id = ?",
-      {SqlValue(run)});
   std::vector<Result> out;
-  for (const auto& row : q.rows) {
+  for (const CandidateResult& x : store.results(run)) {
+    if (!x.candidate.result_evaluation) continue;  // pending
     Result r;
-    r.candidate = std::get<int64_t>(row[0]);
-    r.family = sql_text(row[1]);
-    const KnobValues knobs = knobs_from_json(sql_text(row[2]));
+    r.candidate = x.candidate.id;
+    r.family = x.candidate.family;
+    const KnobValues knobs = knobs_from_json(x.candidate.knobs_json);
     r.knobs = knobs;
     r.knobs_text = knobs_to_string(knobs);
-    r.synthesizer = sql_text(row[3]);
-    r.reused = std::get<int64_t>(row[4]) != 0;
-    r.status = sql_text(row[6]);
-    r.detail = sql_text(row[7]);
-    r.median = number(row[8]);
-    r.p20 = number(row[9]);
-    r.p80 = number(row[10]);
-    r.roof_fraction = number(row[11]);
-    r.bound = sql_text(row[12]);
-    r.bottleneck = sql_text(row[13]);
-    r.diagnosis = sql_text(row[14]);
-    r.gflops = number(row[15]);
-    r.gbps = number(row[16]);
-    if (auto* id = std::get_if<int64_t>(&row[17])) r.roof_id = *id;
+    r.synthesizer = x.candidate.synthesizer;
+    r.reused = x.candidate.reuses_evaluation.has_value();
+    r.status = x.status;
+    r.detail = x.detail;
+    r.median = number(x.median_s);
+    r.p20 = number(x.p20_s);
+    r.p80 = number(x.p80_s);
+    r.roof_fraction = number(x.roof_fraction);
+    r.bound = x.bound;
+    r.bottleneck = x.bottleneck;
+    r.diagnosis = x.diagnosis;
+    r.gflops = number(x.achieved_gflops);
+    r.gbps = number(x.achieved_gbps);
+    if (x.roof_id) r.roof_id = *x.roof_id;
     // An answer from the store counts when the candidate was made; a
     // measurement when it was stored.
-    r.at = epoch_seconds(sql_text(r.reused ? row[5] : row[18]));
+    r.at = epoch_seconds(r.reused ? x.candidate.created_at : x.evaluated_at);
     out.push_back(std::move(r));
   }
   std::stable_sort(out.begin(), out.end(), [](const Result& a, const Result& b) {
@@ -133,39 +122,36 @@ json result_row(const Result& r) {
 // The evaluation that gives the best's reported time: its confirming
 // re-measurement when it had one (the median round), else its result.
 json best_timing(Store& store, int64_t candidate, bool confirmed) {
-  std::vector<SqlValue> args(2);
-  if (confirmed)
-    if (std::optional<int64_t> conf = store.confirming_evaluation(candidate)) args[0] = *conf;
-  args[1] = candidate;
-  QueryResult q = store.query(
-      "SELECT e.median_s, e.p20_s, e.p80_s, e.n_samples, e.roof_fraction, e.bound, "
-      "e.diagnosis, e.achieved_gflops, e.achieved_gbps FROM candidates c "
-      "JOIN evaluations e ON e.id = COALESCE(?, c.reuses_evaluation, "
-      "(SELECT MIN(x.id) FROM evaluations x WHERE x.candidate_id = c.id)) "
-      "WHERE c.id = ?",
-      args);
-  if (q.rows.empty()) return nullptr;
-  const auto& row = q.rows[0];
-  return {{"median_s", number(row[0])},      {"p20_s", number(row[1])},
-          {"p80_s", number(row[2])},         {"n_samples", number(row[3])},
-          {"roof_fraction", number(row[4])}, {"bound", sql_text(row[5])},
-          {"diagnosis", sql_text(row[6])},       {"achieved_gflops", number(row[7])},
-          {"achieved_gbps", number(row[8])}};
+  std::optional<int64_t> id;
+  if (confirmed) id = store.confirming_evaluation(candidate);
+  if (!id) id = store.result_evaluation(candidate);
+  const std::optional<EvalResult> e = id ? store.evaluation(*id) : std::nullopt;
+  if (!e) return nullptr;
+  const std::optional<TimingStats>& t = e->timing;
+  const std::optional<Diagnosis>& d = e->diagnosis;
+  auto figure = [](bool present, double v) { return present ? json(v) : json(nullptr); };
+  return {{"median_s", figure(t.has_value(), t ? t->median_s : 0)},
+          {"p20_s", figure(t.has_value(), t ? t->p20_s : 0)},
+          {"p80_s", figure(t.has_value(), t ? t->p80_s : 0)},
+          {"n_samples", figure(t.has_value(), t ? static_cast<double>(t->samples_s.size()) : 0)},
+          {"roof_fraction", figure(d.has_value(), d ? d->roof_fraction : 0)},
+          {"bound", d ? d->bound : std::string()},
+          {"diagnosis", d ? d->why : std::string()},
+          {"achieved_gflops", figure(d.has_value(), d ? d->achieved_gflops : 0)},
+          {"achieved_gbps", figure(d.has_value(), d ? d->achieved_gbps : 0)}};
 }
 
 // The best kernel as one file, knobs and the task's shapes baked in (what
 // `kevo run -o` writes).
 std::string best_source(Store& store, int64_t candidate, const KnobValues& knobs,
                         const std::string& note, const std::vector<std::string>& shapes) {
-  QueryResult q = store.query(
-      "SELECT c.family, s.text, s.origin FROM candidates c JOIN sources s "
-      "ON s.hash = c.source_hash WHERE c.id = ?",
-      {SqlValue(candidate)});
-  if (q.rows.empty()) return "";
+  const std::optional<CandidateRecord> c = store.candidate(candidate);
+  const std::optional<SourceRecord> s = c ? store.source(c->source_hash) : std::nullopt;
+  if (!s) return "";
   Family f;
-  f.name = sql_text(q.rows[0][0]);
-  f.text = sql_text(q.rows[0][1]);
-  f.origin = sql_text(q.rows[0][2]);
+  f.name = c->family;
+  f.text = s->text;
+  f.origin = s->origin;
   return standalone_source(f, knobs, note, shapes);
 }
 
@@ -233,9 +219,7 @@ json roof_lines(Store& store, const std::vector<Result>& results, double bytes) 
   for (const auto& r : results)
     if (r.roof_id) id = r.roof_id;
   if (!id) return json::array();
-  QueryResult q = store.query("SELECT target, host_key FROM roofs WHERE id = ?", {SqlValue(*id)});
-  if (q.rows.empty()) return json::array();
-  const std::vector<Roof> roofs = store.roofs(sql_text(q.rows[0][0]), sql_text(q.rows[0][1]));
+  const std::vector<Roof> roofs = store.roofs_like(*id);
   if (roofs.empty()) return json::array();
   const Roof roof = Roof::best_of(roofs);
   json lines = json::array();
@@ -306,13 +290,8 @@ json failures_section(const std::vector<Result>& results) {
 }
 
 json time_section(Store& store, int64_t run, const json& summary) {
-  QueryResult q = store.query(
-      "SELECT COUNT(*), COALESCE(SUM(e.compile_s), 0), COALESCE(SUM(e.run_s), 0) "
-      "FROM evaluations e JOIN candidates c ON c.id = e.candidate_id WHERE c.run_id = ?",
-      {SqlValue(run)});
-  json t = {{"evaluations", std::get<int64_t>(q.rows[0][0])},
-            {"compile_s", number(q.rows[0][1])},
-            {"run_s", number(q.rows[0][2])}};
+  const Store::RunCost cost = store.run_cost(run);
+  json t = {{"evaluations", cost.evaluations}, {"compile_s", cost.compile_s}, {"run_s", cost.run_s}};
   for (const char* k : {"searcher_s", "store_s", "wall_s", "elapsed_s"})
     t[k] = summary.is_object() && summary.contains(k) ? summary[k] : json(nullptr);
   return t;
@@ -321,24 +300,21 @@ json time_section(Store& store, int64_t run, const json& summary) {
 }  // namespace
 
 json run_report(Store& store, int64_t run, int top_k) {
-  QueryResult q = store.query(
-      "SELECT kind, task_name, operator, target, task_hash, config_json, status, started_at, "
-      "finished_at, hostname, summary_json, task_json FROM runs WHERE id = ?",
-      {SqlValue(run)});
-  if (q.rows.empty()) throw UserError(fmt::format("no run {} in {}", run, store.path().string()));
-  const auto& row = q.rows[0];
-  const std::string kind = sql_text(row[0]);
+  const std::optional<RunRecord> stored = store.run(run);
+  if (!stored) throw UserError(fmt::format("no run {} in {}", run, store.path().string()));
+  const RunRecord& row = *stored;
+  const std::string kind = row.kind;
   if (kind != "search" && kind != "replay")
     throw UserError(
         fmt::format("run {} is a '{}' run: reports are of search runs (kevo run, "
                     "kevo batch)",
                     run, kind));
-  const json config = json::parse(sql_text(row[5]), nullptr, false);
-  const json summary = json::parse(sql_text(row[10]), nullptr, false);
+  const json config = json::parse(row.config_json, nullptr, false);
+  const json summary = json::parse(row.summary_json, nullptr, false);
   Task task;
   try {
     // The task as stored, self-contained: it rebuilds after its files moved.
-    task = parse_stored_task(json::parse(sql_text(row[11])));
+    task = parse_stored_task(json::parse(row.task_json));
   } catch (const std::exception& e) {
     try {  // a run stored before task_json was self-contained: its config and origin
       task = parse_task(config.at("config"), config.value("origin", std::string()));
@@ -347,8 +323,8 @@ json run_report(Store& store, int64_t run, int top_k) {
           fmt::format("run {}: its stored task config no longer reads: {}", run, e.what()));
     }
   }
-  const std::string task_hash = sql_text(row[4]);
-  const double started_at = epoch_seconds(sql_text(row[7]));
+  const std::string task_hash = row.task_hash;
+  const double started_at = epoch_seconds(row.started_at);
   const std::vector<Result> results = results_of(store, run);
 
   json r;
@@ -360,17 +336,17 @@ json run_report(Store& store, int64_t run, int top_k) {
   for (const auto& x : results) reused += x.reused;
   r["run"] = {{"id", run},
               {"kind", kind},
-              {"task", sql_text(row[1])},
-              {"operator", sql_text(row[2])},
-              {"target", sql_text(row[3])},
+              {"task", row.task_name},
+              {"operator", row.op},
+              {"target", row.target},
               {"task_hash", task_hash},
               {"dtype", task.resolved["dtype"]},
               {"shapes", task.resolved["shapes"]},
               {"strategy", config.contains("search") ? config["search"].value("strategy", "") : ""},
-              {"status", sql_text(row[6])},
-              {"started_at", sql_text(row[7])},
-              {"finished_at", sql_text(row[8])},
-              {"hostname", sql_text(row[9])},
+              {"status", row.status},
+              {"started_at", row.started_at},
+              {"finished_at", row.finished_at},
+              {"hostname", row.hostname},
               {"stop_reason", summary.is_object() ? summary.value("stop_reason", "") : ""},
               {"candidates", results.size()},
               {"reused", reused},
@@ -389,19 +365,15 @@ json run_report(Store& store, int64_t run, int top_k) {
   series.push_back({{"run", run},
                     {"label", label(r["run"]["strategy"], run)},
                     {"points", convergence_points(results, started_at, 1)}});
-  QueryResult others = store.query(
-      "SELECT id, config_json, started_at FROM runs WHERE task_hash = ? AND kind = 'search' "
-      "AND id != ? ORDER BY id DESC LIMIT 7",
-      {SqlValue(task_hash), SqlValue(run)});
-  for (const auto& o : others.rows) {
-    const int64_t id = std::get<int64_t>(o[0]);
-    const json c = json::parse(sql_text(o[1]), nullptr, false);
+  for (const RunRecord& o : store.search_runs_of_task(task_hash, run, 7)) {
+    const int64_t id = o.id;
+    const json c = json::parse(o.config_json, nullptr, false);
     const std::string strategy =
         c.is_object() && c.contains("search") ? c["search"].value("strategy", "") : "";
     series.push_back(
         {{"run", id},
          {"label", label(strategy, id)},
-         {"points", convergence_points(results_of(store, id), epoch_seconds(sql_text(o[2])), 1)}});
+         {"points", convergence_points(results_of(store, id), epoch_seconds(o.started_at), 1)}});
   }
   r["convergence"] = series;
 
@@ -439,11 +411,9 @@ json run_report(Store& store, int64_t run, int top_k) {
     if (!x.ok()) continue;
     Ranked k{&x, nullptr, "", 1};
     if (std::optional<int64_t> e = store.confirming_evaluation(x.candidate)) {
-      QueryResult q = store.query("SELECT status, median_s FROM evaluations WHERE id = ?",
-                                  {SqlValue(*e)});
-      if (!q.rows.empty()) {
-        k.confirm_status = sql_text(q.rows[0][0]);
-        k.confirmed = number(q.rows[0][1]);
+      if (const std::optional<EvalResult> again = store.evaluation(*e)) {
+        k.confirm_status = std::string(status_name(again->status));
+        k.confirmed = again->timing ? json(again->timing->median_s) : json(nullptr);
         const bool timed = k.confirm_status == "ok" && k.confirmed.is_number();
         k.group = timed ? 0 : 2;
         if (!timed) k.confirmed = nullptr;
@@ -501,12 +471,11 @@ json batch_report(Store& store, int64_t id) {
                 {"roof_fraction", nullptr},
                 {"bound", nullptr},
                 {"evaluations", nullptr}};
-    const std::optional<int64_t> run = t.run ? t.run : batch_task_run(store, batch.id, t.seq);
+    const std::optional<int64_t> run = t.run ? t.run : store.batch_task_run(batch.id, t.seq);
     if (run) {
       row["run"] = *run;
-      QueryResult q =
-          store.query("SELECT summary_json, started_at FROM runs WHERE id = ?", {SqlValue(*run)});
-      const json s = q.rows.empty() ? json() : json::parse(sql_text(q.rows[0][0]), nullptr, false);
+      const std::optional<RunRecord> stored = store.run(*run);
+      const json s = stored ? json::parse(stored->summary_json, nullptr, false) : json();
       if (s.is_object()) {
         row["evaluations"] = s.value("evaluations", json());
         for (const char* k : {"speedup_over_seed", "speedup_over_naive"})
@@ -521,7 +490,7 @@ json batch_report(Store& store, int64_t id) {
           // Best so far relative to the task's final best, so that tasks of
           // any speed share one plot.
           json points =
-              convergence_points(results_of(store, *run), epoch_seconds(sql_text(q.rows[0][1])),
+              convergence_points(results_of(store, *run), epoch_seconds(stored->started_at),
                                  b["median_s"].get<double>());
           series.push_back({{"run", *run}, {"label", t.name}, {"points", points}});
         }

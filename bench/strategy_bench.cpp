@@ -27,18 +27,18 @@ double log_choose(double n, double k) {
 // The families of a recorded run, from the sources the store kept (not the
 // files of today's checkout, which may have changed since).
 SearchSpace recorded_space(Store& store, int64_t run, const Task& task) {
-  QueryResult q = store.query(
-      "SELECT DISTINCT c.family, s.hash, s.text, s.origin, s.language FROM candidates c "
-      "JOIN sources s ON s.hash = c.source_hash WHERE c.run_id = ? ORDER BY c.family",
-      {SqlValue(run)});
+  std::set<std::pair<std::string, std::string>> used;  // (family, source hash), by family
+  for (const CandidateRecord& c : store.candidates(run)) used.emplace(c.family, c.source_hash);
   std::vector<Family> families;
-  for (const auto& row : q.rows) {
+  for (const auto& [name, hash] : used) {
+    const std::optional<SourceRecord> s = store.source(hash);
+    if (!s) continue;
     Family f;
-    f.name = sql_text(row[0]);
-    f.source_hash = sql_text(row[1]);
-    f.text = sql_text(row[2]);
-    f.origin = sql_text(row[3]);
-    f.language = sql_text(row[4]);
+    f.name = name;
+    f.source_hash = hash;
+    f.text = s->text;
+    f.origin = s->origin;
+    f.language = s->language;
     f.space = KnobSpace::parse_source(f.text, f.origin.string());
     for (const auto& [name, values] : task.knob_restrictions)
       if (f.space.find(name)) f.space.restrict(name, values);
@@ -94,28 +94,18 @@ std::vector<double> expected_random_best(std::vector<double> values, size_t budg
   return out;
 }
 
-std::vector<int64_t> exhaustive_runs(Store& store) {
-  QueryResult q = store.query(
-      "SELECT id FROM runs WHERE kind = 'search' AND status = 'done' "
-      "AND json_extract(config_json, '$.search.strategy') = 'grid' "
-      "AND json_extract(summary_json, '$.stop_reason') LIKE '%exhausted%' ORDER BY id");
-  std::vector<int64_t> out;
-  for (const auto& row : q.rows) out.push_back(std::get<int64_t>(row[0]));
-  return out;
-}
-
 std::vector<SpaceScore> bench_strategies(Store& store, const StrategyBenchOptions& o,
                                          const std::function<void(std::string_view)>& progress) {
-  std::vector<int64_t> runs = o.runs.empty() ? exhaustive_runs(store) : o.runs;
+  std::vector<int64_t> runs = o.runs.empty() ? store.exhaustive_grid_runs() : o.runs;
   if (runs.empty())
     throw UserError(fmt::format("no exhaustive grid run in {} to replay (record some with "
                                 "bench/record_spaces.sh)",
                                 store.path().string()));
   std::vector<SpaceScore> out;
   for (int64_t run : runs) {
-    QueryResult q = store.query("SELECT config_json, task_name FROM runs WHERE id = ?", {SqlValue(run)});
-    if (q.rows.empty()) throw UserError(fmt::format("no run {} in {}", run, store.path().string()));
-    auto cfg = nlohmann::json::parse(sql_text(q.rows[0][0]), nullptr, false);
+    const std::optional<RunRecord> stored = store.run(run);
+    if (!stored) throw UserError(fmt::format("no run {} in {}", run, store.path().string()));
+    auto cfg = stored->config();
     if (!cfg.is_object() || !cfg.contains("config"))
       throw UserError(fmt::format("run {} is not a search run", run));
     Task task = parse_task(cfg["config"], cfg.value("origin", std::string("task")));

@@ -24,10 +24,9 @@ bool finished(const BatchTask& t) {
 // The stored outcome of a run that finished (a kill can fall after the run
 // finished and before the batch recorded it).
 std::optional<nlohmann::json> finished_summary(Store& store, int64_t run) {
-  QueryResult q =
-      store.query("SELECT status, summary_json FROM runs WHERE id = ?", {SqlValue(run)});
-  if (q.rows.empty() || sql_value_text(q.rows[0][0]) != "done") return std::nullopt;
-  auto s = nlohmann::json::parse(sql_value_text(q.rows[0][1]), nullptr, false);
+  const std::optional<RunRecord> r = store.run(run);
+  if (!r || r->status != "done") return std::nullopt;
+  const nlohmann::json s = r->summary();
   return s.is_object() ? s : nlohmann::json::object();
 }
 
@@ -120,7 +119,7 @@ int cmd_batch(const Argv& argv) {
   size_t left = 0;
   for (const auto& t : batch.tasks) left += !finished(t);
   if (left > 0) {
-    set_batch_status(store, id, "running");
+    store.set_batch_status(id, "running");
     progress(fmt::format("batch {} ({}): {} of {} tasks to search; report: kevo report batch:{}",
                          id, batch.name, left, batch.tasks.size(), id));
   }
@@ -128,11 +127,11 @@ int cmd_batch(const Argv& argv) {
   for (const BatchTask& t : batch.tasks) {
     if (finished(t)) continue;
     const std::string label = fmt::format("[task {}/{} {}] ", t.seq, batch.tasks.size(), t.name);
-    const std::optional<int64_t> run = batch_task_run(store, id, t.seq);
+    const std::optional<int64_t> run = store.batch_task_run(id, t.seq);
     if (run) {
       if (auto summary = finished_summary(store, *run)) {
-        set_batch_task(
-            store, id, t.seq, run,
+        store.set_batch_task(
+            id, t.seq, run,
             summary->contains("best") && (*summary)["best"].is_object() ? "done" : "no-kernel",
             summary->value("stop_reason", ""));
         continue;
@@ -150,7 +149,7 @@ int cmd_batch(const Argv& argv) {
       nlohmann::json run_config = {
           {"config", task.config}, {"origin", t.origin}, {"batch", {{"id", id}, {"seq", t.seq}}}};
       SearchSession session(store, {task, cfg, run_config, run, std::nullopt});
-      set_batch_task(store, id, t.seq, session.engine().run_id(), "running");
+      store.set_batch_task(id, t.seq, session.engine().run_id(), "running");
       progress(fmt::format("{}{} run {}", label, run ? "resuming" : "searching in",
                            session.engine().run_id()));
       const std::string reason = session.run(label);
@@ -159,13 +158,13 @@ int cmd_batch(const Argv& argv) {
         break;
       }
       nlohmann::json summary = session.engine().summary(reason);
-      set_batch_task(store, id, t.seq, std::nullopt, session.engine().best() ? "done" : "no-kernel",
+      store.set_batch_task(id, t.seq, std::nullopt, session.engine().best() ? "done" : "no-kernel",
                      reason);
       progress(fmt::format("{}{}; {}", label, outcome_text(summary), reason));
     } catch (const UserError& e) {
       // One task's mistake (a kernel folder missing, say) does not stop the
       // others; the table says what it was.
-      set_batch_task(store, id, t.seq, std::nullopt, "error", e.what());
+      store.set_batch_task(id, t.seq, std::nullopt, "error", e.what());
       progress(label + "error: " + e.what());
     }
     if (search_interrupted()) {
@@ -174,7 +173,7 @@ int cmd_batch(const Argv& argv) {
     }
   }
   if (stopped) progress(fmt::format("interrupted: continue with kevo batch --resume {}", id));
-  if (left > 0) set_batch_status(store, id, stopped ? "interrupted" : "done");
+  if (left > 0) store.set_batch_status(id, stopped ? "interrupted" : "done");
 
   const nlohmann::json report = batch_report(store, id);
   if (a.flag("--json")) {

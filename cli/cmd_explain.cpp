@@ -22,12 +22,6 @@ namespace kevo::cli {
 
 namespace {
 
-double number_of(const SqlValue& v) {
-  if (auto* d = std::get_if<double>(&v)) return *d;
-  if (auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
-  return NAN;
-}
-
 std::string bytes_text(double b) {
   if (b >= 1e9) return fmt::format("{:.2f} GB", b / 1e9);
   if (b >= 1e6) return fmt::format("{:.1f} MB", b / 1e6);
@@ -80,34 +74,24 @@ nlohmann::json standing(Store& store, const TreeNode& n) {
 
 // Everything explain shows, as JSON; the text view prints from it.
 nlohmann::json gather(Store& store, int64_t id) {
-  QueryResult c = store.query(
-      "SELECT c.run_id, c.source_hash, c.knobs_json, c.family, c.synthesizer, c.reuses_evaluation, "
-      "r.kind, r.task_name, r.operator, r.target, r.task_json "
-      "FROM candidates c JOIN runs r ON r.id = c.run_id WHERE c.id = ?",
-      {SqlValue(id)});
-  if (c.rows.empty())
-    throw UserError(fmt::format("no candidate {} in {}", id, store.path().string()));
-  const auto& row = c.rows[0];
-  const int64_t run = std::get<int64_t>(row[0]);
+  const std::optional<CandidateRecord> c = store.candidate(id);
+  if (!c) throw UserError(fmt::format("no candidate {} in {}", id, store.path().string()));
+  const RunRecord run = store.run(c->run).value_or(RunRecord{});
   nlohmann::json j = {
       {"candidate", id},
-      {"run", run},
-      {"run_kind", sql_text(row[6])},
-      {"task",
-       {{"name", sql_text(row[7])}, {"operator", sql_text(row[8])}, {"target", sql_text(row[9])}}},
-      {"family", sql_text(row[3])},
-      {"knobs", knobs_from_json(sql_text(row[2]))},
-      {"synthesizer", sql_text(row[4])},
-      {"source_hash", sql_text(row[1])}};
+      {"run", c->run},
+      {"run_kind", run.kind},
+      {"task", {{"name", run.task_name}, {"operator", run.op}, {"target", run.target}}},
+      {"family", c->family},
+      {"knobs", knobs_from_json(c->knobs_json)},
+      {"synthesizer", c->synthesizer},
+      {"source_hash", c->source_hash}};
 
   // Its result is its first evaluation, or the one it reuses from an earlier
   // run; a later one is a re-measurement that confirmed it.
   std::vector<int64_t> evals;
-  if (auto* reused = std::get_if<int64_t>(&row[5])) evals.push_back(*reused);
-  for (const auto& e :
-       store.query("SELECT id FROM evaluations WHERE candidate_id = ? ORDER BY id", {SqlValue(id)})
-           .rows)
-    evals.push_back(std::get<int64_t>(e[0]));
+  if (c->reuses_evaluation) evals.push_back(*c->reuses_evaluation);
+  for (int64_t e : store.evaluations_of(id)) evals.push_back(e);
   if (evals.empty()) {
     j["status"] = "pending";
     return j;
@@ -154,7 +138,7 @@ nlohmann::json gather(Store& store, int64_t id) {
   std::optional<Task> task;
   std::string task_error;
   try {
-    task = parse_stored_task(nlohmann::json::parse(sql_text(row[10])));
+    task = parse_stored_task(nlohmann::json::parse(run.task_json));
   } catch (const std::exception& e) {  // a config this kevo no longer reads: no bounds
     task_error = e.what();
   }
@@ -198,37 +182,37 @@ nlohmann::json gather(Store& store, int64_t id) {
   // re-measurement must not hide the profiled one. Else of the latest with
   // the compiler's. The machine's state (machine.*) is not the kernel's: it
   // has a line of its own.
-  std::string ids;
-  for (int64_t e : evals) ids += fmt::format("{}{}", ids.empty() ? "" : ",", e);
-  const std::string figures =
-      fmt::format("evaluation_id IN ({}) AND metric NOT LIKE 'machine.%'", ids);
-  QueryResult p = store.query(fmt::format(
-      "SELECT evaluation_id, metric, value, unit, source_line FROM profiles "
-      "WHERE metric NOT LIKE 'machine.%' AND evaluation_id = COALESCE("
-      "(SELECT MAX(evaluation_id) FROM profiles WHERE {0} AND metric NOT LIKE 'ptxas.%'), "
-      "(SELECT MAX(evaluation_id) FROM profiles WHERE {0})) "
-      "ORDER BY id",
-      figures));
+  auto is_machine = [](const ProfileRow& r) { return r.metric.rfind("machine.", 0) == 0; };
+  std::optional<int64_t> profiled, compiled;
+  std::map<int64_t, std::vector<ProfileRow>> figures;  // by evaluation, machine.* left out
+  for (int64_t e : evals) {
+    for (ProfileRow& r : store.profile(e)) {
+      if (is_machine(r)) continue;
+      if (r.metric.rfind("ptxas.", 0) != 0) profiled = std::max(profiled.value_or(e), e);
+      compiled = std::max(compiled.value_or(e), e);
+      figures[e].push_back(std::move(r));
+    }
+  }
+  const std::optional<int64_t> shown = profiled ? profiled : compiled;
   nlohmann::json metrics = nlohmann::json::array();
   std::map<std::string, std::vector<std::pair<int64_t, std::pair<double, std::string>>>> per_line;
-  for (const auto& m : p.rows) {
-    const double v = number_of(m[2]);
-    if (auto* line = std::get_if<int64_t>(&m[4]); line && *line > 0) {
-      per_line[sql_text(m[1])].push_back({*line, {v, sql_text(m[3])}});
+  for (const ProfileRow& m : shown ? figures[*shown] : std::vector<ProfileRow>{}) {
+    const double v = m.value.value_or(NAN);
+    if (m.source_line > 0) {
+      per_line[m.metric].push_back({m.source_line, {v, m.unit}});
       continue;
     }
-    metrics.push_back({{"metric", sql_text(m[1])},
+    metrics.push_back({{"metric", m.metric},
                        {"value", std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v)},
-                       {"unit", sql_text(m[3])}});
+                       {"unit", m.unit}});
   }
   j["profile"] = metrics;
-  if (!p.rows.empty()) j["profile_evaluation"] = std::get<int64_t>(p.rows[0][0]);
+  if (shown && !figures[*shown].empty()) j["profile_evaluation"] = *shown;
 
   // The hottest lines by each per-line metric, with their text.
   constexpr size_t kHotLines = 5;
-  QueryResult src = store.query("SELECT text FROM sources WHERE hash = ?", {row[1]});
-  const std::vector<std::string> lines =
-      src.rows.empty() ? std::vector<std::string>{} : split_lines(sql_text(src.rows[0][0]));
+  const std::optional<SourceRecord> src = store.source(c->source_hash);
+  const std::vector<std::string> lines = src ? split_lines(src->text) : std::vector<std::string>{};
   nlohmann::json hot = nlohmann::json::array();
   for (auto& [metric, rows] : per_line) {
     std::stable_sort(rows.begin(), rows.end(),
@@ -248,7 +232,7 @@ nlohmann::json gather(Store& store, int64_t id) {
 
   // Its ancestry up to the seed (a crossover has two parents: both are there),
   // each with the figure its median line would give.
-  CandidateTree tree = CandidateTree::load(store, run);
+  CandidateTree tree = CandidateTree::load(store, c->run);
   nlohmann::json lineage = nlohmann::json::array();
   for (int64_t a : tree.lineage(id)) {
     const TreeNode* n = tree.find(a);

@@ -20,10 +20,11 @@ std::string csv_field(const SqlValue& v) {
   return q + "\"";
 }
 
-// The result of candidate `c`: its first evaluation, or the one it reuses
-// from an earlier run of the same task.
-#define RESULT_OF_C \
-  "COALESCE((SELECT MIN(x.id) FROM evaluations x WHERE x.candidate_id = c.id), c.reuses_evaluation)"
+// Candidate `c` with its result `e`, by the store's candidate_results view:
+// the earlier run's measurement it reuses, else its own first evaluation
+// (never a confirmation round).
+#define C_WITH_RESULT_E \
+  "JOIN candidate_results cr ON cr.candidate_id = c.id JOIN evaluations e ON e.id = cr.evaluation_id"
 
 struct NamedQuery {
   const char* name;
@@ -48,17 +49,17 @@ const NamedQuery kNamedQueries[] = {
      "json_extract(r.summary_json, '$.best.candidate') AS reported_best, "
      "json_extract(r.summary_json, '$.best.median_s') AS reported_median_s "
      "FROM runs r JOIN candidates c ON c.run_id = r.id "
-     "JOIN evaluations e ON e.id = " RESULT_OF_C " "
+     C_WITH_RESULT_E " "
      "WHERE e.status = 'ok' GROUP BY r.id ORDER BY r.id"},
     {"failures-by-status", "RUN",
      "the candidates of RUN counted by status, with an example of each",
      "SELECT e.status, COUNT(*) AS n, MIN(c.id) AS example_candidate, e.detail AS example_detail "
-     "FROM candidates c JOIN evaluations e ON e.id = " RESULT_OF_C " "
+     "FROM candidates c " C_WITH_RESULT_E " "
      "WHERE c.run_id = ?1 GROUP BY e.status ORDER BY n DESC, e.status"},
     {"top-k", "RUN K", "the K fastest correct candidates of RUN with their diagnosis",
      "SELECT c.id AS candidate, c.family, c.knobs_json AS knobs, c.synthesizer, e.median_s, "
      "e.p20_s, e.p80_s, e.roof_fraction, e.bound, e.bottleneck, e.diagnosis "
-     "FROM candidates c JOIN evaluations e ON e.id = " RESULT_OF_C " "
+     "FROM candidates c " C_WITH_RESULT_E " "
      "WHERE c.run_id = ?1 AND e.status = 'ok' ORDER BY e.median_s LIMIT ?2"},
     {"profile", "CANDIDATE",
      "the profiler and compiler metrics (ncu.*, ptxas.*) and the machine's state (machine.*) "
@@ -89,7 +90,8 @@ const NamedQuery kNamedQueries[] = {
      "c.synthesizer, (SELECT group_concat(parent_id, ' ') FROM lineage WHERE child_id = c.id) "
      "AS parents, e.status, e.median_s "
      "FROM anc a JOIN candidates c ON c.id = a.id "
-     "LEFT JOIN evaluations e ON e.id = " RESULT_OF_C " "
+     "LEFT JOIN candidate_results cr ON cr.candidate_id = c.id "
+     "LEFT JOIN evaluations e ON e.id = cr.evaluation_id "
      "GROUP BY c.id ORDER BY depth, c.id"},
     {"roofs", "", "every roof calibration: machine, date, best bandwidth and peak rate measured",
      "SELECT r.id AS roof, r.target, r.hostname, r.cpu_model, r.ncpu, r.measured_at, "
@@ -98,7 +100,7 @@ const NamedQuery kNamedQueries[] = {
      "(SELECT MAX(value) FROM roof_metrics m WHERE m.roof_id = r.id AND m.unit = 'GFLOP/s') "
      "AS best_gflops FROM roofs r ORDER BY r.id"},
 };
-#undef RESULT_OF_C
+#undef C_WITH_RESULT_E
 
 const NamedQuery* find_named(const std::string& name) {
   for (const auto& q : kNamedQueries)

@@ -161,9 +161,9 @@ int cmd_run(const Argv& argv) {
   SearchConfig cfg;
   nlohmann::json run_config;
   if (resume) {
-    QueryResult q = store.query("SELECT config_json FROM runs WHERE id = ?", {SqlValue(*resume)});
-    if (q.rows.empty()) throw UserError(fmt::format("no run {} in {}", *resume, db));
-    run_config = nlohmann::json::parse(std::get<std::string>(q.rows[0][0]), nullptr, false);
+    const std::optional<RunRecord> stored = store.run(*resume);
+    if (!stored) throw UserError(fmt::format("no run {} in {}", *resume, db));
+    run_config = stored->config();
     if (!run_config.is_object() || !run_config.contains("config") || !run_config.contains("search"))
       throw UserError(fmt::format("run {} is not a search run (nothing to resume)", *resume));
     task = parse_task(run_config["config"], run_config.value("origin", std::string("task")));
@@ -279,11 +279,13 @@ int cmd_tree(const Argv& argv) {
   Store store(store_path(a), true);
   CandidateTree tree = CandidateTree::load(store, run);
   if (tree.size() == 0) throw UserError(fmt::format("run {} has no candidates", run));
-  QueryResult q = store.query(
-      "SELECT json_extract(summary_json, '$.best.candidate') FROM runs WHERE id = ?", {SqlValue(run)});
   int64_t best = 0;
-  if (!q.rows.empty())
-    if (auto* b = std::get_if<int64_t>(&q.rows[0][0])) best = *b;
+  if (const std::optional<RunRecord> r = store.run(run)) {
+    const nlohmann::json s = r->summary();
+    if (s.is_object() && s.contains("best") && s["best"].is_object() &&
+        s["best"].value("candidate", nlohmann::json()).is_number_integer())
+      best = s["best"]["candidate"].get<int64_t>();
+  }
   if (auto out = a.value("-o")) {
     std::ofstream f(*out);
     if (!f) throw UserError(fmt::format("cannot write {}", *out));

@@ -50,10 +50,10 @@ SearchSession::SearchSession(Store& store, SearchRequest request)
   // The backend: the machine, or a recorded run.
   if (request_.replay) {
     const int64_t replayed = *request_.replay;
-    QueryResult q = store.query("SELECT task_hash FROM runs WHERE id = ?", {SqlValue(replayed)});
-    if (q.rows.empty())
+    const std::optional<RunRecord> r = store.run(replayed);
+    if (!r)
       throw UserError(fmt::format("--replay: no run {} in {}", replayed, store.path().string()));
-    if (std::get<std::string>(q.rows[0][0]) != task.hash)
+    if (r->task_hash != task.hash)
       throw UserError(fmt::format("--replay: run {} measured another task", replayed));
     auto replay = std::make_unique<ReplayBackend>(store, replayed);
     space_.restrict_to(replay->recorded_keys());

@@ -185,7 +185,28 @@ CREATE TABLE batch_tasks (
   PRIMARY KEY (batch_id, seq)
 ) WITHOUT ROWID;
 )sql",
+    // 5: a candidate's result as one view, the rule every reader uses: the
+    // earlier run's measurement it reuses, else its own first evaluation;
+    // NULL while it is pending. Its later evaluations are confirmation rounds.
+    R"sql(
+CREATE VIEW candidate_results AS
+SELECT c.id AS candidate_id, c.run_id AS run_id,
+       COALESCE(c.reuses_evaluation,
+                (SELECT MIN(e.id) FROM evaluations e WHERE e.candidate_id = c.id)) AS evaluation_id
+FROM candidates c;
+)sql",
 };
+
+// The view of migration 5 for a store of an older schema opened read-only
+// (not migrated): the same rule, for this connection only.
+constexpr const char* kTempResultsView = R"sql(
+CREATE TEMP VIEW candidate_results AS
+SELECT c.id AS candidate_id, c.run_id AS run_id,
+       COALESCE(c.reuses_evaluation,
+                (SELECT MIN(e.id) FROM evaluations e WHERE e.candidate_id = c.id)) AS evaluation_id
+FROM candidates c;
+)sql";
+constexpr int kResultsViewVersion = 5;
 
 constexpr int kLatest = sizeof(kMigrations) / sizeof(kMigrations[0]);
 
@@ -300,6 +321,8 @@ Store::Store(const std::filesystem::path& path, bool read_only) : path_(path) {
       exec("PRAGMA synchronous=NORMAL");
       exec("PRAGMA foreign_keys=ON");
       migrate();
+    } else if (version < kResultsViewVersion && version > 0) {
+      exec(kTempResultsView);
     }
   } catch (...) {
     sqlite3_close(db_);
@@ -556,10 +579,7 @@ std::map<std::string, double> Store::machine_state(int64_t evaluation) {
 }
 
 std::optional<int64_t> Store::result_evaluation(int64_t candidate) {
-  Stmt s(db_,
-         "SELECT COALESCE(reuses_evaluation, "
-         "(SELECT MIN(e.id) FROM evaluations e WHERE e.candidate_id = c.id)) "
-         "FROM candidates c WHERE c.id = ?");
+  Stmt s(db_, "SELECT evaluation_id FROM candidate_results WHERE candidate_id = ?");
   s.bind(1, candidate);
   if (!s.step()) return std::nullopt;
   const SqlValue v = s.column(0);
@@ -649,6 +669,428 @@ std::optional<EvalResult> Store::evaluation(int64_t id) {
   r.stdout_text = text(22);
   r.stderr_text = text(23);
   return r;
+}
+
+// ---- typed reads ------------------------------------------------------------------------
+
+namespace {
+
+std::string text_of(const SqlValue& v) {
+  const auto* t = std::get_if<std::string>(&v);
+  return t ? *t : std::string();
+}
+std::optional<int64_t> int_of(const SqlValue& v) {
+  if (const auto* i = std::get_if<int64_t>(&v)) return *i;
+  return std::nullopt;
+}
+std::optional<double> number_of(const SqlValue& v) {
+  if (const auto* d = std::get_if<double>(&v)) return *d;
+  if (const auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
+  return std::nullopt;
+}
+
+constexpr const char* kRunColumns =
+    "id, kind, task_name, operator, target, task_hash, task_json, config_json, status, "
+    "started_at, finished_at, hostname, kevo_version, summary_json";
+
+RunRecord run_of(const Stmt& s) {
+  RunRecord r;
+  r.id = std::get<int64_t>(s.column(0));
+  r.kind = text_of(s.column(1));
+  r.task_name = text_of(s.column(2));
+  r.op = text_of(s.column(3));
+  r.target = text_of(s.column(4));
+  r.task_hash = text_of(s.column(5));
+  r.task_json = text_of(s.column(6));
+  r.config_json = text_of(s.column(7));
+  r.status = text_of(s.column(8));
+  r.started_at = text_of(s.column(9));
+  r.finished_at = text_of(s.column(10));
+  r.hostname = text_of(s.column(11));
+  r.kevo_version = text_of(s.column(12));
+  r.summary_json = text_of(s.column(13));
+  return r;
+}
+
+// Candidates with their result evaluation (the candidate_results view).
+constexpr const char* kCandidateColumns =
+    "c.id, c.run_id, c.source_hash, c.knobs_json, c.family, c.synthesizer, c.created_at, "
+    "c.reuses_evaluation, cr.evaluation_id";
+constexpr const char* kCandidateFrom =
+    "FROM candidates c JOIN candidate_results cr ON cr.candidate_id = c.id";
+
+CandidateRecord candidate_of(const Stmt& s) {
+  CandidateRecord c;
+  c.id = std::get<int64_t>(s.column(0));
+  c.run = std::get<int64_t>(s.column(1));
+  c.source_hash = text_of(s.column(2));
+  c.knobs_json = text_of(s.column(3));
+  c.family = text_of(s.column(4));
+  c.synthesizer = text_of(s.column(5));
+  c.created_at = text_of(s.column(6));
+  c.reuses_evaluation = int_of(s.column(7));
+  c.result_evaluation = int_of(s.column(8));
+  return c;
+}
+
+SourceRecord source_of(const Stmt& s) {
+  return {text_of(s.column(0)), text_of(s.column(1)), text_of(s.column(2)), text_of(s.column(3))};
+}
+
+}  // namespace
+
+nlohmann::json RunRecord::summary() const {
+  if (summary_json.empty()) return nullptr;
+  nlohmann::json j = nlohmann::json::parse(summary_json, nullptr, false);
+  return j.is_discarded() ? nlohmann::json(nullptr) : j;
+}
+
+nlohmann::json RunRecord::config() const {
+  nlohmann::json j = nlohmann::json::parse(config_json, nullptr, false);
+  return j.is_discarded() ? nlohmann::json(nullptr) : j;
+}
+
+void Store::reopen_run(int64_t run) {
+  Stmt s(db_, "UPDATE runs SET status = 'running', finished_at = NULL WHERE id = ?");
+  s.bind(1, run);
+  s.step();
+}
+
+std::optional<RunRecord> Store::run(int64_t id) {
+  Stmt s(db_, fmt::format("SELECT {} FROM runs WHERE id = ?", kRunColumns));
+  s.bind(1, id);
+  if (!s.step()) return std::nullopt;
+  return run_of(s);
+}
+
+std::vector<RunRecord> Store::search_runs_of_task(const std::string& task_hash, int64_t except,
+                                                  int limit) {
+  Stmt s(db_, fmt::format("SELECT {} FROM runs WHERE task_hash = ? AND kind = 'search' "
+                          "AND id != ? ORDER BY id DESC LIMIT ?",
+                          kRunColumns));
+  s.bind(1, task_hash).bind(2, except).bind(3, int64_t{limit});
+  std::vector<RunRecord> out;
+  while (s.step()) out.push_back(run_of(s));
+  return out;
+}
+
+std::vector<int64_t> Store::exhaustive_grid_runs() {
+  Stmt s(db_,
+         "SELECT id FROM runs WHERE kind = 'search' AND status = 'done' "
+         "AND json_extract(config_json, '$.search.strategy') = 'grid' "
+         "AND json_extract(summary_json, '$.stop_reason') LIKE '%exhausted%' ORDER BY id");
+  std::vector<int64_t> out;
+  while (s.step()) out.push_back(std::get<int64_t>(s.column(0)));
+  return out;
+}
+
+std::optional<CandidateRecord> Store::candidate(int64_t id) {
+  Stmt s(db_, fmt::format("SELECT {} {} WHERE c.id = ?", kCandidateColumns, kCandidateFrom));
+  s.bind(1, id);
+  if (!s.step()) return std::nullopt;
+  return candidate_of(s);
+}
+
+std::vector<CandidateRecord> Store::candidates(int64_t run) {
+  Stmt s(db_, fmt::format("SELECT {} {} WHERE c.run_id = ? ORDER BY c.id", kCandidateColumns,
+                          kCandidateFrom));
+  s.bind(1, run);
+  std::vector<CandidateRecord> out;
+  while (s.step()) out.push_back(candidate_of(s));
+  return out;
+}
+
+std::vector<CandidateResult> Store::results(int64_t run) {
+  Stmt s(db_, fmt::format("SELECT {}, e.status, e.detail, e.median_s, e.p20_s, e.p80_s, "
+                          "e.roof_fraction, e.achieved_gflops, e.achieved_gbps, e.bound, "
+                          "e.bottleneck, e.diagnosis, e.roof_id, e.created_at {} "
+                          "LEFT JOIN evaluations e ON e.id = cr.evaluation_id "
+                          "WHERE c.run_id = ? ORDER BY c.id",
+                          kCandidateColumns, kCandidateFrom));
+  s.bind(1, run);
+  std::vector<CandidateResult> out;
+  while (s.step()) {
+    CandidateResult r;
+    r.candidate = candidate_of(s);
+    r.status = text_of(s.column(9));
+    r.detail = text_of(s.column(10));
+    r.median_s = number_of(s.column(11));
+    r.p20_s = number_of(s.column(12));
+    r.p80_s = number_of(s.column(13));
+    r.roof_fraction = number_of(s.column(14));
+    r.achieved_gflops = number_of(s.column(15));
+    r.achieved_gbps = number_of(s.column(16));
+    r.bound = text_of(s.column(17));
+    r.bottleneck = text_of(s.column(18));
+    r.diagnosis = text_of(s.column(19));
+    r.roof_id = int_of(s.column(20));
+    r.evaluated_at = text_of(s.column(21));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<std::pair<int64_t, int64_t>> Store::lineage(int64_t run) {
+  Stmt s(db_,
+         "SELECT l.child_id, l.parent_id FROM lineage l JOIN candidates c ON c.id = l.child_id "
+         "WHERE c.run_id = ? ORDER BY l.child_id, l.parent_id");
+  s.bind(1, run);
+  std::vector<std::pair<int64_t, int64_t>> out;
+  while (s.step()) out.emplace_back(std::get<int64_t>(s.column(0)), std::get<int64_t>(s.column(1)));
+  return out;
+}
+
+std::vector<int64_t> Store::evaluations_of(int64_t candidate) {
+  Stmt s(db_, "SELECT id FROM evaluations WHERE candidate_id = ? ORDER BY id");
+  s.bind(1, candidate);
+  std::vector<int64_t> out;
+  while (s.step()) out.push_back(std::get<int64_t>(s.column(0)));
+  return out;
+}
+
+std::map<int64_t, std::vector<int64_t>> Store::evaluations_of_run(int64_t run) {
+  Stmt s(db_,
+         "SELECT e.id, e.candidate_id FROM evaluations e JOIN candidates c ON c.id = e.candidate_id "
+         "WHERE c.run_id = ? ORDER BY e.id");
+  s.bind(1, run);
+  std::map<int64_t, std::vector<int64_t>> out;
+  while (s.step()) out[std::get<int64_t>(s.column(1))].push_back(std::get<int64_t>(s.column(0)));
+  return out;
+}
+
+std::string Store::evaluated_at(int64_t evaluation) {
+  Stmt s(db_, "SELECT created_at FROM evaluations WHERE id = ?");
+  s.bind(1, evaluation);
+  return s.step() ? text_of(s.column(0)) : std::string();
+}
+
+Store::RunCost Store::run_cost(int64_t run) {
+  Stmt s(db_,
+         "SELECT COUNT(*), COALESCE(SUM(e.compile_s), 0), COALESCE(SUM(e.run_s), 0) "
+         "FROM evaluations e JOIN candidates c ON c.id = e.candidate_id WHERE c.run_id = ?");
+  s.bind(1, run);
+  RunCost c;
+  if (s.step()) {
+    c.evaluations = std::get<int64_t>(s.column(0));
+    c.compile_s = number_of(s.column(1)).value_or(0);
+    c.run_s = number_of(s.column(2)).value_or(0);
+  }
+  return c;
+}
+
+std::optional<SourceRecord> Store::source(const std::string& hash) {
+  Stmt s(db_, "SELECT hash, text, origin, language FROM sources WHERE hash = ?");
+  s.bind(1, hash);
+  if (!s.step()) return std::nullopt;
+  return source_of(s);
+}
+
+std::vector<SourceRecord> Store::sources_of_run(int64_t run) {
+  Stmt s(db_,
+         "SELECT s.hash, s.text, s.origin, s.language FROM sources s JOIN "
+         "(SELECT source_hash, MIN(id) AS first FROM candidates WHERE run_id = ? "
+         "GROUP BY source_hash) u ON u.source_hash = s.hash ORDER BY u.first");
+  s.bind(1, run);
+  std::vector<SourceRecord> out;
+  while (s.step()) out.push_back(source_of(s));
+  return out;
+}
+
+std::vector<ProfileRow> Store::profile(int64_t evaluation) {
+  Stmt s(db_,
+         "SELECT evaluation_id, metric, value, unit, source_line FROM profiles "
+         "WHERE evaluation_id = ? ORDER BY id");
+  s.bind(1, evaluation);
+  std::vector<ProfileRow> out;
+  while (s.step())
+    out.push_back({std::get<int64_t>(s.column(0)), text_of(s.column(1)), number_of(s.column(2)),
+                   text_of(s.column(3)), int_of(s.column(4)).value_or(0)});
+  return out;
+}
+
+std::optional<int64_t> Store::latest_candidate_of_point(const std::string& source_hash,
+                                                        const std::string& knobs_json,
+                                                        const std::string& task_hash,
+                                                        const std::string& hostname,
+                                                        const std::string& kevo_version,
+                                                        int64_t except_run) {
+  Stmt s(db_,
+         "SELECT c.id FROM candidates c JOIN runs r ON r.id = c.run_id "
+         "JOIN candidate_results cr ON cr.candidate_id = c.id "
+         "WHERE c.source_hash = ? AND c.knobs_json = ? AND r.task_hash = ? AND r.hostname = ? "
+         "AND r.kevo_version = ? AND c.run_id <> ? AND cr.evaluation_id IS NOT NULL "
+         "ORDER BY c.id DESC LIMIT 1");
+  s.bind(1, source_hash)
+      .bind(2, knobs_json)
+      .bind(3, task_hash)
+      .bind(4, hostname)
+      .bind(5, kevo_version)
+      .bind(6, except_run);
+  if (!s.step()) return std::nullopt;
+  return std::get<int64_t>(s.column(0));
+}
+
+std::vector<Roof> Store::roofs_like(int64_t id) {
+  std::string target, host_key;
+  {
+    Stmt s(db_, "SELECT target, host_key FROM roofs WHERE id = ?");
+    s.bind(1, id);
+    if (!s.step()) return {};
+    target = text_of(s.column(0));
+    host_key = text_of(s.column(1));
+  }
+  return roofs(target, host_key);
+}
+
+// ---- LLM calls --------------------------------------------------------------------------
+
+int64_t Store::add_llm_call(const LlmCallRecord& c) {
+  Stmt s(db_,
+         "INSERT INTO llm_calls (run_id, model, endpoint, prompt_hash, prompt, response, "
+         "prompt_tokens, completion_tokens, cost_usd, latency_s, status, created_at) "
+         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))");
+  s.bind(1, c.run ? SqlValue(*c.run) : SqlValue(nullptr))
+      .bind(2, c.model)
+      .bind(3, c.endpoint)
+      .bind(4, c.prompt_hash)
+      .bind(5, c.prompt)
+      .bind(6, c.response)
+      .bind(7, c.prompt_tokens)
+      .bind(8, c.completion_tokens)
+      .bind(9, c.cost_usd)
+      .bind(10, c.latency_s)
+      .bind(11, c.status);
+  s.step();
+  return sqlite3_last_insert_rowid(db_);
+}
+
+void Store::link_llm_call(int64_t call, int64_t candidate) {
+  Stmt s(db_, "UPDATE llm_calls SET candidate_id = ? WHERE id = ?");
+  s.bind(1, candidate).bind(2, call);
+  s.step();
+}
+
+std::optional<LlmCallRecord> Store::recorded_llm_call(const std::string& prompt_hash,
+                                                      int64_t occurrence) {
+  Stmt s(db_,
+         "SELECT run_id, model, endpoint, prompt_hash, prompt, response, prompt_tokens, "
+         "completion_tokens, cost_usd, latency_s, status FROM llm_calls "
+         "WHERE prompt_hash = ? AND status = 'ok' ORDER BY id LIMIT 1 OFFSET ?");
+  s.bind(1, prompt_hash).bind(2, occurrence);
+  if (!s.step()) return std::nullopt;
+  LlmCallRecord c;
+  c.run = int_of(s.column(0));
+  c.model = text_of(s.column(1));
+  c.endpoint = text_of(s.column(2));
+  c.prompt_hash = text_of(s.column(3));
+  c.prompt = text_of(s.column(4));
+  c.response = text_of(s.column(5));
+  c.prompt_tokens = int_of(s.column(6)).value_or(0);
+  c.completion_tokens = int_of(s.column(7)).value_or(0);
+  c.cost_usd = number_of(s.column(8)).value_or(0);
+  c.latency_s = number_of(s.column(9)).value_or(0);
+  c.status = text_of(s.column(10));
+  return c;
+}
+
+// ---- batches ----------------------------------------------------------------------------
+
+int64_t Store::add_batch(const std::string& name, const std::string& suite_path,
+                         const std::string& suite_json, const std::vector<BatchTaskRecord>& tasks) {
+  Transaction tx(db_);
+  Stmt b(db_, "INSERT INTO batches(name, suite_path, suite_json, started_at) VALUES (?,?,?,?)");
+  b.bind(1, name).bind(2, suite_path).bind(3, suite_json).bind(4, now_iso8601());
+  b.step();
+  const int64_t id = sqlite3_last_insert_rowid(db_);
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    Stmt t(db_,
+           "INSERT INTO batch_tasks(batch_id, seq, task_name, origin, config_json) "
+           "VALUES (?,?,?,?,?)");
+    t.bind(1, id)
+        .bind(2, static_cast<int64_t>(i + 1))
+        .bind(3, tasks[i].name)
+        .bind(4, tasks[i].origin)
+        .bind(5, tasks[i].config.dump());
+    t.step();
+  }
+  tx.commit();
+  return id;
+}
+
+std::optional<BatchRecord> Store::batch(int64_t id) {
+  if (!has_batches()) return std::nullopt;
+  Stmt b(db_, "SELECT name, suite_path, status, started_at, finished_at FROM batches WHERE id = ?");
+  b.bind(1, id);
+  if (!b.step()) return std::nullopt;
+  BatchRecord batch;
+  batch.id = id;
+  batch.name = text_of(b.column(0));
+  batch.suite_path = text_of(b.column(1));
+  batch.status = text_of(b.column(2));
+  batch.started_at = text_of(b.column(3));
+  batch.finished_at = text_of(b.column(4));
+  Stmt t(db_,
+         "SELECT seq, task_name, origin, config_json, run_id, status, detail FROM batch_tasks "
+         "WHERE batch_id = ? ORDER BY seq");
+  t.bind(1, id);
+  while (t.step()) {
+    BatchTaskRecord bt;
+    bt.seq = std::get<int64_t>(t.column(0));
+    bt.name = text_of(t.column(1));
+    bt.origin = text_of(t.column(2));
+    bt.config = nlohmann::json::parse(text_of(t.column(3)));
+    bt.run = int_of(t.column(4));
+    bt.status = text_of(t.column(5));
+    bt.detail = text_of(t.column(6));
+    batch.tasks.push_back(std::move(bt));
+  }
+  return batch;
+}
+
+bool Store::has_batches() {
+  Stmt s(db_, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'batches'");
+  s.step();
+  return std::get<int64_t>(s.column(0)) != 0;
+}
+
+std::optional<int64_t> Store::latest_batch_named(const std::string& name) {
+  if (!has_batches()) return std::nullopt;
+  Stmt s(db_, "SELECT MAX(id) FROM batches WHERE name = ?");
+  s.bind(1, name);
+  if (!s.step()) return std::nullopt;
+  return int_of(s.column(0));
+}
+
+std::optional<int64_t> Store::batch_task_run(int64_t batch, int64_t seq) {
+  Stmt s(db_,
+         "SELECT COALESCE(t.run_id, (SELECT MAX(r.id) FROM runs r "
+         "  WHERE json_extract(r.config_json, '$.batch.id') = t.batch_id "
+         "    AND json_extract(r.config_json, '$.batch.seq') = t.seq)) "
+         "FROM batch_tasks t WHERE t.batch_id = ? AND t.seq = ?");
+  s.bind(1, batch).bind(2, seq);
+  if (!s.step()) return std::nullopt;
+  return int_of(s.column(0));
+}
+
+void Store::set_batch_task(int64_t batch, int64_t seq, std::optional<int64_t> run,
+                           std::string_view status, std::string_view detail) {
+  Stmt s(db_,
+         "UPDATE batch_tasks SET run_id = COALESCE(?, run_id), status = ?, detail = ? "
+         "WHERE batch_id = ? AND seq = ?");
+  s.bind(1, run ? SqlValue(*run) : SqlValue(nullptr))
+      .bind(2, std::string(status))
+      .bind(3, detail.empty() ? SqlValue(nullptr) : SqlValue(std::string(detail)))
+      .bind(4, batch)
+      .bind(5, seq);
+  s.step();
+}
+
+void Store::set_batch_status(int64_t batch, std::string_view status) {
+  Stmt s(db_, "UPDATE batches SET status = ?, finished_at = ? WHERE id = ?");
+  s.bind(1, std::string(status))
+      .bind(2, status == "running" ? SqlValue(nullptr) : SqlValue(now_iso8601()))
+      .bind(3, batch);
+  s.step();
 }
 
 std::string sql_text(const SqlValue& v) {

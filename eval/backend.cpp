@@ -143,18 +143,11 @@ std::unique_ptr<EvalBackend> make_local_backend(Evaluator& evaluator, size_t thr
 }
 
 ReplayBackend::ReplayBackend(Store& store, int64_t run) {
-  QueryResult q = store.query(
-      "SELECT c.source_hash, c.knobs_json, COALESCE(c.reuses_evaluation, "
-      "(SELECT MIN(e.id) FROM evaluations e WHERE e.candidate_id = c.id)) AS ev "
-      "FROM candidates c WHERE c.run_id = ? ORDER BY c.id",
-      {SqlValue(run)});
-  for (const auto& row : q.rows) {
-    const auto* ev = std::get_if<int64_t>(&row[2]);
-    if (!ev) continue;  // never evaluated (the recording was stopped first)
-    auto r = store.evaluation(*ev);
+  for (const CandidateRecord& c : store.candidates(run)) {
+    if (!c.result_evaluation) continue;  // never evaluated (the recording was stopped first)
+    auto r = store.evaluation(*c.result_evaluation);
     if (!r) continue;
-    recorded_.emplace(std::get<std::string>(row[0]) + "|" + std::get<std::string>(row[1]),
-                      std::move(*r));
+    recorded_.emplace(c.source_hash + "|" + c.knobs_json, std::move(*r));
   }
   if (recorded_.empty())
     throw UserError(fmt::format("run {} has no evaluations to replay", run));

@@ -25,8 +25,8 @@ echo "   re-measured in the 3 confirmation rounds)"
          printf('%.3f', e.median_s * 1e3) AS median_ms,
          printf('%.0f%%', e.roof_fraction * 100) AS of_roof, c.knobs_json AS knobs
   FROM candidates c
-  JOIN evaluations e ON e.id = COALESCE(c.reuses_evaluation,
-       (SELECT MIN(x.id) FROM evaluations x WHERE x.candidate_id = c.id))
+  JOIN candidate_results r ON r.candidate_id = c.id
+  JOIN evaluations e ON e.id = r.evaluation_id
   WHERE c.run_id = (SELECT MAX(id) FROM runs WHERE kind = 'search') AND e.status = 'ok'
   ORDER BY e.median_s LIMIT 10"
 echo

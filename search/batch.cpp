@@ -115,107 +115,36 @@ Suite load_suite(const std::filesystem::path& path) {
 }
 
 int64_t create_batch(Store& store, const Suite& suite) {
-  store.query("BEGIN IMMEDIATE");
-  try {
-    store.query("INSERT INTO batches(name, suite_path, suite_json, started_at) VALUES (?,?,?,?)",
-                {SqlValue(suite.name), SqlValue(suite.path.string()),
-                 SqlValue(suite.written.dump()), SqlValue(now_iso8601())});
-    const int64_t id =
-        std::get<int64_t>(store.query("SELECT last_insert_rowid()").rows.at(0).at(0));
-    for (size_t i = 0; i < suite.tasks.size(); ++i) {
-      const SuiteTask& t = suite.tasks[i];
-      store.query(
-          "INSERT INTO batch_tasks(batch_id, seq, task_name, origin, config_json) "
-          "VALUES (?,?,?,?,?)",
-          {SqlValue(id), SqlValue(static_cast<int64_t>(i + 1)), SqlValue(t.name),
-           SqlValue(t.origin.string()), SqlValue(t.config.dump())});
-    }
-    store.query("COMMIT");
-    return id;
-  } catch (...) {
-    store.query("ROLLBACK");
-    throw;
+  std::vector<BatchTask> tasks;
+  for (const SuiteTask& t : suite.tasks) {
+    BatchTask r;
+    r.name = t.name;
+    r.origin = t.origin.string();
+    r.config = t.config;
+    tasks.push_back(std::move(r));
   }
+  return store.add_batch(suite.name, suite.path.string(), suite.written.dump(), tasks);
 }
 
 Batch load_batch(Store& store, int64_t id) {
-  QueryResult b = store.query(
-      "SELECT name, suite_path, status, started_at, finished_at FROM batches WHERE id = ?",
-      {SqlValue(id)});
-  if (b.rows.empty()) throw UserError(fmt::format("no batch {} in {}", id, store.path().string()));
-  Batch batch;
-  batch.id = id;
-  batch.name = sql_text(b.rows[0][0]);
-  batch.suite_path = sql_text(b.rows[0][1]);
-  batch.status = sql_text(b.rows[0][2]);
-  batch.started_at = sql_text(b.rows[0][3]);
-  batch.finished_at = sql_text(b.rows[0][4]);
-  QueryResult t = store.query(
-      "SELECT seq, task_name, origin, config_json, run_id, status, detail FROM batch_tasks "
-      "WHERE batch_id = ? ORDER BY seq",
-      {SqlValue(id)});
-  for (const auto& row : t.rows) {
-    BatchTask bt;
-    bt.seq = std::get<int64_t>(row[0]);
-    bt.name = sql_text(row[1]);
-    bt.origin = sql_text(row[2]);
-    bt.config = nlohmann::json::parse(sql_text(row[3]));
-    if (auto* r = std::get_if<int64_t>(&row[4])) bt.run = *r;
-    bt.status = sql_text(row[5]);
-    bt.detail = sql_text(row[6]);
-    batch.tasks.push_back(std::move(bt));
-  }
-  return batch;
+  std::optional<Batch> b = store.batch(id);
+  if (!b) throw UserError(fmt::format("no batch {} in {}", id, store.path().string()));
+  return std::move(*b);
 }
 
 std::optional<int64_t> find_batch(Store& store, std::string_view ref) {
   // A store older than batches, opened read-only, has none.
-  if (std::get<int64_t>(store.query("SELECT COUNT(*) FROM sqlite_master WHERE name = 'batches'")
-                            .rows.at(0)
-                            .at(0)) == 0)
-    return std::nullopt;
+  if (!store.has_batches()) return std::nullopt;
   constexpr std::string_view kPrefix = "batch:";
   if (ref.substr(0, kPrefix.size()) == kPrefix) {
     const std::string digits(ref.substr(kPrefix.size()));
     if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos)
       return std::nullopt;
-    QueryResult q = store.query("SELECT id FROM batches WHERE id = ?",
-                                {SqlValue(static_cast<int64_t>(std::stoll(digits)))});
-    if (q.rows.empty()) return std::nullopt;
-    return std::get<int64_t>(q.rows[0][0]);
+    const int64_t id = static_cast<int64_t>(std::stoll(digits));
+    if (!store.batch(id)) return std::nullopt;
+    return id;
   }
-  QueryResult q =
-      store.query("SELECT MAX(id) FROM batches WHERE name = ?", {SqlValue(std::string(ref))});
-  if (auto* id = std::get_if<int64_t>(&q.rows.at(0).at(0))) return *id;
-  return std::nullopt;
-}
-
-std::optional<int64_t> batch_task_run(Store& store, int64_t batch, int64_t seq) {
-  QueryResult q = store.query(
-      "SELECT COALESCE(t.run_id, (SELECT MAX(r.id) FROM runs r "
-      "  WHERE json_extract(r.config_json, '$.batch.id') = t.batch_id "
-      "    AND json_extract(r.config_json, '$.batch.seq') = t.seq)) "
-      "FROM batch_tasks t WHERE t.batch_id = ? AND t.seq = ?",
-      {SqlValue(batch), SqlValue(seq)});
-  if (q.rows.empty()) return std::nullopt;
-  if (auto* id = std::get_if<int64_t>(&q.rows[0][0])) return *id;
-  return std::nullopt;
-}
-
-void set_batch_task(Store& store, int64_t batch, int64_t seq, std::optional<int64_t> run,
-                    std::string_view status, std::string_view detail) {
-  store.query(
-      "UPDATE batch_tasks SET run_id = COALESCE(?, run_id), status = ?, detail = ? "
-      "WHERE batch_id = ? AND seq = ?",
-      {run ? SqlValue(*run) : SqlValue(nullptr), SqlValue(std::string(status)),
-       detail.empty() ? SqlValue(nullptr) : SqlValue(std::string(detail)), SqlValue(batch),
-       SqlValue(seq)});
-}
-
-void set_batch_status(Store& store, int64_t batch, std::string_view status) {
-  store.query("UPDATE batches SET status = ?, finished_at = ? WHERE id = ?",
-              {SqlValue(std::string(status)),
-               status == "running" ? SqlValue(nullptr) : SqlValue(now_iso8601()), SqlValue(batch)});
+  return store.latest_batch_named(std::string(ref));
 }
 
 }  // namespace kevo

@@ -13,9 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace kevo {
+#include "core/store.h"
 
-class Store;
+namespace kevo {
 
 struct SuiteTask {
   std::string name;              // the task's "name", else its file's stem
@@ -44,25 +44,9 @@ struct Suite {
 // of one name, an override for a task the suite does not have.
 Suite load_suite(const std::filesystem::path& path);
 
-struct BatchTask {
-  int64_t seq = 0;  // 1-based
-  std::string name;
-  std::string origin;
-  nlohmann::json config;
-  std::optional<int64_t> run;
-  std::string status;  // pending | running | done | no-kernel | error
-  std::string detail;  // the stop reason, or the error
-};
-
-struct Batch {
-  int64_t id = 0;
-  std::string name;
-  std::string suite_path;
-  std::string status;  // running | interrupted | done
-  std::string started_at;
-  std::string finished_at;
-  std::vector<BatchTask> tasks;
-};
+// A batch and its tasks as the store keeps them (core/store.h).
+using BatchTask = BatchTaskRecord;
+using Batch = BatchRecord;
 
 // Records a new batch of `suite`'s tasks, all pending; returns its id.
 int64_t create_batch(Store& store, const Suite& suite);
@@ -71,13 +55,7 @@ Batch load_batch(Store& store, int64_t id);
 // A batch named by "batch:ID" or by its name (the latest of that name);
 // nullopt when `ref` is neither.
 std::optional<int64_t> find_batch(Store& store, std::string_view ref);
-
-// The search run of task `seq` of `batch`: the one recorded, else the one
-// tagged with them in runs.config_json (a kill can fall between starting a
-// run and recording it).
-std::optional<int64_t> batch_task_run(Store& store, int64_t batch, int64_t seq);
-void set_batch_task(Store& store, int64_t batch, int64_t seq, std::optional<int64_t> run,
-                    std::string_view status, std::string_view detail = {});
-void set_batch_status(Store& store, int64_t batch, std::string_view status);
+// (A task's run and status are kept with Store::batch_task_run,
+// set_batch_task and set_batch_status.)
 
 }  // namespace kevo

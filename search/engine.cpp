@@ -215,23 +215,16 @@ int64_t Engine::begin(nlohmann::json run_config, std::string_view kind) {
 
 void Engine::resume(int64_t run) {
   Timed timer(stats_.store_s);
-  QueryResult r = store_.query("SELECT kind, task_hash, task_name, summary_json FROM runs WHERE id = ?",
-                               {SqlValue(run)});
-  if (r.rows.empty()) throw UserError(fmt::format("no run {} in {}", run, store_.path().string()));
-  const auto& row = r.rows[0];
-  const std::string kind = std::get<std::string>(row[0]);
-  if (kind != "search" && kind != "replay")
-    throw UserError(fmt::format("run {} is a '{}' run, not a search", run, kind));
-  if (std::get<std::string>(row[1]) != task_.hash)
+  const std::optional<RunRecord> r = store_.run(run);
+  if (!r) throw UserError(fmt::format("no run {} in {}", run, store_.path().string()));
+  if (r->kind != "search" && r->kind != "replay")
+    throw UserError(fmt::format("run {} is a '{}' run, not a search", run, r->kind));
+  if (r->task_hash != task_.hash)
     throw UserError(fmt::format("run {} searched another task ('{}', hash {}); this task's hash "
                                 "is {}",
-                                run, std::get<std::string>(row[2]), std::get<std::string>(row[1]),
-                                task_.hash));
+                                run, r->task_name, r->task_hash, task_.hash));
   run_ = run;
-  if (auto* s = std::get_if<std::string>(&row[3])) {
-    auto j = nlohmann::json::parse(*s, nullptr, false);
-    if (j.is_object()) clock_offset_ = j.value("elapsed_s", 0.0);
-  }
+  if (const nlohmann::json j = r->summary(); j.is_object()) clock_offset_ = j.value("elapsed_s", 0.0);
   for (const auto& f : space_.families()) store_.put_source(f.text, f.origin.string(), f.language);
   if (llm_) {
     llm_->set_run(run_);
@@ -245,35 +238,27 @@ void Engine::resume(int64_t run) {
   // A candidate's result is the earlier run's measurement it reused, else its
   // first evaluation; its later ones (all of them, for a reused one) are
   // confirmation rounds.
-  QueryResult cands = store_.query(
-      "SELECT c.id, c.source_hash, c.knobs_json, c.family, c.synthesizer, c.reuses_evaluation, "
-      "(SELECT MIN(e.id) FROM evaluations e WHERE e.candidate_id = c.id) "
-      "FROM candidates c WHERE c.run_id = ? ORDER BY c.id",
-      {SqlValue(run)});
   std::vector<Observation> told;
-  for (const auto& c : cands.rows) {
-    const int64_t id = std::get<int64_t>(c[0]);
-    const std::string family = sql_text(c[3]);
-    const std::string synth = sql_text(c[4]);
-    auto fam = family_by_hash.find(std::get<std::string>(c[1]));
+  for (const CandidateRecord& c : store_.candidates(run)) {
+    const int64_t id = c.id;
+    auto fam = family_by_hash.find(c.source_hash);
     if (fam == family_by_hash.end()) {
       log_warn("candidate {} of run {}: family '{}' has changed since; kept, not searched from",
-               id, run, family);
+               id, run, c.family);
       continue;
     }
-    const Proposal prop{{fam->second, knobs_from_json(std::get<std::string>(c[2]))},
-                        tree_.parents(id), synth, 0};
+    const Proposal prop{{fam->second, knobs_from_json(c.knobs_json)}, tree_.parents(id),
+                        c.synthesizer, 0};
     known_[space_.key(prop.point)] = id;
-    const auto* reused = std::get_if<int64_t>(&c[5]);
-    const auto* own = std::get_if<int64_t>(&c[6]);
-    if (!reused && !own) {
+    if (!c.result_evaluation) {
       pending_.push_back({id, prop});
       continue;
     }
-    std::optional<EvalResult> res = store_.evaluation(reused ? *reused : *own);
+    std::optional<EvalResult> res = store_.evaluation(*c.result_evaluation);
     if (!res) continue;
     Observation o = observed(*res, id, prop);
-    o.reused = reused != nullptr;
+    const bool reused = c.reuses_evaluation.has_value();
+    o.reused = reused;
     if (!reused) {
       ++stats_.evaluations;
       ++stats_.by_status[std::string(status_name(res->status))];
@@ -285,8 +270,7 @@ void Engine::resume(int64_t run) {
     record(o);
     told.push_back(std::move(o));
   }
-  store_.query("UPDATE runs SET status = 'running', finished_at = NULL WHERE id = ?",
-               {SqlValue(run)});
+  store_.reopen_run(run);
   if (llm_) llm_resume(told);
   Timed s(stats_.searcher_s);
   strategy_->tell(told);
@@ -298,16 +282,10 @@ std::optional<int64_t> Engine::earlier_evaluation(const Point& p) {
   // 0.1.0's cuda runner timed all but the first candidate ~6% slow), that has
   // a result...
   const Family& f = space_.family(p.family);
-  QueryResult q = store_.query(
-      "SELECT c.id FROM candidates c JOIN runs r ON r.id = c.run_id "
-      "WHERE c.source_hash = ? AND c.knobs_json = ? AND r.task_hash = ? AND r.hostname = ? "
-      "AND r.kevo_version = ? AND c.run_id <> ? AND (c.reuses_evaluation IS NOT NULL OR "
-      "EXISTS (SELECT 1 FROM evaluations e WHERE e.candidate_id = c.id)) "
-      "ORDER BY c.id DESC LIMIT 1",
-      {SqlValue(f.source_hash), SqlValue(knobs_to_json(p.knobs)), SqlValue(task_.hash),
-       SqlValue(hostname_), SqlValue(std::string(KEVO_VERSION)), SqlValue(run_)});
-  if (q.rows.empty()) return std::nullopt;
-  const int64_t candidate = std::get<int64_t>(q.rows[0][0]);
+  const std::optional<int64_t> found = store_.latest_candidate_of_point(
+      f.source_hash, knobs_to_json(p.knobs), task_.hash, hostname_, KEVO_VERSION, run_);
+  if (!found) return std::nullopt;
+  const int64_t candidate = *found;
   // ...and of it the measurement that stood for it: its confirmation (the
   // median round) where that run confirmed it, else its result. Not simply
   // its latest evaluation, which after a confirmation is the last round.

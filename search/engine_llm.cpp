@@ -106,35 +106,30 @@ LlmAsk Engine::llm_ask(const Observation& o, LlmAsk::Mode mode) const {
   a.bottleneck = o.bottleneck;
   // What the store knows of its evaluation: the verdict, the diagnosis, the
   // profile and, for a failure, the compiler's or the checker's words.
-  QueryResult e = store_.query(
-      "SELECT e.id, e.status, e.detail, e.diagnosis, e.compile_log, e.stderr "
-      "FROM evaluations e WHERE e.id = COALESCE("
-      "(SELECT MIN(id) FROM evaluations WHERE candidate_id = ?), "
-      "(SELECT reuses_evaluation FROM candidates WHERE id = ?))",
-      {SqlValue(o.candidate), SqlValue(o.candidate)});
-  if (!e.rows.empty()) {
-    const auto& row = e.rows[0];
-    const std::string status = sql_text(row[1]), detail = sql_text(row[2]);
-    a.diagnosis = sql_text(row[3]);
+  const std::optional<int64_t> eval = store_.result_evaluation(o.candidate);
+  const std::optional<EvalResult> e = eval ? store_.evaluation(*eval) : std::nullopt;
+  if (e) {
+    const std::string status(status_name(e->status));
+    a.diagnosis = e->diagnosis ? e->diagnosis->why : std::string();
     if (!o.bottleneck.empty()) a.diagnosis += fmt::format(" Profile bottleneck: {}.", o.bottleneck);
     a.parent_result = o.ok() ? fmt::format("ok: {}, {:.0f}% of the roof", format_seconds(o.seconds),
                                            100 * o.roof_fraction)
-                             : fmt::format("{}: {}", status, detail);
+                             : fmt::format("{}: {}", status, e->detail);
     if (!o.ok()) {
-      a.error = detail;
-      if (!sql_text(row[4]).empty()) a.error += "\n" + sql_text(row[4]);
-      if (!sql_text(row[5]).empty()) a.error += "\n" + sql_text(row[5]);
+      a.error = e->detail;
+      if (!e->compile_log.empty()) a.error += "\n" + e->compile_log;
+      if (!e->stderr_text.empty()) a.error += "\n" + e->stderr_text;
     }
-    const int64_t eval = std::get<int64_t>(row[0]);
-    QueryResult prof = store_.query(
-        "SELECT metric, value, unit, source_line FROM profiles WHERE evaluation_id = ? "
-        "ORDER BY COALESCE(source_line, 0), metric",
-        {SqlValue(eval)});
+    std::vector<ProfileRow> prof = store_.profile(*eval);
+    std::stable_sort(prof.begin(), prof.end(), [](const ProfileRow& x, const ProfileRow& y) {
+      return x.source_line != y.source_line ? x.source_line < y.source_line : x.metric < y.metric;
+    });
     std::vector<std::pair<double, std::string>> hot;
-    for (const auto& p : prof.rows) {
-      const std::string metric = sql_text(p[0]), unit = sql_text(p[2]);
-      const double* v = std::get_if<double>(&p[1]);
-      const int64_t* line = std::get_if<int64_t>(&p[3]);
+    for (const ProfileRow& p : prof) {
+      const std::string& metric = p.metric;
+      const std::string& unit = p.unit;
+      const double* v = p.value ? &*p.value : nullptr;
+      const int64_t* line = p.source_line ? &p.source_line : nullptr;
       // The machine's state says how the time was taken, not what the kernel
       // does; it would also make the prompt differ between two identical runs.
       if (!v || metric.rfind("machine.", 0) == 0) continue;
@@ -284,15 +279,11 @@ void Engine::llm_after(const std::map<std::string, LlmPending>& made,
 // A resumed run gets back the families its LLM wrote (their sources are in
 // the store), its chains and the repairs left to do.
 void Engine::llm_load_families() {
-  QueryResult q = store_.query(
-      "SELECT DISTINCT s.hash, s.text, s.origin, s.language FROM candidates c "
-      "JOIN sources s ON s.hash = c.source_hash WHERE c.run_id = ? AND s.origin LIKE 'llm:%' "
-      "ORDER BY c.id",
-      {SqlValue(run_)});
-  for (const auto& row : q.rows) {
-    const std::string text = std::get<std::string>(row[1]);
-    const std::string origin = std::get<std::string>(row[2]);
-    std::string language = sql_text(row[3]);
+  for (const SourceRecord& s : store_.sources_of_run(run_)) {
+    if (s.origin.rfind(kLlmOrigin, 0) != 0) continue;
+    const std::string& text = s.text;
+    const std::string& origin = s.origin;
+    std::string language = s.language;
     if (language.empty()) language = "c";
     std::string why_not;
     if (llm_family(text, origin.substr(std::string(kLlmOrigin).size()), language, why_not) < 0)

@@ -85,30 +85,19 @@ void CandidateTree::write_dot(std::ostream& out, int64_t highlight) const {
 
 CandidateTree CandidateTree::load(Store& store, int64_t run) {
   CandidateTree t;
-  QueryResult q = store.query(
-      "SELECT c.id, c.family, c.knobs_json, c.synthesizer, e.status, e.median_s "
-      "FROM candidates c LEFT JOIN evaluations e ON e.id = COALESCE(c.reuses_evaluation, "
-      "(SELECT MIN(x.id) FROM evaluations x WHERE x.candidate_id = c.id)) "
-      "WHERE c.run_id = ? ORDER BY c.id",
-      {SqlValue(run)});
-  QueryResult edges = store.query(
-      "SELECT l.child_id, l.parent_id FROM lineage l JOIN candidates c ON c.id = l.child_id "
-      "WHERE c.run_id = ? ORDER BY l.child_id, l.parent_id",
-      {SqlValue(run)});
   std::map<int64_t, std::vector<int64_t>> parents;
-  for (const auto& row : edges.rows)
-    parents[std::get<int64_t>(row[0])].push_back(std::get<int64_t>(row[1]));
-  for (const auto& row : q.rows) {
+  for (const auto& [child, parent] : store.lineage(run)) parents[child].push_back(parent);
+  for (const CandidateResult& r : store.results(run)) {
     TreeNode n;
-    n.candidate = std::get<int64_t>(row[0]);
-    if (auto* s = std::get_if<std::string>(&row[1])) n.family = *s;
-    n.knobs = knobs_to_string(knobs_from_json(std::get<std::string>(row[2])));
-    if (auto* s = std::get_if<std::string>(&row[3])) n.synthesizer = *s;
-    if (auto* s = std::get_if<std::string>(&row[4])) {
+    n.candidate = r.candidate.id;
+    n.family = r.candidate.family;
+    n.knobs = knobs_to_string(knobs_from_json(r.candidate.knobs_json));
+    n.synthesizer = r.candidate.synthesizer;
+    if (!r.status.empty()) {
       n.evaluated = true;
-      n.status = parse_status(*s).value_or(Status::crash);
+      n.status = parse_status(r.status).value_or(Status::crash);
     }
-    if (auto* d = std::get_if<double>(&row[5])) n.seconds = *d;
+    if (r.median_s) n.seconds = *r.median_s;
     t.add(n, parents[n.candidate]);
   }
   return t;

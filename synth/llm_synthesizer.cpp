@@ -208,15 +208,12 @@ std::vector<llm::Message> LlmSynthesizer::prompt(const LlmTaskInfo& task, const 
 
 std::optional<LlmSynthesizer::Recorded> LlmSynthesizer::recorded(const std::string& key,
                                                                  int64_t occurrence) const {
-  QueryResult q = store_.query(
-      "SELECT response, prompt_tokens, completion_tokens FROM llm_calls "
-      "WHERE prompt_hash = ? AND status = 'ok' ORDER BY id LIMIT 1 OFFSET ?",
-      {SqlValue(key), SqlValue(occurrence)});
-  if (q.rows.empty()) return std::nullopt;
+  std::optional<LlmCallRecord> c = store_.recorded_llm_call(key, occurrence);
+  if (!c) return std::nullopt;
   Recorded r;
-  if (auto* s = std::get_if<std::string>(&q.rows[0][0])) r.response = *s;
-  if (auto* n = std::get_if<int64_t>(&q.rows[0][1])) r.in = *n;
-  if (auto* n = std::get_if<int64_t>(&q.rows[0][2])) r.out = *n;
+  r.response = std::move(c->response);
+  r.in = c->prompt_tokens;
+  r.out = c->completion_tokens;
   return r;
 }
 
@@ -302,22 +299,25 @@ std::vector<LlmOutcome> LlmSynthesizer::generate(const LlmTaskInfo& task,
       else
         o.source = parsed.source;
     }
-    QueryResult q = store_.query(
-        "INSERT INTO llm_calls (run_id, model, endpoint, prompt_hash, prompt, response, "
-        "prompt_tokens, completion_tokens, cost_usd, latency_s, status, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) "
-        "RETURNING id",
-        {run_ ? SqlValue(run_) : SqlValue(nullptr), SqlValue(o.model), SqlValue(endpoint),
-         SqlValue(p.key), SqlValue(p.request_json), SqlValue(text), SqlValue(in),
-         SqlValue(out_tokens), SqlValue(cost), SqlValue(latency), SqlValue(status)});
-    if (!q.rows.empty()) o.call = std::get<int64_t>(q.rows[0][0]);
+    LlmCallRecord call;
+    if (run_) call.run = run_;
+    call.model = o.model;
+    call.endpoint = endpoint;
+    call.prompt_hash = p.key;
+    call.prompt = p.request_json;
+    call.response = text;
+    call.prompt_tokens = in;
+    call.completion_tokens = out_tokens;
+    call.cost_usd = cost;
+    call.latency_s = latency;
+    call.status = status;
+    o.call = store_.add_llm_call(call);
   }
   return out;
 }
 
 void LlmSynthesizer::link(int64_t call, int64_t candidate) {
-  store_.query("UPDATE llm_calls SET candidate_id = ? WHERE id = ?",
-               {SqlValue(candidate), SqlValue(call)});
+  store_.link_llm_call(call, candidate);
 }
 
 }  // namespace kevo

@@ -301,7 +301,9 @@ void BM_RandomPoint(benchmark::State& state) {
 void BM_Synth(benchmark::State& state, std::string which) {
   const SearchSpace& space = gemm_space();  // family 0 is blocked
   static const Synthesizers synths = Synthesizers::offline(KnobRules::load_default());
-  const Synthesizer* s = synths.find(which);
+  const Synthesizer* s = which == "knob"     ? synths.knob.get()
+                         : which == "family" ? synths.family.get()
+                                             : synths.crossover.get();
   std::mt19937_64 rng(7);
   std::vector<Observation> pool;
   for (int i = 0; i < 256; ++i) {
@@ -482,17 +484,13 @@ void BM_StoreDedupLookup(benchmark::State& state) {
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
   const std::string hostname = host;
-  // Engine::earlier_evaluation, verbatim.
-  const char* sql =
-      "SELECT e.id FROM evaluations e JOIN candidates c ON c.id = e.candidate_id "
-      "JOIN runs r ON r.id = c.run_id WHERE c.source_hash = ? AND c.knobs_json = ? "
-      "AND r.task_hash = ? AND r.hostname = ? ORDER BY e.id DESC LIMIT 1";
+  // The store's side of Engine::earlier_evaluation (run 0: no run is left out).
   uint64_t i = 0, hits = 0;
   for (auto _ : state) {
     const Point p = space.at(i % (2 * stored));
-    QueryResult q = store.query(sql, {SqlValue(fam.source_hash), SqlValue(knobs_to_json(p.knobs)),
-                                      SqlValue(task.hash), SqlValue(hostname)});
-    hits += q.rows.empty() ? 0 : 1;
+    const std::optional<int64_t> c = store.latest_candidate_of_point(
+        fam.source_hash, knobs_to_json(p.knobs), task.hash, hostname, KEVO_VERSION, 0);
+    hits += c ? 1 : 0;
     ++i;
   }
   state.counters["hit_frac"] = static_cast<double>(hits) / static_cast<double>(state.iterations());

@@ -67,6 +67,13 @@ class Explain : public ::testing::Test {
     o.cwd = dir_;
     return run_process(o, 60, 1 << 20);
   }
+  // kevo ARGS --json, which must succeed, parsed.
+  nlohmann::json json(std::vector<std::string> args) {
+    args.push_back("--json");
+    auto r = kevo(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  }
 
   std::filesystem::path dir_;
   std::string db_;
@@ -266,6 +273,34 @@ TEST_F(Explain, LineageGivesTheConfirmedFigure) {
       << r.out;
 }
 
+// A candidate that reuses an earlier run's measurement and was re-measured
+// since: every named query shows it with the reused measurement, its result,
+// not with a confirmation round (they once took the opposite order).
+TEST_F(Explain, NamedQueriesShowAReusedCandidateWithItsResult) {
+  int64_t run2 = 0, reusing = 0;
+  {
+    Store s(db_);
+    run2 = s.begin_run("search", task_, nlohmann::json::object());
+    const std::string hash = s.put_source(kSource, "swiglu_vec.c", "c");
+    const int64_t earlier = *s.result_evaluation(child_);
+    reusing = s.add_candidate(run2, hash, {{"VEC", 2}}, "swiglu_vec", "knob", {}, earlier);
+    s.add_evaluation(reusing, result(7e-3, {}));  // a confirmation round, 7x slower
+  }
+  auto top = json({"query", "top-k", std::to_string(run2), "5"});
+  ASSERT_EQ(top.size(), 1u);
+  EXPECT_EQ(top[0]["candidate"], reusing);
+  EXPECT_DOUBLE_EQ(top[0]["median_s"].get<double>(), 1e-3);
+  auto best = json({"query", "best-per-run"});
+  ASSERT_EQ(best.size(), 2u);
+  EXPECT_EQ(best[1]["candidate"], reusing);
+  EXPECT_DOUBLE_EQ(best[1]["median_s"].get<double>(), 1e-3);
+  auto lineage = json({"query", "lineage", std::to_string(reusing)});
+  ASSERT_EQ(lineage.size(), 1u);
+  EXPECT_DOUBLE_EQ(lineage[0]["median_s"].get<double>(), 1e-3);
+  auto e = json({"explain", std::to_string(reusing)});
+  EXPECT_EQ(e["evaluation"], *Store(db_, true).result_evaluation(child_));
+}
+
 TEST_F(Explain, BadInputIsOneLineAndExitTwo) {
   for (std::vector<std::string> args : {std::vector<std::string>{"explain", "99"},
                                         {"explain", "x"},
@@ -289,12 +324,6 @@ TEST_F(Explain, NamedQueriesAnswerTheSameQuestions) {
   EXPECT_GE(listed.size(), 7u);
   for (const auto& q : listed) EXPECT_FALSE(q["sql"].get<std::string>().empty());
 
-  auto json = [&](std::vector<std::string> args) {
-    args.push_back("--json");
-    auto r = kevo(args);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return nlohmann::json::parse(r.out);
-  };
   const std::string child = std::to_string(child_);
   auto hot = json({"query", "hot-lines", child});
   ASSERT_EQ(hot.size(), 3u);

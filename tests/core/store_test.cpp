@@ -129,6 +129,115 @@ TEST(Store, AReusedCandidatesEvaluationsAreAllConfirmationRounds) {
   EXPECT_EQ(s.confirming_evaluation(c), std::optional<int64_t>(mid));
 }
 
+// A candidate's result is one rule for every reader (the candidate_results
+// view, Store::result_evaluation and the typed reads): the earlier run's
+// measurement it reuses, else its own first evaluation, never a later round.
+TEST(Store, ACandidatesResultIsTheReusedMeasurementElseItsFirst) {
+  MeasuredCandidates m("store-result-rule");
+  Store& s = m.store;
+  const int64_t measured = m.candidate(8);
+  const int64_t earlier = s.add_evaluation(measured, timed(1e-3));
+  const int64_t own_later = s.add_evaluation(measured, timed(9e-3));  // a round
+  const int64_t reusing = s.add_candidate(m.run, m.source, {{"VEC", 8}}, "k", "knob", {}, earlier);
+  s.add_evaluation(reusing, timed(5e-3));  // a confirmation round of its own
+  const int64_t pending = m.candidate(16);
+
+  EXPECT_EQ(s.result_evaluation(measured), std::optional<int64_t>(earlier));
+  EXPECT_EQ(s.result_evaluation(reusing), std::optional<int64_t>(earlier));
+  EXPECT_FALSE(s.result_evaluation(pending).has_value());
+
+  auto view = s.query("SELECT candidate_id, evaluation_id FROM candidate_results ORDER BY 1");
+  ASSERT_EQ(view.rows.size(), 3u);
+  EXPECT_EQ(view.rows[0][1], SqlValue(earlier));
+  EXPECT_EQ(view.rows[1][1], SqlValue(earlier));
+  EXPECT_EQ(view.rows[2][1], SqlValue(nullptr));
+
+  const std::vector<CandidateResult> results = s.results(m.run);
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(results[1].candidate.id, reusing);
+  EXPECT_EQ(results[1].candidate.reuses_evaluation, std::optional<int64_t>(earlier));
+  EXPECT_DOUBLE_EQ(results[1].median_s.value_or(0), 1e-3);  // not the 5 ms round
+  EXPECT_EQ(results[1].status, "ok");
+  EXPECT_TRUE(results[2].status.empty());
+  EXPECT_FALSE(results[2].median_s.has_value());
+  EXPECT_EQ(s.evaluations_of(measured), (std::vector<int64_t>{earlier, own_later}));
+  EXPECT_EQ(s.candidates(m.run).size(), 3u);
+  EXPECT_EQ(s.candidate(reusing)->result_evaluation, std::optional<int64_t>(earlier));
+}
+
+// A store of the schema before the view, opened read-only (not migrated),
+// still answers through it: the connection gets it as a temporary view.
+TEST(Store, AnOlderStoreReadOnlyHasTheResultView) {
+  MeasuredCandidates m("store-old-view");
+  const int64_t c = m.candidate(8);
+  const int64_t e = m.store.add_evaluation(c, timed(1e-3));
+  m.store.query("DROP VIEW candidate_results");
+  m.store.query("PRAGMA user_version = 4");
+  Store ro(m.dir / "k.db", /*read_only=*/true);
+  EXPECT_EQ(ro.schema_version(), 4);
+  EXPECT_EQ(ro.result_evaluation(c), std::optional<int64_t>(e));
+  auto q = ro.query("SELECT evaluation_id FROM candidate_results");
+  ASSERT_EQ(q.rows.size(), 1u);
+  EXPECT_EQ(q.rows[0][0], SqlValue(e));
+}
+
+// The typed reads return what the writes stored.
+TEST(Store, TypedReadsOfRunsSourcesProfilesAndBatches) {
+  MeasuredCandidates m("store-typed");
+  Store& s = m.store;
+  std::optional<RunRecord> r = s.run(m.run);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->kind, "run");
+  EXPECT_EQ(r->status, "running");
+  EXPECT_TRUE(r->finished_at.empty());
+  EXPECT_TRUE(r->summary().is_null());
+  s.set_run_summary(m.run, {{"elapsed_s", 2.5}});
+  s.finish_run(m.run, "done");
+  r = s.run(m.run);
+  EXPECT_EQ(r->status, "done");
+  EXPECT_FALSE(r->finished_at.empty());
+  EXPECT_DOUBLE_EQ(r->summary()["elapsed_s"].get<double>(), 2.5);
+  s.reopen_run(m.run);
+  EXPECT_EQ(s.run(m.run)->status, "running");
+  EXPECT_FALSE(s.run(m.run + 1).has_value());
+
+  EXPECT_EQ(s.source(m.source)->text, "int x;");
+  EXPECT_FALSE(s.source("nope").has_value());
+  const std::string other = s.put_source("int y;", "y.c", "c");
+  s.add_candidate(m.run, other, {}, "y", "seed");
+  m.candidate(4);
+  const std::vector<SourceRecord> used = s.sources_of_run(m.run);
+  ASSERT_EQ(used.size(), 2u);
+  EXPECT_EQ(used[0].hash, other);  // in the order first used
+  EXPECT_EQ(used[1].hash, m.source);
+
+  EvalResult p = timed(1e-3);
+  p.profile = {{"ncu.dram_pct", 80, "%", 0}, {"ncu.line.stall_share", 0.5, "fraction", 7}};
+  const int64_t e = s.add_evaluation(m.candidate(2), p);
+  const std::vector<ProfileRow> rows = s.profile(e);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1].metric, "ncu.line.stall_share");
+  EXPECT_EQ(rows[1].source_line, 7);
+  EXPECT_EQ(s.run_cost(m.run).evaluations, 1);
+
+  const nlohmann::json config = {{"name", "a"}};
+  const int64_t b = s.add_batch("nightly", "suite.json", "{}", {{0, "a", "a.json", config, {}, "", ""},
+                                                               {0, "b", "b.json", config, {}, "", ""}});
+  s.set_batch_task(b, 2, m.run, "done", "budget");
+  std::optional<BatchRecord> batch = s.batch(b);
+  ASSERT_TRUE(batch.has_value());
+  ASSERT_EQ(batch->tasks.size(), 2u);
+  EXPECT_EQ(batch->tasks[0].seq, 1);
+  EXPECT_EQ(batch->tasks[0].status, "pending");
+  EXPECT_EQ(batch->tasks[0].config, config);
+  EXPECT_EQ(batch->tasks[1].run, std::optional<int64_t>(m.run));
+  EXPECT_EQ(batch->tasks[1].detail, "budget");
+  EXPECT_EQ(s.batch_task_run(b, 2), std::optional<int64_t>(m.run));
+  EXPECT_FALSE(s.batch_task_run(b, 1).has_value());
+  EXPECT_EQ(s.latest_batch_named("nightly"), std::optional<int64_t>(b));
+  EXPECT_FALSE(s.latest_batch_named("weekly").has_value());
+}
+
 // The machine's state at the end of a timing is stored as machine.* profile
 // rows and read back by itself, without the profiler's or compiler's rows.
 TEST(Store, MachineStateIsTheMachineRowsOfAnEvaluation) {
