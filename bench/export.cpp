@@ -12,6 +12,7 @@
 #include "core/knobs.h"
 #include "core/task.h"
 #include "search/tree.h"
+#include "targets/traits.h"
 
 namespace kevo {
 
@@ -272,7 +273,8 @@ nlohmann::json to_t4(const nlohmann::json& run) {
                          {"timestamp", run.value("started_at", "")},
                          {"timeunit", "milliseconds"},
                          {"platform", task.value("target", "")}};
-  if (task.value("target", "") == "cuda") meta["compute_api"] = "CUDA";
+  if (const TargetTraits* t = find_target_traits(task.value("target", "")); t && *t->compute_api)
+    meta["compute_api"] = t->compute_api;
   const nlohmann::json host = run.value("host", nlohmann::json::object());
   if (host.is_object()) {
     if (host.contains("cpu_model") && host["cpu_model"].is_string() &&

@@ -1,8 +1,6 @@
 // kevo calibrate: measure this machine's roof and store it.
 #include <fmt/format.h>
 
-#include <cctype>
-#include <fstream>
 #include <optional>
 #include <vector>
 
@@ -14,31 +12,6 @@
 #include "targets/target.h"
 
 namespace kevo::cli {
-
-namespace {
-
-// The knowledge base's hardware sheet for what was calibrated: the GPU by its
-// name, the CPU by whether it has AVX-512.
-std::optional<std::string> sheet_for(Target& target) {
-  const std::string key = target.host_key();
-  if (target.name() == "cuda") {
-    for (const char* gpu : {"H200", "H100", "A100"})
-      if (key.find(gpu) != std::string::npos) {
-        std::string id = gpu;
-        id[0] = static_cast<char>(std::tolower(id[0]));
-        return id;
-      }
-    return std::nullopt;
-  }
-  if (target.name() != "cpu") return std::nullopt;
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(cpuinfo, line))
-    if (line.rfind("flags", 0) == 0) return line.find(" avx512f") != std::string::npos ? "x86-avx512" : "x86-avx2";
-  return std::nullopt;
-}
-
-}  // namespace
 
 int cmd_calibrate(const Argv& argv) {
   Args a("calibrate", "calibrate [--target T] [--json] [--db PATH]",
@@ -52,7 +25,7 @@ int cmd_calibrate(const Argv& argv) {
     fmt::print("{}", a.help_text());
     return 0;
   }
-  auto target = make_target(a.value("--target").value_or("cpu"));
+  auto target = make_target(a.value("--target").value_or(std::string(default_target())));
   Store store(store_path(a));
   const bool json = a.flag("--json");
   progress(fmt::format("calibrating {} ({})", target->name(), target->host_key()));
@@ -61,7 +34,7 @@ int cmd_calibrate(const Argv& argv) {
   });
   // The datasheet figures of the knowledge base, beside what was measured.
   std::optional<KbDoc> sheet;
-  if (auto id = sheet_for(*target)) {
+  if (auto id = target->hardware_sheet()) {
     try {
       sheet = KnowledgeBase::open().hardware(*id);
     } catch (const std::exception& e) {

@@ -66,7 +66,15 @@ int cmd_operators(const Argv& argv) {
          {json_option()}, 0, 0);
   if (simple_help(a, argv)) return 0;
   nlohmann::json out = nlohmann::json::array();
-  const auto kernels = kevo_home() / "targets" / "cpu" / "kernels";
+  // The seed families of the default target (the one a task gets when it names none).
+  const TargetTraits& target = *find_target_traits(default_target());
+  const auto kernels = kevo_home() / "targets" / target.name / "kernels";
+  const std::string families = fmt::format("{}_families", target.name);
+  auto is_source = [&](const std::filesystem::path& f) {
+    for (const TargetLanguage& l : target.languages)
+      if (f.extension() == l.extension) return true;
+    return false;
+  };
   for (const auto& name : operators().names()) {
     const Operator& op = operators().get(name);
     nlohmann::json j = {{"name", name}, {"formula", std::string(op.formula())}};
@@ -78,12 +86,11 @@ int cmd_operators(const Argv& argv) {
       if (s.default_value) sj["default"] = *s.default_value;
       j["scalars"].push_back(sj);
     }
-    j["cpu_families"] = nlohmann::json::array();
+    j[families] = nlohmann::json::array();
     std::error_code ec;
     for (const auto& f : std::filesystem::directory_iterator(kernels / name, ec))
-      if (f.path().extension() == ".c" || f.path().extension() == ".cpp")
-        j["cpu_families"].push_back(f.path().stem().string());
-    std::sort(j["cpu_families"].begin(), j["cpu_families"].end());
+      if (is_source(f.path())) j[families].push_back(f.path().stem().string());
+    std::sort(j[families].begin(), j[families].end());
     out.push_back(j);
   }
   if (a.flag("--json")) {
@@ -102,10 +109,11 @@ int cmd_operators(const Argv& argv) {
                        ? fmt::format("{} (default {:g})", s["name"].get<std::string>(),
                                      s["default"].get<double>())
                        : s["name"].get<std::string>());
-    for (const auto& f : j["cpu_families"]) fam.push_back(f.get<std::string>());
+    for (const auto& f : j[families]) fam.push_back(f.get<std::string>());
     fmt::print("  inputs   {}\n  outputs  {}\n", fmt::join(in, ", "), fmt::join(outs, ", "));
     fmt::print("  scalars  {}\n", sc.empty() ? "none" : fmt::format("{}", fmt::join(sc, ", ")));
-    fmt::print("  cpu families  {}\n", fam.empty() ? "none" : fmt::format("{}", fmt::join(fam, ", ")));
+    fmt::print("  {} families  {}\n", target.name,
+               fam.empty() ? "none" : fmt::format("{}", fmt::join(fam, ", ")));
   }
   return 0;
 }

@@ -242,15 +242,15 @@ int compile_task_families(const Args& a, const Task& task, const SearchSpace& sp
         fmt::print("  spills: {}: {}\n", knobs, figures_text(r["figures"]));
     }
     // The point with the most registers, where the compiler reports them.
+    const std::string regs = target->traits().register_metric;
     const nlohmann::json* most = nullptr;
     for (const auto& r : rows)
-      if (r["figures"].contains("ptxas.registers") &&
-          (!most || r["figures"]["ptxas.registers"].get<double>() >
-                        (*most)["figures"]["ptxas.registers"].get<double>()))
+      if (!regs.empty() && r["figures"].contains(regs) &&
+          (!most || r["figures"][regs].get<double>() > (*most)["figures"][regs].get<double>()))
         most = &r;
     fmt::print("  {} spill, {} failed to compile", spilled, failed);
     if (most)
-      fmt::print("; most registers: {} at {}", (*most)["figures"]["ptxas.registers"].get<double>(),
+      fmt::print("; most registers: {} at {}", (*most)["figures"][regs].get<double>(),
                  knobs_to_string((*most)["knobs"].get<KnobValues>()));
     if (with_figures == 0 && !points.empty() && failed < points.size())
       fmt::print("; the {} compiler reports no register or spill figures", task.target);

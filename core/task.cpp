@@ -116,7 +116,7 @@ Task parse_task(const nlohmann::json& config, const std::filesystem::path& origi
   }
   params.finish();
 
-  t.target = root.get_string("target", "cpu");
+  t.target = root.get_string("target", std::string(default_target()));
   t.seed = static_cast<uint64_t>(
       at_least(root.get_int("seed", defaults["seed"].get<int64_t>()), 0, root.path_of("seed")));
 

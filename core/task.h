@@ -16,6 +16,7 @@
 #include "core/dtype.h"
 #include "core/operator.h"
 #include "core/task_kernels.h"
+#include "targets/traits.h"
 
 namespace kevo {
 
@@ -59,7 +60,7 @@ struct Task {
   ShapeSet main;                      // the shape that is timed
   std::vector<ShapeSet> check_shapes;  // checked first (small, ragged)
   std::vector<double> scalars;         // in the operator's scalar order
-  std::string target = "cpu";
+  std::string target = std::string(default_target());
   CompileConfig compile;
   std::vector<CompareMode> compare;  // one per output, in output order
   TimingConfig timing;

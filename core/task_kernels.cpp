@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/expr.h"
 #include "core/json_reader.h"
+#include "targets/traits.h"
 
 namespace kevo {
 
@@ -131,7 +132,9 @@ KernelEntry parse_entry(const nlohmann::json& v, const std::string& path, const 
   KernelEntry e;
   e.spec = v;
   e.kind = o.get_string("kind");
-  const std::string want = target == "cuda" ? "global" : "function";
+  // The kind of function the target's kevo wraps (targets/traits.cpp).
+  const TargetTraits* traits = find_target_traits(target);
+  const std::string want = traits && *traits->plain_entry_kind ? traits->plain_entry_kind : "function";
   if (e.kind != want)
     throw ConfigError(o.path_of("kind"), fmt::format("expected \"{}\" on the {} target, got '{}'",
                                                      want, target, e.kind));
@@ -177,7 +180,7 @@ KernelEntry parse_entry(const nlohmann::json& v, const std::string& path, const 
 
   std::vector<std::string> known = size_names;
   known.insert(known.end(), knob_names.begin(), knob_names.end());
-  if (target == "cuda") {
+  if (traits && traits->plain_entry_launches) {
     e.grid = three(o, "grid", known);
     e.block = three(o, "block", known);
   }

@@ -8,6 +8,7 @@
 
 #include "core/hash.h"
 #include "core/paths.h"
+#include "targets/traits.h"
 
 namespace kevo {
 
@@ -46,10 +47,8 @@ CompiledCandidate CompileCache::get(Target& target, const Task& task,
   }
   // Logs are stored with a placeholder for the file name and shown with the
   // name of the file this candidate came from.
-  const std::string ext = origin.has_extension() ? origin.extension().string()
-                          : language == "c"      ? ".c"
-                          : language == "cuda"   ? ".cu"
-                                                 : ".cpp";
+  const std::string ext =
+      origin.has_extension() ? origin.extension().string() : source_extension(language);
   const std::string shown = origin.empty() ? "candidate" + ext : origin.string();
   auto show = [&](std::string log) {
     for (size_t pos; (pos = log.find(kPlaceholder)) != std::string::npos;)

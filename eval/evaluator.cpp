@@ -53,11 +53,9 @@ PreparedCandidate Evaluator::prepare(const CandidateSource& source,
   PreparedCandidate p;
   EvalResult& r = p.result;
   r.roof_id = roof_.id;
-  const bool cuda = source.language == "cuda";
   // A plain kernel's ABI entry point is generated: the source needs its function.
-  const std::string entry = !task_.entry.empty() ? task_.entry.function
-                            : cuda               ? "kevo_launch"
-                                                 : "kevo_kernel";
+  const std::string entry =
+      !task_.entry.empty() ? task_.entry.function : std::string(target_.traits().entry_point);
   if (auto why = static_check(source.text, entry, source.language)) {
     r.status = Status::rejected;
     r.detail = *why;
@@ -162,10 +160,12 @@ EvalResult Evaluator::measure(PreparedCandidate prepared) {
   // measured candidate; spills are a bottleneck of their own.
   r.profile = target_.compile_metrics(c.log);
   r.profile.insert(r.profile.end(), run.machine.begin(), run.machine.end());
+  const TargetTraits& traits = target_.traits();
   for (const auto& m : r.profile)
-    if (m.metric == "ptxas.spill_store_bytes" && m.value > 0) {
+    if (*traits.spill_metric && m.metric == traits.spill_metric && m.value > 0) {
       r.diagnosis->bottleneck = "spills";
-      r.diagnosis->why += fmt::format("; ptxas: {:.0f} bytes of registers spilled to local memory", m.value);
+      r.diagnosis->why += fmt::format("; {}: {:.0f} bytes of registers spilled to local memory",
+                                      traits.spill_reporter, m.value);
     }
   if (r.status == Status::ok && should_profile(r.timing->median_s, c.key)) {
     if (stage) stage("profiling");

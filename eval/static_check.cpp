@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "targets/traits.h"
+
 namespace kevo {
 
 namespace {
@@ -20,19 +22,6 @@ const Banned kBanned[] = {
     {"uses the network", "socket|connect|bind|listen|accept|sendto|recvfrom|getaddrinfo"},
     {"reads or changes the environment", "getenv|setenv|putenv|unsetenv"},
     {"loads code or makes raw system calls", "dlopen|dlsym|syscall|mprotect|setrlimit|prctl"},
-};
-
-// CUDA: work on a stream of its own escapes the timing (the runner measures
-// the stream it passes and every blocking stream); the rest changes the
-// device for whoever runs next.
-const Banned kBannedCuda[] = {
-    {"makes streams of its own (launch on the stream kevo passes)",
-     "cudaStreamCreate|cudaStreamCreateWithFlags|cudaStreamCreateWithPriority|cudaStreamPerThread"},
-    {"changes or resets the device",
-     "cudaDeviceReset|cudaSetDevice|cudaDeviceSetLimit|cudaDeviceSetCacheConfig|cudaSetDeviceFlags|"
-     "cudaCtxResetPersistingL2Cache|cudaDeviceSetMemPool"},
-    {"uses managed or host-mapped memory", "cudaMallocManaged|cudaHostAlloc|cudaMallocHost|cudaHostRegister"},
-    {"creates multicast objects", "cuMulticastCreate"},
 };
 
 }  // namespace
@@ -94,8 +83,9 @@ std::optional<std::string> static_check(const std::string& source, const std::st
                          m[2].str(), b.what);
     }
   }
-  if (language == "cuda")
-    for (const Banned& b : kBannedCuda) {
+  // The target's own rules for code in its language (targets/traits.cpp).
+  if (const TargetTraits* t = traits_of_language(language))
+    for (const BannedUse& b : t->banned) {
       std::regex use(std::string("(^|[^A-Za-z0-9_])(") + b.names + ")\\b");
       std::smatch m;
       if (std::regex_search(code, m, use)) {

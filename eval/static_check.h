@@ -9,9 +9,10 @@
 namespace kevo {
 
 // The reason a source is refused, or nullopt when it may be compiled.
-// With language "cuda", CUDA calls that would escape the measurement or harm
-// the GPU's other users are refused too (own streams, device resets,
-// managed memory, changing device limits).
+// Code in a target's language is also held to that target's rules
+// (TargetTraits::banned: on CUDA, calls that would escape the measurement or
+// harm the GPU's other users: own streams, device resets, managed memory,
+// changing device limits).
 std::optional<std::string> static_check(const std::string& source, const std::string& entry_point,
                                         const std::string& language = "c");
 

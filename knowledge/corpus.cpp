@@ -12,6 +12,7 @@
 #include "core/hash.h"
 #include "core/json_reader.h"
 #include "core/paths.h"
+#include "targets/traits.h"
 
 namespace kevo {
 
@@ -323,7 +324,12 @@ KbDoc parse_pattern(const fs::path& shown, const CorpusFile& f, Ids& ids) {
 }  // namespace
 
 const std::vector<std::string>& kb_tag_words(std::string_view axis) {
-  static const std::vector<std::string> targets = {"cpu", "cuda", "trainium", "any"};
+  static const std::vector<std::string> targets = [] {
+    std::vector<std::string> names;
+    for (const TargetTraits& t : all_target_traits()) names.emplace_back(t.name);
+    names.emplace_back("any");
+    return names;
+  }();
   static const std::vector<std::string> ops = {"elementwise", "reduction", "softmax",
                                                "norm",        "gemm",      "any"};
   static const std::vector<std::string> bounds = {"memory",         "compute",        "latency",

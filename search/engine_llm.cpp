@@ -15,6 +15,7 @@
 #include "core/store.h"
 #include "search/engine.h"
 #include "search/timed.h"
+#include "targets/traits.h"
 #include "eval/roofline.h"
 
 namespace kevo {
@@ -59,7 +60,8 @@ LlmTaskInfo Engine::llm_task_info() const {
   t.compare = task_.compare_str();
   t.target = task_.target;
   t.language = space_.size_families() ? space_.family(0).language : "c";
-  t.entry_point = task_.target == "cuda" ? "kevo_launch" : "kevo_kernel";
+  const TargetTraits* traits = find_target_traits(task_.target);
+  t.entry_point = traits ? traits->entry_point : all_target_traits().front().entry_point;
   t.abi = read_text_file(kevo_home() / "targets" / "abi" / "kevo_kernel.h");
   if (!task_.entry.empty()) {
     // A plain kernel: kevo writes the ABI entry point around the named function.

@@ -15,6 +15,7 @@
 #include "core/store.h"
 #include "knowledge/knowledge_base.h"
 #include "synth/llm/reply.h"
+#include "targets/traits.h"
 
 namespace kevo {
 
@@ -43,12 +44,7 @@ std::string rules_for(const std::string& target) {
       "- Handle every shape the tensors declare, including row lengths that are not a multiple "
       "of your vector width (kevo checks small ragged shapes first).\n"
       "- Return 0 on success; read sizes from the tensors' shape[] and stride[].";
-  if (target == "cuda")
-    r += "\n- Launch on the stream kevo passes; make no streams, no device resets or limits, no "
-         "managed or host-mapped memory. bf16 I/O, fp32 math.";
-  if (target == "cpu")
-    r += "\n- Plain C (or C++ with extern \"C\" entry point); threads only as the seed kernels use "
-         "them (the THREADS knob, pthreads).";
+  if (const TargetTraits* t = find_target_traits(target)) r += t->llm_rules;
   return r;
 }
 

@@ -56,9 +56,9 @@ std::filesystem::path Target::kernels_dir() const {
 
 namespace {
 
+// How each target of traits.h is built into this kevo: made, or why not.
 struct Entry {
   const char* name;
-  const char* description;
   std::unique_ptr<Target> (*make)();
   // Why the target cannot be used in this kevo on this machine, "" when it can.
   std::string (*why_not)();
@@ -66,35 +66,44 @@ struct Entry {
 
 const std::vector<Entry>& entries() {
   static const std::vector<Entry> e = {
-      {"cpu", "this machine's CPU: C/C++ kernels built with the host compiler, run in a sandboxed child",
-       [] { return std::unique_ptr<Target>(make_cpu_target()); }, [] { return std::string(); }},
-      {"cuda", "NVIDIA GPUs: CUDA kernels built with nvcc, one kevo-cuda-runner per GPU",
-       [] { return make_cuda_target(); }, cuda_unavailable_reason},
-      {"trainium", "AWS Trainium / Inferentia: NKI kernels", nullptr,
+      {"cpu", [] { return std::unique_ptr<Target>(make_cpu_target()); }, [] { return std::string(); }},
+      {"cuda", [] { return make_cuda_target(); }, cuda_unavailable_reason},
+      {"trainium", nullptr,
        [] { return std::string("not built into this kevo (the Trainium target is not implemented yet)"); }},
   };
   return e;
 }
 
+const Entry* entry(std::string_view name) {
+  for (const auto& e : entries())
+    if (name == e.name) return &e;
+  return nullptr;
+}
+
+std::string why_not(const TargetTraits& t) {
+  const Entry* e = entry(t.name);
+  if (!e) return fmt::format("not built into this kevo (no entry for {} in targets/target.cpp)", t.name);
+  return e->why_not();
+}
+
 }  // namespace
 
 std::unique_ptr<Target> make_target(std::string_view name) {
-  for (const auto& e : entries()) {
-    if (name != e.name) continue;
-    if (std::string why = e.why_not(); !why.empty())
+  if (const TargetTraits* t = find_target_traits(name)) {
+    if (std::string why = why_not(*t); !why.empty())
       throw UserError(fmt::format("target '{}' cannot be used: {}", name, why));
-    return e.make();
+    return entry(name)->make();
   }
   std::vector<std::string> names;
-  for (const auto& e : entries()) names.emplace_back(e.name);
+  for (const auto& t : all_target_traits()) names.emplace_back(t.name);
   throw UserError(fmt::format("unknown target '{}' (known: {})", name, fmt::join(names, ", ")));
 }
 
 std::vector<TargetInfo> list_targets() {
   std::vector<TargetInfo> out;
-  for (const auto& e : entries()) {
-    std::string why = e.why_not();
-    out.push_back({e.name, e.description, why.empty(), why});
+  for (const auto& t : all_target_traits()) {
+    std::string why = why_not(t);
+    out.push_back({t.name, t.description, why.empty(), why});
   }
   return out;
 }

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "core/knobs.h"
 #include "core/roof.h"
 #include "core/task.h"
+#include "targets/traits.h"
 
 namespace kevo {
 
@@ -84,8 +86,9 @@ class Target {
  public:
   virtual ~Target() = default;
 
-  virtual std::string_view name() const = 0;
-  virtual std::string_view description() const = 0;
+  // What the target is, as data (targets/traits.h).
+  virtual const TargetTraits& traits() const = 0;
+  std::string_view name() const { return traits().name; }
   // Where this target's seed kernel families live: <kevo home>/targets/<name>/kernels.
   std::filesystem::path kernels_dir() const;
 
@@ -117,6 +120,9 @@ class Target {
   // Figures from the compiler's log of a successful build (registers,
   // spills); empty where the compiler reports none.
   virtual std::vector<ProfileMetric> compile_metrics(const std::string& log) { return {}; }
+  // The knowledge base's hardware sheet for this machine (kevo kb show ID),
+  // nullopt when the base has none for it.
+  virtual std::optional<std::string> hardware_sheet() { return std::nullopt; }
   // Whether profile() can do anything on this target.
   virtual bool can_profile() { return false; }
   // Runs a checked candidate once more under the target's profiler, on

@@ -79,11 +79,8 @@ class CpuTarget : public Target {
     signal(SIGPIPE, SIG_IGN);
   }
 
-  std::string_view name() const override { return "cpu"; }
-  std::string_view description() const override {
-    return "this machine's CPU: C/C++ kernels built with the host compiler, run in a sandboxed "
-           "child";
-  }
+  const TargetTraits& traits() const override { return *find_target_traits("cpu"); }
+  std::optional<std::string> hardware_sheet() override;
 
   std::string language_of(const std::filesystem::path& source) const override {
     std::string ext = source.extension().string();
@@ -398,6 +395,16 @@ RunOutcome CpuTarget::run(const Task& task, const std::filesystem::path& artifac
   };
   return drive(&task, job, task.limits.timeout_s, task.limits.max_total_s, address_space, on_event,
                session);
+}
+
+// The x86 sheet by whether the CPU has AVX-512.
+std::optional<std::string> CpuTarget::hardware_sheet() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line))
+    if (line.rfind("flags", 0) == 0)
+      return line.find(" avx512f") != std::string::npos ? "x86-avx512" : "x86-avx2";
+  return std::nullopt;
 }
 
 Roof CpuTarget::calibrate(const ProgressFn& progress, const std::vector<double>& only_sizes) {

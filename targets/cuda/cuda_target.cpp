@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -173,9 +174,17 @@ class CudaTarget final : public Target {
     }
   }
 
-  std::string_view name() const override { return "cuda"; }
-  std::string_view description() const override {
-    return "NVIDIA GPUs: CUDA kernels built with nvcc, run by one kevo-cuda-runner per GPU";
+  const TargetTraits& traits() const override { return *find_target_traits("cuda"); }
+  // The GPU's sheet, by its name.
+  std::optional<std::string> hardware_sheet() override {
+    const std::string key = host_key();
+    for (const char* gpu : {"H200", "H100", "A100"})
+      if (key.find(gpu) != std::string::npos) {
+        std::string id = gpu;
+        id[0] = static_cast<char>(std::tolower(id[0]));
+        return id;
+      }
+    return std::nullopt;
   }
 
   std::string language_of(const std::filesystem::path& source) const override {

@@ -1,0 +1,91 @@
+#include "targets/traits.h"
+
+namespace kevo {
+
+namespace {
+
+// CUDA: work on a stream of its own escapes the timing (the runner measures
+// the stream it passes and every blocking stream); the rest changes the
+// device for whoever runs next.
+const std::vector<BannedUse> kBannedCuda = {
+    {"makes streams of its own (launch on the stream kevo passes)",
+     "cudaStreamCreate|cudaStreamCreateWithFlags|cudaStreamCreateWithPriority|cudaStreamPerThread"},
+    {"changes or resets the device",
+     "cudaDeviceReset|cudaSetDevice|cudaDeviceSetLimit|cudaDeviceSetCacheConfig|cudaSetDeviceFlags|"
+     "cudaCtxResetPersistingL2Cache|cudaDeviceSetMemPool"},
+    {"uses managed or host-mapped memory",
+     "cudaMallocManaged|cudaHostAlloc|cudaMallocHost|cudaHostRegister"},
+    {"creates multicast objects", "cuMulticastCreate"},
+};
+
+}  // namespace
+
+const std::vector<TargetTraits>& all_target_traits() {
+  static const std::vector<TargetTraits> traits = {
+      {"cpu",
+       "this machine's CPU: C/C++ kernels built with the host compiler, run in a sandboxed child",
+       "kevo_kernel",
+       "function",
+       false,
+       {{"c", ".c"}, {"c++", ".cpp"}},
+       {},
+       "\n- Plain C (or C++ with extern \"C\" entry point); threads only as the seed kernels use "
+       "them (the THREADS knob, pthreads).",
+       "",
+       "",
+       "",
+       ""},
+      {"cuda",
+       "NVIDIA GPUs: CUDA kernels built with nvcc, one kevo-cuda-runner per GPU",
+       "kevo_launch",
+       "global",
+       true,
+       {{"cuda", ".cu"}},
+       kBannedCuda,
+       "\n- Launch on the stream kevo passes; make no streams, no device resets or limits, no "
+       "managed or host-mapped memory. bf16 I/O, fp32 math.",
+       "ptxas.spill_store_bytes",
+       "ptxas",
+       "ptxas.registers",
+       "CUDA"},
+      {"trainium",
+       "AWS Trainium / Inferentia: NKI kernels",
+       "",
+       "",
+       false,
+       {},
+       {},
+       "",
+       "",
+       "",
+       "",
+       ""},
+  };
+  return traits;
+}
+
+const TargetTraits* find_target_traits(std::string_view name) {
+  for (const TargetTraits& t : all_target_traits())
+    if (name == t.name) return &t;
+  return nullptr;
+}
+
+std::string_view default_target() {
+  return all_target_traits().front().name;
+}
+
+const TargetTraits* traits_of_language(std::string_view language) {
+  for (const TargetTraits& t : all_target_traits())
+    for (const TargetLanguage& l : t.languages)
+      if (language == l.name) return &t;
+  return nullptr;
+}
+
+std::string source_extension(std::string_view language) {
+  for (const TargetTraits& t : all_target_traits())
+    for (const TargetLanguage& l : t.languages)
+      if (language == l.name) return l.extension;
+  return ".cpp";
+}
+
+}  // namespace kevo

@@ -1,0 +1,62 @@
+// What each target is, as data every layer may read without building the
+// target or its toolchain: its entry point and plain-kernel entry kind, its
+// languages and their file extensions, the static check's rules and the
+// LLM's rules for its code, how its compiler's report names spills and
+// registers. The one place generic code learns a target's particulars; no
+// other code outside targets/ compares a target's name (tests/core/layering_test.cpp).
+// A leaf library (kevo_target_traits): core and every layer above may use it.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kevo {
+
+// A use the static check refuses in a target's candidates: `names` is a
+// regex alternation of identifiers, `what` says what they reach.
+struct BannedUse {
+  const char* what;
+  const char* names;
+};
+
+struct TargetLanguage {
+  const char* name;       // "c", "cpp", "cuda": CandidateSource::language
+  const char* extension;  // the extension a candidate of it is written with
+};
+
+struct TargetTraits {
+  const char* name;         // "cpu", "cuda", ...
+  const char* description;  // one line for `kevo targets`
+  const char* entry_point;  // the ABI entry point a candidate defines
+  // A plain kernel (a task's "entry"): the kind of function it names, and
+  // whether kevo launches it with a grid and a block of its own.
+  const char* plain_entry_kind;
+  bool plain_entry_launches;
+  std::vector<TargetLanguage> languages;  // the first is the default
+  // Uses the static check refuses in this target's code, beyond what every
+  // target's code is refused (processes, files, network, environment).
+  std::vector<BannedUse> banned;
+  const char* llm_rules;  // the lines the LLM's prompt adds for this target ("- ...")
+  // The compiler's report: the metric of bytes spilled to memory and the
+  // tool that reports it (for the diagnosis), the metric of registers used;
+  // "" where the compiler reports none.
+  const char* spill_metric;
+  const char* spill_reporter;
+  const char* register_metric;
+  const char* compute_api;  // T4 exports' metadata.compute_api; "" when none applies
+};
+
+// Every target kevo knows, built or not, in the order `kevo targets` lists them.
+const std::vector<TargetTraits>& all_target_traits();
+// The target of that name, or nullptr.
+const TargetTraits* find_target_traits(std::string_view name);
+// A task's target when its config names none.
+std::string_view default_target();
+// The target whose languages include `language`, or nullptr.
+const TargetTraits* traits_of_language(std::string_view language);
+// The extension a candidate in `language` is written with (".cpp" when no
+// target names the language).
+std::string source_extension(std::string_view language);
+
+}  // namespace kevo
