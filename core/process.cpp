@@ -39,6 +39,12 @@ std::string signal_description(int sig) {
                      desc ? desc : "unknown signal");
 }
 
+std::string hostname() {
+  char buf[256] = {};
+  gethostname(buf, sizeof(buf) - 1);
+  return buf;
+}
+
 namespace {
 
 void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }

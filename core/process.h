@@ -99,4 +99,7 @@ ProcessResult run_process(const SpawnOptions& options, double timeout_s,
 // "SIGSEGV (segmentation fault)"-style name of a signal.
 std::string signal_description(int sig);
 
+// This machine's name (gethostname), as runs and roofs record it.
+std::string hostname();
+
 }  // namespace kevo

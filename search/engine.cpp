@@ -1,7 +1,5 @@
 #include "search/engine.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -14,6 +12,7 @@
 #include "core/json_reader.h"
 #include "core/log.h"
 #include "core/paths.h"
+#include "core/process.h"
 #include "core/store.h"
 #include "eval/roofline.h"
 #include "search/timed.h"
@@ -22,12 +21,6 @@
 namespace kevo {
 
 namespace {
-
-std::string this_hostname() {
-  char buf[256] = {};
-  gethostname(buf, sizeof(buf) - 1);
-  return buf;
-}
 
 // What the strategy is told about proposal `p`, stored as `candidate`.
 Observation observed(const EvalResult& r, int64_t candidate, const Proposal& p) {
@@ -190,7 +183,7 @@ Engine::Engine(const Task& task, const SearchSpace& space, Store& store, EvalBac
       backend_(backend),
       config_(std::move(config)),
       synthesizers_(Synthesizers::offline(KnobRules::load_default())),
-      hostname_(this_hostname()) {
+      hostname_(hostname()) {
   if (config_.batch == 0) config_.batch = 2 * static_cast<size_t>(std::max(1, online_cpus()));
   for (const auto& f : space_.families()) defaults_.push_back(f.space.defaults());
   StrategyEnv env;

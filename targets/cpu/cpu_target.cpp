@@ -1,7 +1,5 @@
 #include "targets/cpu/cpu_target.h"
 
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -22,8 +20,8 @@
 #include "core/log.h"
 #include "core/paths.h"
 #include "core/process.h"
-#include "targets/cpu/runner_protocol.h"
-#include "targets/runner_io.h"
+#include "targets/runner/host_loop.h"
+#include "targets/runner/protocol.h"
 #include "targets/wrapper.h"
 
 namespace kevo {
@@ -155,32 +153,26 @@ class CpuTarget : public Target {
     return v;
   }
 
-
-  // One runner process from spawn to exit; `on_event` sees each event.
+  // One runner process from spawn to exit; `on_event` sees the job's events
+  // (runner::drive_job decodes the rest).
   RunOutcome drive(const Task* task, const runner::Job& job, double timeout_s, double max_total_s,
-                   int64_t address_space, const std::function<bool(const nlohmann::json&,
-                                                                   RunOutcome&, double&)>& on_event,
+                   int64_t address_space, const runner::JobEventFn& on_event,
                    RunnerSession& session);
 
   std::mutex mutex_;
   std::map<std::string, std::string> versions_;
 };
 
-RunOutcome CpuTarget::drive(
-    const Task* task, const runner::Job& job, double timeout_s, double max_total_s,
-    int64_t address_space,
-    const std::function<bool(const nlohmann::json&, RunOutcome&, double&)>& on_event,
-    RunnerSession& session) {
-  RunOutcome out;
+RunOutcome CpuTarget::drive(const Task* task, const runner::Job& job, double timeout_s,
+                            double max_total_s, int64_t address_space,
+                            const runner::JobEventFn& on_event, RunnerSession& session) {
   const double start = monotonic_seconds();
   const size_t output_cap = task ? static_cast<size_t>(task->limits.output_kb) * 1024 : 65536;
 
-  int ev[2];
-  if (pipe2(ev, O_CLOEXEC) != 0)
-    throw UserError(fmt::format("cannot create a pipe: {}", strerror(errno)));
+  const runner::EventPipe ev = runner::make_event_pipe();
   SpawnOptions opt;
   opt.argv = {runner_path().string()};
-  opt.extra_fds = {ev[1]};
+  opt.extra_fds = {ev.write_fd};
   if (session.memfd >= 0) opt.extra_fds.push_back(session.memfd);
   opt.limits.address_space_bytes = address_space;
   opt.limits.cpu_s = max_total_s * std::max(1, online_cpus()) + 10;
@@ -189,96 +181,37 @@ RunOutcome CpuTarget::drive(
   try {
     child = std::make_unique<ChildProcess>(opt);
   } catch (...) {
-    close(ev[0]);
-    close(ev[1]);
+    close(ev.read_fd);
+    close(ev.write_fd);
     throw;
   }
-  close(ev[1]);
-  fcntl(ev[0], F_SETFL, fcntl(ev[0], F_GETFL) | O_NONBLOCK);
-  EventReader events(ev[0]);
+  close(ev.write_fd);
+  EventReader events(ev.read_fd);
   write_line(child->stdin_fd(), job.to_json().dump());
 
   CappedBuffer so(output_cap), se(output_cap);
-  double deadline = start + timeout_s;
-  bool terminal = false;  // an event that settles the outcome arrived
-  out.kind = RunOutcome::crashed;
-  out.detail = "the runner exited without reporting";
-  std::vector<std::string> lines;
-  while (events.open()) {
-    double now = monotonic_seconds();
-    double hard = start + max_total_s;
-    if (now >= std::min(deadline, hard)) {
+  runner::JobLoop loop;
+  loop.start = start;
+  loop.first_deadline = start + timeout_s;
+  loop.timeout_s = timeout_s;
+  loop.max_total_s = max_total_s;
+  // One runner per candidate: whatever ended the job, the runner ends too.
+  loop.finish = [&](runner::LoopEnd end, RunOutcome& out) {
+    if (end == runner::LoopEnd::no_progress || end == runner::LoopEnd::hard_limit)
       child->kill_group();
-      out.kind = RunOutcome::timed_out;
-      out.detail = now >= hard ? fmt::format("killed after the {:.0f} s limit per candidate", max_total_s)
-                               : fmt::format("no progress within {:.1f} s", now - (deadline - timeout_s));
-      terminal = true;
-      break;
-    }
-    struct pollfd fds[3] = {{events.fd(), POLLIN, 0},
-                            {child->stdout_fd(), POLLIN, 0},
-                            {child->stderr_fd(), POLLIN, 0}};
-    int ms = static_cast<int>(std::min(std::min(deadline, hard) - now, 0.25) * 1000) + 1;
-    poll(fds, 3, ms);
-    child->drain(so, se);
-    lines.clear();
-    events.read_available(lines);
-    for (const auto& line : lines) {
-      nlohmann::json e;
-      try {
-        e = nlohmann::json::parse(line);
-      } catch (const std::exception&) {
-        continue;  // not ours: the kernel wrote to descriptor 3
+    // Let the runner finish dying, then collect what it printed.
+    const double grace = monotonic_seconds() + 2.0;
+    while (!child->try_wait()) {
+      if (monotonic_seconds() > grace) {
+        child->kill_group();
+        child->wait();
+        break;
       }
-      std::string kind = e.value("event", "");
-      if (kind == "ready") {
-        deadline = monotonic_seconds() + timeout_s;
-      } else if (kind == "signal") {
-        int sig = e.value("signal", 0);
-        out.kind = sig == SIGXCPU ? RunOutcome::timed_out : RunOutcome::crashed;
-        out.detail = signal_description(sig);
-        if (e.contains("where"))
-          out.detail += fmt::format(" at {} in {}", e.value("address", "?"),
-                                    e.value("where", "?"));
-        terminal = true;
-      } else if (kind == "load_error" || kind == "setup_error") {
-        out.kind = RunOutcome::crashed;
-        out.detail = (kind == "load_error" ? "cannot load the candidate: " : "runner: ") +
-                     e.value("what", std::string("?"));
-        terminal = true;
-      } else if (kind == "note") {
-        log_debug("runner: {}", e.value("what", std::string()));
-      } else if (kind == "done") {
-        out.kind = RunOutcome::finished;
-        out.detail.clear();
-        terminal = true;
-      } else {
-        double extend = timeout_s;
-        bool stop = !on_event(e, out, extend);
-        deadline = monotonic_seconds() + extend;
-        if (stop) {
-          terminal = true;
-          write_line(child->stdin_fd(), "stop");
-        } else if (kind == "check") {
-          write_line(child->stdin_fd(), "continue");
-        }
-      }
-    }
-    if (terminal) break;
-  }
-  // Let the runner finish dying, then collect what it printed.
-  const double grace = monotonic_seconds() + 2.0;
-  while (!child->try_wait()) {
-    if (monotonic_seconds() > grace) {
-      child->kill_group();
-      child->wait();
-      break;
+      child->drain(so, se);
+      usleep(1000);
     }
     child->drain(so, se);
-    usleep(1000);
-  }
-  child->drain(so, se);
-  if (!terminal) {
+    if (end != runner::LoopEnd::closed) return;
     if (int sig = child->term_signal()) {
       out.kind = sig == SIGXCPU || sig == SIGKILL ? RunOutcome::timed_out : RunOutcome::crashed;
       out.detail = signal_description(sig);
@@ -287,11 +220,8 @@ RunOutcome CpuTarget::drive(
       out.detail = fmt::format("the runner exited with status {} before finishing", *code);
       if (*code == 0) out.detail += " (did the kernel call exit()?)";
     }
-  }
-  out.stdout_text = so.summary();
-  out.stderr_text = se.summary();
-  out.seconds = monotonic_seconds() - start;
-  return out;
+  };
+  return runner::drive_job(*child, events, so, se, loop, on_event);
 }
 
 RunOutcome CpuTarget::run(const Task& task, const std::filesystem::path& artifact,
@@ -338,61 +268,34 @@ RunOutcome CpuTarget::run(const Task& task, const std::filesystem::path& artifac
                                 static_cast<int64_t>(op.tensors().size()) * (8 << 20) +
                                 task.limits.memory_mb * (int64_t{1} << 20) + (int64_t{1} << 30);
 
-  auto on_event = [&](const nlohmann::json& e, RunOutcome& out, double& extend) -> bool {
-    std::string kind = e.value("event", "");
-    size_t ph = e.value("phase", size_t{0});
-    if (ph >= phases.size()) return true;
-    if (kind == "check") {
-      const RunPhase& phase = phases[ph];
-      auto offsets =
-          runner::output_offsets(op.n_inputs(), task.dtypes, phase.shapes.shapes, nullptr);
-      std::vector<ConstTensorView> views;
-      for (size_t i = 0; i < op.n_outputs(); ++i)
-        views.emplace_back(task.dtypes[op.n_inputs() + i], phase.shapes.shapes[op.n_inputs() + i],
-                           static_cast<const char*>(session.outputs) + offsets[i]);
-      CheckReport report = check(ph, views);
-      if (report.label.empty()) report.label = phase.label;
-      out.checks.push_back(report);
-      if (!report.passed) {
-        out.kind = RunOutcome::check_failed;
-        out.detail = fmt::format("wrong result on {}", phase.label);
-        return false;
-      }
-      if (progress && ph + 1 < phases.size())
-        progress(fmt::format("{} {}", phases[ph + 1].kind == RunPhase::time ? "timing" : "checking",
-                             phases[ph + 1].label));
-    } else if (kind == "timing_start") {
-      // The runner goes quiet while it times: allow what the plan needs.
-      double est = std::max(e.value("estimate_s", 0.0), 1e-9);
-      double k = static_cast<double>(e.value("calls_per_sample", int64_t{1}));
-      double samples = std::min<double>(
-          static_cast<double>(task.timing.max_samples),
-          std::max<double>(static_cast<double>(task.timing.min_samples),
-                           task.timing.min_time_s / (est * k)));
-      const double planned = samples * k * est;
-      extend = task.limits.timeout_s + 1.5 * planned + 1.0;
-      if (progress && planned > 2.0)
-        progress(fmt::format("timing {}: about {:.0f} s", phases[ph].label, planned));
-    } else if (kind == "timing") {
-      out.samples_s = e.value("samples", std::vector<double>{});
-      out.calls_per_sample = e.value("calls_per_sample", int64_t{1});
-      out.warmup_calls = e.value("warmup_calls", int64_t{0});
-      out.machine = runner::machine_metrics(e);
-    } else if (kind == "kernel_error") {
-      int rc = e.value("rc", 0);
-      out.kind = RunOutcome::kernel_error;
-      out.detail = fmt::format("the kernel returned {} ({}) on {}", rc, kernel_rc_name(rc),
-                               phases[ph].label);
-      return false;
-    } else if (kind == "overrun") {
-      out.kind = RunOutcome::crashed;
-      out.detail = fmt::format("wrote past the end of output '{}' ({} bytes after its last element) "
-                               "on {}",
-                               e.value("tensor", "?"), e.value("offset", 0L), phases[ph].label);
-      return false;
-    }
-    return true;
+  runner::KernelJob kernel;
+  kernel.task = &task;
+  kernel.phases = &phases;
+  kernel.check = check;
+  kernel.progress = progress;
+  // The outputs are in the shared file, mapped here before the runner started.
+  kernel.outputs = [&](size_t, size_t) {
+    runner::CheckOutputs o;
+    o.base = static_cast<const char*>(session.outputs);
+    return o;
   };
+  // cpu: the samples at the runner's estimate, within the task's min/max
+  // samples, with half again as much and a second on top of the timeout.
+  // (cuda allows differently: see cuda_target.cpp.)
+  kernel.timing_timeout = [&](const nlohmann::json& e, const RunPhase& phase) {
+    // The runner goes quiet while it times: allow what the plan needs.
+    double est = std::max(e.value("estimate_s", 0.0), 1e-9);
+    double k = static_cast<double>(e.value("calls_per_sample", int64_t{1}));
+    double samples = std::min<double>(static_cast<double>(task.timing.max_samples),
+                                      std::max<double>(static_cast<double>(task.timing.min_samples),
+                                                       task.timing.min_time_s / (est * k)));
+    const double planned = samples * k * est;
+    if (progress && planned > 2.0)
+      progress(fmt::format("timing {}: about {:.0f} s", phase.label, planned));
+    return task.limits.timeout_s + 1.5 * planned + 1.0;
+  };
+  kernel.overrun_offset = true;
+  const runner::JobEventFn on_event = runner::kernel_events(kernel);
   return drive(&task, job, task.limits.timeout_s, task.limits.max_total_s, address_space, on_event,
                session);
 }
@@ -453,16 +356,17 @@ Roof CpuTarget::calibrate(const ProgressFn& progress, const std::vector<double>&
   Roof roof;
   roof.target = "cpu";
   roof.host_key = host_key();
-  roof.hostname = hostname_str();
+  roof.hostname = hostname();
   roof.cpu_model = cpu_model();
   roof.ncpu = ncpu;
   roof.measured_at = now_iso8601();
   RunnerSession session;
-  auto on_event = [&](const nlohmann::json& e, RunOutcome&, double&) -> bool {
-    if (e.value("event", "") != "point") return true;
+  // Every event of the calibration moves the deadline on, as a point does.
+  auto on_event = [&](const nlohmann::json& e, RunOutcome&, double&) {
+    if (e.value("event", "") != "point") return runner::Reply::go_on;
     size_t i = e.value("index", size_t{0});
     double v = e.value("value", -1.0);
-    if (i >= job.points.size() || v <= 0) return true;
+    if (i >= job.points.size() || v <= 0) return runner::Reply::go_on;
     const auto& p = job.points[i];
     if (p.kind == "fp32_fma") {
       roof.peak.push_back({p.kind, p.threads, v});
@@ -475,7 +379,7 @@ Roof CpuTarget::calibrate(const ProgressFn& progress, const std::vector<double>&
                                                 : fmt::format("{:.0f} KiB", p.bytes / 1024),
                            p.threads, p.threads > 1 ? "s" : "", v));
     }
-    return true;
+    return runner::Reply::go_on;
   };
   RunOutcome r = drive(nullptr, job, 120, 900, 0, on_event, session);
   if (r.kind != RunOutcome::finished)

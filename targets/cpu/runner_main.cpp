@@ -1,5 +1,5 @@
 // kevo-runner: the child process that loads one candidate and calls it under
-// kevo's protocol (see runner_protocol.h). It expects the worst of the code it
+// kevo's protocol (see targets/runner/protocol.h). It expects the worst of the code it
 // loads: inputs are read-only during calls, every buffer has guard pages
 // around it and a canary after it, outputs are poisoned before each check,
 // and a crash reports where it happened before the process dies.
@@ -24,8 +24,8 @@
 #include "core/operator.h"
 #include "core/process.h"
 #include "targets/abi/kevo_kernel.h"
-#include "targets/cpu/runner_protocol.h"
 #include "targets/cpu/sandbox.h"
+#include "targets/runner/protocol.h"
 
 namespace kevo::runner {
 namespace {

@@ -6,7 +6,6 @@
 #include "targets/cuda/cuda_target.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -31,9 +30,9 @@
 #include "core/log.h"
 #include "core/paths.h"
 #include "core/process.h"
-#include "targets/cpu/runner_protocol.h"
 #include "targets/cuda/reports.h"
-#include "targets/runner_io.h"
+#include "targets/runner/host_loop.h"
+#include "targets/runner/protocol.h"
 #include "targets/wrapper.h"
 
 namespace kevo {
@@ -347,50 +346,38 @@ class CudaTarget final : public Target {
   void start_runner(Slot& s) {
     s.stop();
     s.output_path = output_file(s.device);
-    int ev[2];
-    if (pipe2(ev, O_CLOEXEC) != 0)
-      throw UserError(fmt::format("cannot create a pipe: {}", strerror(errno)));
+    const runner::EventPipe ev = runner::make_event_pipe();
     SpawnOptions opt;
     opt.argv = {cuda_runner_path().string(), "--device", std::to_string(s.device)};
-    opt.extra_fds = {ev[1]};
+    opt.extra_fds = {ev.write_fd};
     opt.limits.file_size_bytes = -1;
     try {
       s.child = spawner_.spawn(opt);
     } catch (...) {
-      close(ev[0]);
-      close(ev[1]);
+      close(ev.read_fd);
+      close(ev.write_fd);
       throw;
     }
-    close(ev[1]);
-    fcntl(ev[0], F_SETFL, fcntl(ev[0], F_GETFL) | O_NONBLOCK);
-    s.events = std::make_unique<EventReader>(ev[0]);
+    close(ev.write_fd);
+    s.events = std::make_unique<EventReader>(ev.read_fd);
     CappedBuffer so(65536), se(65536);
-    const double deadline = monotonic_seconds() + 120;
-    std::vector<std::string> lines;
-    while (s.events->open() && monotonic_seconds() < deadline) {
-      struct pollfd fds[3] = {{s.events->fd(), POLLIN, 0},
-                              {s.child->stdout_fd(), POLLIN, 0},
-                              {s.child->stderr_fd(), POLLIN, 0}};
-      poll(fds, 3, 250);
-      s.child->drain(so, se);
-      lines.clear();
-      s.events->read_available(lines);
-      for (const auto& line : lines) {
-        auto e = nlohmann::json::parse(line, nullptr, false);
-        if (e.is_discarded()) continue;
-        std::string kind = e.value("event", "");
-        if (kind == "ready") {
-          s.info = e.value("info", nlohmann::json::object());
-          return;
-        }
-        if (kind == "setup_error") {
-          s.stop();
-          throw UserError(fmt::format("the cuda target cannot start on GPU {}: {}", s.device,
-                                      e.value("what", std::string("?"))));
-        }
-      }
-    }
-    bool timed_out = s.events->open();
+    double deadline = monotonic_seconds() + 120;
+    const runner::LoopEnd end = runner::pump_events(
+        *s.child, *s.events, so, se, deadline, deadline, [&](const nlohmann::json& e, double&) {
+          const std::string kind = e.value("event", "");
+          if (kind == "ready") {
+            s.info = e.value("info", nlohmann::json::object());
+            return true;
+          }
+          if (kind == "setup_error") {
+            s.stop();
+            throw UserError(fmt::format("the cuda target cannot start on GPU {}: {}", s.device,
+                                        e.value("what", std::string("?"))));
+          }
+          return false;
+        });
+    if (end == runner::LoopEnd::settled) return;
+    bool timed_out = end != runner::LoopEnd::closed;
     s.stop();
     throw UserError(fmt::format("the cuda runner for GPU {} {}{}", s.device,
                                 timed_out ? "did not start within 120 s" : "exited at start",
@@ -442,7 +429,6 @@ RunOutcome CudaTarget::run(const Task& task, const std::filesystem::path& artifa
   Lease lease(*this);  // the GPU runs nothing else meanwhile
   Slot& slot = lease.slot;
 
-  RunOutcome out;
   const double start = monotonic_seconds();
   if (!slot.alive()) {
     start_runner(slot);
@@ -470,147 +456,94 @@ RunOutcome CudaTarget::run(const Task& task, const std::filesystem::path& artifa
   }
   write_line(slot.child->stdin_fd(), job.to_json().dump());
 
-  const double hard = start + task.limits.max_total_s;
-  double deadline = monotonic_seconds() + task.limits.timeout_s;
-  bool settled = false;
-  out.kind = RunOutcome::crashed;
-  out.detail = "the runner stopped without reporting";
-  std::vector<std::string> lines;
+  runner::JobLoop loop;
+  // The runner's start counts against the hard limit; the first step's
+  // timeout counts from the job line.
+  loop.start = start;
+  loop.first_deadline = monotonic_seconds() + task.limits.timeout_s;
+  loop.timeout_s = task.limits.timeout_s;
+  loop.max_total_s = task.limits.max_total_s;
+  loop.load_error = "cannot load the module";
+  loop.setup_error = "runner setup failed";
+  // The runner is kept for the next candidate unless it hung, died or lost
+  // its CUDA context.
+  bool lost_context = false;
+  loop.finish = [&](runner::LoopEnd end, RunOutcome& out) {
+    if (end == runner::LoopEnd::settled) {
+      if (lost_context) slot.stop();
+      return;
+    }
+    if (end == runner::LoopEnd::closed) {
+      slot.child->wait();
+      out.detail = describe_exit(*slot.child);
+      out.kind = RunOutcome::crashed;
+    } else if (end == runner::LoopEnd::no_progress) {
+      out.detail = fmt::format(
+          "no progress within {:.1f} s (the kernel hangs or is far too slow); the runner was "
+          "restarted",
+          task.limits.timeout_s);
+    }
+    slot.stop();  // a hung kernel: only ending the process frees the GPU
+  };
+
+  runner::KernelJob kernel;
+  kernel.task = &task;
+  kernel.phases = &phases;
+  kernel.check = check;
+  kernel.progress = progress;
+  // The runner wrote the outputs to the slot's file: mapped for the check.
+  kernel.outputs = [&](size_t, size_t bytes) {
+    runner::CheckOutputs o;
+    const size_t len = std::max<size_t>(bytes, 1);
+    int fd = open(slot.output_path.c_str(), O_RDONLY | O_CLOEXEC);
+    void* map = fd >= 0 ? mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+    if (fd >= 0) close(fd);
+    if (map == MAP_FAILED) {
+      o.error = fmt::format("kevo cannot read the outputs from {}", slot.output_path.string());
+      return o;
+    }
+    o.base = static_cast<const char*>(map);
+    o.hold = std::shared_ptr<void>(map, [len](void* p) { munmap(p, len); });
+    return o;
+  };
+  // cuda: the samples take min_time or min_samples calls, whichever is
+  // longer, at the runner's estimate per call (plus the flush before each):
+  // allow twice that on top of the timeout. (cpu allows differently: see
+  // cpu_target.cpp.)
+  kernel.timing_timeout = [&](const nlohmann::json& e, const RunPhase&) {
+    const double per_call = e.value("estimate_s", 0.0) + 1e-4;
+    const double sampling =
+        std::max(task.timing.min_time_s, static_cast<double>(task.timing.min_samples) * per_call);
+    return task.limits.timeout_s + 2 * sampling;
+  };
+  kernel.overrun_offset = false;
+  const runner::JobEventFn kernel_event = runner::kernel_events(kernel);
   auto phase_label = [&](const nlohmann::json& e) {
     size_t ph = e.value("phase", size_t{0});
     return ph < phases.size() ? phases[ph].label : std::string("?");
   };
-  while (!settled) {
-    const double now = monotonic_seconds();
-    if (now >= std::min(deadline, hard)) {
-      slot.stop();  // a hung kernel: only ending the process frees the GPU
-      out.kind = RunOutcome::timed_out;
-      out.detail = now >= hard
-                       ? fmt::format("killed after the {:.0f} s limit per candidate", task.limits.max_total_s)
-                       : fmt::format("no progress within {:.1f} s (the kernel hangs or is far too slow); "
-                                     "the runner was restarted",
-                                     task.limits.timeout_s);
-      break;
-    }
-    if (!slot.events || !slot.events->open()) {
-      if (slot.child) {
-        slot.child->wait();
-        out.detail = describe_exit(*slot.child);
-      }
-      slot.stop();
+  // The events only a GPU runner sends, then those of every kernel job.
+  auto on_event = [&](const nlohmann::json& e, RunOutcome& out, double& timeout_s) {
+    const std::string kind = e.value("event", "");
+    if (kind == "cuda_error") {
+      bool sticky = e.value("sticky", false);
       out.kind = RunOutcome::crashed;
-      break;
+      out.detail =
+          fmt::format("CUDA error on {}: {}{}", phase_label(e), e.value("what", std::string("?")),
+                      sticky ? " (sticky: the context was lost; the runner is restarted)" : "");
+      lost_context = sticky;  // the runner is stopped once the loop is done with it
+      return runner::Reply::settled;
     }
-    struct pollfd fds[3] = {{slot.events->fd(), POLLIN, 0},
-                            {slot.child->stdout_fd(), POLLIN, 0},
-                            {slot.child->stderr_fd(), POLLIN, 0}};
-    int ms = static_cast<int>(std::min(std::min(deadline, hard) - now, 0.25) * 1000) + 1;
-    poll(fds, 3, ms);
-    slot.child->drain(so, se);
-    lines.clear();
-    slot.events->read_available(lines);
-    for (const auto& line : lines) {
-      auto e = nlohmann::json::parse(line, nullptr, false);
-      if (e.is_discarded()) continue;
-      const std::string kind = e.value("event", "");
-      if (kind == "check") {
-        size_t ph = e.value("phase", size_t{0});
-        size_t bytes = e.value("bytes", size_t{0});
-        if (ph >= phases.size()) continue;
-        int fd = open(slot.output_path.c_str(), O_RDONLY | O_CLOEXEC);
-        void* map = fd >= 0 ? mmap(nullptr, std::max<size_t>(bytes, 1), PROT_READ, MAP_SHARED, fd, 0)
-                            : MAP_FAILED;
-        if (fd >= 0) close(fd);
-        if (map == MAP_FAILED) {
-          write_line(slot.child->stdin_fd(), "stop");
-          out.kind = RunOutcome::crashed;
-          out.detail = fmt::format("kevo cannot read the outputs from {}", slot.output_path.string());
-          settled = true;
-          break;
-        }
-        const auto& shapes = phases[ph].shapes.shapes;
-        const size_t n_in = task.op->n_inputs();
-        auto offsets = runner::output_offsets(n_in, task.dtypes, shapes, nullptr);
-        std::vector<ConstTensorView> views;
-        for (size_t i = 0; i < offsets.size(); ++i)
-          views.push_back({task.dtypes[n_in + i], shapes[n_in + i],
-                           static_cast<const char*>(map) + offsets[i]});
-        CheckReport report = check(ph, views);
-        munmap(map, std::max<size_t>(bytes, 1));
-        out.checks.push_back(report);
-        if (!report.passed) {
-          write_line(slot.child->stdin_fd(), "stop");
-          out.kind = RunOutcome::check_failed;
-          settled = true;
-          break;
-        }
-        write_line(slot.child->stdin_fd(), "continue");
-        if (ph + 1 < phases.size() && progress)
-          progress(fmt::format("{} {}", phases[ph + 1].kind == RunPhase::time ? "timing" : "checking",
-                               phases[ph + 1].label));
-        deadline = monotonic_seconds() + task.limits.timeout_s;
-      } else if (kind == "timing_start") {
-        // Warm-ups are done. The samples take min_time or min_samples calls,
-        // whichever is longer, at the runner's estimate per call (plus the
-        // flush before each): allow twice that on top of the timeout.
-        const double per_call = e.value("estimate_s", 0.0) + 1e-4;
-        const double sampling = std::max(task.timing.min_time_s,
-                                         static_cast<double>(task.timing.min_samples) * per_call);
-        deadline = monotonic_seconds() + task.limits.timeout_s + 2 * sampling;
-      } else if (kind == "timing") {
-        out.samples_s = e.value("samples", std::vector<double>{});
-        out.calls_per_sample = e.value("calls_per_sample", int64_t{1});
-        out.warmup_calls = e.value("warmup_calls", int64_t{0});
-        out.machine = runner::machine_metrics(e);
-        deadline = monotonic_seconds() + task.limits.timeout_s;
-      } else if (kind == "done") {
-        out.kind = RunOutcome::finished;
-        out.detail.clear();
-        settled = true;
-        break;
-      } else if (kind == "kernel_error") {
-        int rc = e.value("rc", 0);
-        out.kind = RunOutcome::kernel_error;
-        out.detail = fmt::format("the kernel returned {} ({}) on {}", rc, kernel_rc_name(rc),
-                                 phase_label(e));
-        settled = true;
-        break;
-      } else if (kind == "cuda_error") {
-        bool sticky = e.value("sticky", false);
-        out.kind = RunOutcome::crashed;
-        out.detail = fmt::format("CUDA error on {}: {}{}", phase_label(e),
-                                 e.value("what", std::string("?")),
-                                 sticky ? " (sticky: the context was lost; the runner is restarted)" : "");
-        if (sticky) slot.stop();
-        settled = true;
-        break;
-      } else if (kind == "input_written") {
-        out.kind = RunOutcome::crashed;
-        out.detail = fmt::format("wrote to input '{}' ({} words changed) on {}: inputs are read-only",
-                                 e.value("tensor", std::string("?")), e.value("words", 0),
-                                 phase_label(e));
-        settled = true;
-        break;
-      } else if (kind == "overrun") {
-        out.kind = RunOutcome::crashed;
-        out.detail = fmt::format("wrote past the end of output '{}' on {}",
-                                 e.value("tensor", std::string("?")), phase_label(e));
-        settled = true;
-        break;
-      } else if (kind == "load_error" || kind == "setup_error") {
-        out.kind = RunOutcome::crashed;
-        out.detail = fmt::format("{}: {}", kind == "load_error" ? "cannot load the module" : "runner setup failed",
-                                 e.value("what", std::string("?")));
-        settled = true;
-        break;
-      }
+    if (kind == "input_written") {
+      out.kind = RunOutcome::crashed;
+      out.detail =
+          fmt::format("wrote to input '{}' ({} words changed) on {}: inputs are read-only",
+                      e.value("tensor", std::string("?")), e.value("words", 0), phase_label(e));
+      return runner::Reply::settled;
     }
-  }
-  if (slot.child) slot.child->drain(so, se);
-  out.stdout_text = so.summary();
-  out.stderr_text = se.summary();
-  out.seconds = monotonic_seconds() - start;
-  return out;
+    return kernel_event(e, out, timeout_s);
+  };
+  return runner::drive_job(*slot.child, *slot.events, so, se, loop, on_event);
 }
 
 Roof CudaTarget::calibrate(const ProgressFn& progress, const std::vector<double>& only_sizes) {
@@ -629,50 +562,44 @@ Roof CudaTarget::calibrate(const ProgressFn& progress, const std::vector<double>
   const std::string gpu = slot.info.value("name", std::string("GPU"));
   Roof roof;
   roof.target = "cuda";
-  roof.hostname = hostname_str();
+  roof.hostname = hostname();
   roof.cpu_model = gpu;
   roof.ncpu = static_cast<int>(slots_.size());
   roof.measured_at = now_iso8601();
   write_line(slot.child->stdin_fd(), job.to_json().dump());
-  const double deadline = monotonic_seconds() + 300;
-  std::vector<std::string> lines;
-  bool done = false;
-  while (!done) {
-    if (monotonic_seconds() > deadline || !slot.events->open()) {
-      slot.stop();
-      throw UserError("GPU roof calibration failed: the runner stopped or hung");
-    }
-    struct pollfd fds[1] = {{slot.events->fd(), POLLIN, 0}};
-    poll(fds, 1, 250);
-    CappedBuffer drop(1);
-    slot.child->drain(drop, drop);
-    lines.clear();
-    slot.events->read_available(lines);
-    for (const auto& line : lines) {
-      auto e = nlohmann::json::parse(line, nullptr, false);
-      if (e.is_discarded()) continue;
-      std::string kind = e.value("event", "");
-      if (kind == "done") done = true;
-      if (kind == "cuda_error") {
-        if (e.value("sticky", false)) slot.stop();
-        throw UserError("GPU roof calibration failed: " + e.value("what", std::string("?")));
-      }
-      if (kind != "point") continue;
-      size_t i = e.value("index", size_t{0});
-      double v = e.value("value", -1.0);
-      if (i >= job.points.size() || v <= 0) continue;
-      const auto& p = job.points[i];
-      if (p.kind == "bf16_tensor") {
-        roof.peak.push_back({p.kind, 1, v});
-        if (progress)
-          progress(fmt::format("bf16 tensor-core rate (cuBLAS {0}x{0}x{0}): {1:.0f} TFLOP/s",
-                               static_cast<int>(p.bytes), v / 1e3));
-      } else {
-        roof.bandwidth.push_back({p.kind, 1, p.bytes, v});
-        if (progress)
-          progress(fmt::format("device copy, {:>5.0f} MiB working set: {:.0f} GB/s", p.bytes / (1 << 20), v));
-      }
-    }
+  // 300 s for the whole calibration: events do not move the deadline.
+  double deadline = monotonic_seconds() + 300;
+  CappedBuffer drop(1);
+  const runner::LoopEnd end = runner::pump_events(
+      *slot.child, *slot.events, drop, drop, deadline, deadline,
+      [&](const nlohmann::json& e, double&) {
+        const std::string kind = e.value("event", "");
+        if (kind == "done") return true;
+        if (kind == "cuda_error") {
+          if (e.value("sticky", false)) slot.stop();
+          throw UserError("GPU roof calibration failed: " + e.value("what", std::string("?")));
+        }
+        if (kind != "point") return false;
+        size_t i = e.value("index", size_t{0});
+        double v = e.value("value", -1.0);
+        if (i >= job.points.size() || v <= 0) return false;
+        const auto& p = job.points[i];
+        if (p.kind == "bf16_tensor") {
+          roof.peak.push_back({p.kind, 1, v});
+          if (progress)
+            progress(fmt::format("bf16 tensor-core rate (cuBLAS {0}x{0}x{0}): {1:.0f} TFLOP/s",
+                                 static_cast<int>(p.bytes), v / 1e3));
+        } else {
+          roof.bandwidth.push_back({p.kind, 1, p.bytes, v});
+          if (progress)
+            progress(fmt::format("device copy, {:>5.0f} MiB working set: {:.0f} GB/s",
+                                 p.bytes / (1 << 20), v));
+        }
+        return false;
+      });
+  if (end != runner::LoopEnd::settled) {
+    slot.stop();
+    throw UserError("GPU roof calibration failed: the runner stopped or hung");
   }
   if (roof.bandwidth.empty() || roof.peak.empty())
     throw UserError("GPU roof calibration measured nothing");

@@ -3,7 +3,7 @@
 // kevo starts one per GPU (`kevo-cuda-runner --device N`) and keeps it for the
 // whole search. It reads one JSON command per line on stdin and answers with
 // JSON event lines on descriptor 3 (stdout and stderr belong to the kernels).
-// Commands are runner::Job objects (targets/cpu/runner_protocol.h):
+// Commands are runner::Job objects (targets/runner/protocol.h):
 //   mode "kernel":    load the artifact, run the phases (checks and timing)
 //   mode "calibrate": device-to-device copy bandwidth and bf16 tensor rate
 //   mode "quit"
@@ -47,7 +47,7 @@
 #include "core/defined_operator.h"
 #include "core/operator.h"
 #include "targets/abi/kevo_kernel.h"
-#include "targets/cpu/runner_protocol.h"
+#include "targets/runner/protocol.h"
 
 // Device code, in runner_kernels.cu.
 void kevo_count_diff(const void* a, const void* b, size_t words, unsigned long long* count,

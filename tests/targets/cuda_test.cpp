@@ -25,9 +25,9 @@
 #include "support/scale_rowmax.h"
 #include "support/test_support.h"
 #include "synth/synthesizer.h"
-#include "targets/cpu/runner_protocol.h"
 #include "targets/cuda/cuda_target.h"
 #include "targets/cuda/reports.h"
+#include "targets/runner/protocol.h"
 
 namespace kevo {
 namespace {

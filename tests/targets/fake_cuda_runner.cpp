@@ -28,7 +28,7 @@
 
 #include "core/defined_operator.h"
 #include "core/operator.h"
-#include "targets/cpu/runner_protocol.h"
+#include "targets/runner/protocol.h"
 
 using namespace kevo;
 

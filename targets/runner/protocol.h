@@ -1,8 +1,9 @@
-// The protocol between kevo and kevo-runner, the child process that loads a
-// candidate and calls it. kevo writes one JSON job line to the runner's stdin;
-// the runner answers with JSON event lines on descriptor 3 and, after each
-// check, waits for "continue" or "stop" on stdin. Check outputs are copied to
-// a shared memory file (descriptor 4) where kevo compares them.
+// The protocol between kevo and its runners (kevo-runner, kevo-cuda-runner),
+// the processes that load a candidate and call it. kevo writes one JSON job
+// line to the runner's stdin; the runner answers with JSON event lines on
+// descriptor 3 and, after each check, waits for "continue" or "stop" on stdin.
+// Check outputs are copied to a shared memory file (cpu: descriptor 4; cuda:
+// the file `output_path`) where kevo compares them. host_loop.h is kevo's side.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +23,7 @@ inline constexpr int kEventsFd = 3;
 inline constexpr int kOutputFd = 4;
 
 struct Phase {
-  bool timed = false;  // false: a check
+  bool timed = false;         // false: a check
   std::vector<Shape> shapes;  // ABI order
   uint64_t seed = 0;
 };

@@ -1,4 +1,4 @@
-#include "targets/cpu/runner_protocol.h"
+#include "targets/runner/protocol.h"
 
 #include <unistd.h>
 
@@ -111,8 +111,8 @@ std::vector<size_t> output_offsets(size_t n_inputs, const std::vector<DType>& dt
 
 std::vector<ProfileMetric> machine_metrics(const nlohmann::json& timing_event) {
   static constexpr std::pair<std::string_view, std::string_view> kFields[] = {
-      {"sm_mhz", "MHz"},    {"mem_mhz", "MHz"}, {"gpu_temp_c", "C"}, {"mem_temp_c", "C"},
-      {"power_w", "W"},     {"throttle", "mask"}, {"load1", ""},      {"cpu_mhz", "MHz"}};
+      {"sm_mhz", "MHz"}, {"mem_mhz", "MHz"},   {"gpu_temp_c", "C"}, {"mem_temp_c", "C"},
+      {"power_w", "W"},  {"throttle", "mask"}, {"load1", ""},       {"cpu_mhz", "MHz"}};
   std::vector<ProfileMetric> out;
   auto it = timing_event.find("machine");
   if (it == timing_event.end() || !it->is_object()) return out;

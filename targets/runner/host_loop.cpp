@@ -1,0 +1,231 @@
+#include "targets/runner/host_loop.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "targets/runner/protocol.h"
+
+namespace kevo {
+
+EventReader::~EventReader() {
+  if (fd_ >= 0) close(fd_);
+}
+
+void EventReader::read_available(std::vector<std::string>& lines) {
+  char buf[65536];
+  for (;;) {
+    ssize_t n = read(fd_, buf, sizeof(buf));
+    if (n > 0) {
+      if (partial_.size() < kMaxLine) partial_.append(buf, static_cast<size_t>(n));
+      size_t pos;
+      while ((pos = partial_.find('\n')) != std::string::npos) {
+        lines.push_back(partial_.substr(0, pos));
+        partial_.erase(0, pos + 1);
+      }
+      continue;
+    }
+    if (n == 0) {
+      close(fd_);
+      fd_ = -1;
+    } else if (errno == EINTR) {
+      continue;
+    }
+    return;
+  }
+}
+
+void write_line(int fd, const std::string& line) {
+  std::string s = line + "\n";
+  const char* p = s.data();
+  size_t n = s.size();
+  while (n > 0 && fd >= 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return;  // the runner is gone; its exit tells the rest
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+const char* kernel_rc_name(int rc) {
+  switch (rc) {
+    case 1:
+      return "KEVO_ERR_UNSUPPORTED";
+    case 2:
+      return "KEVO_ERR_ARGS";
+    case 3:
+      return "KEVO_ERR_RUNTIME";
+    default:
+      return "an error";
+  }
+}
+
+namespace runner {
+
+EventPipe make_event_pipe() {
+  int ev[2];
+  if (pipe2(ev, O_CLOEXEC) != 0)
+    throw UserError(fmt::format("cannot create a pipe: {}", strerror(errno)));
+  fcntl(ev[0], F_SETFL, fcntl(ev[0], F_GETFL) | O_NONBLOCK);
+  return {ev[0], ev[1]};
+}
+
+LoopEnd pump_events(ChildProcess& child, EventReader& events, CappedBuffer& so, CappedBuffer& se,
+                    double hard, double& deadline, const RawEventFn& on_event) {
+  std::vector<std::string> lines;
+  for (;;) {
+    // A closed pipe is seen before a passed deadline.
+    if (!events.open()) return LoopEnd::closed;
+    const double now = monotonic_seconds();
+    if (now >= std::min(deadline, hard))
+      return now >= hard ? LoopEnd::hard_limit : LoopEnd::no_progress;
+    struct pollfd fds[3] = {
+        {events.fd(), POLLIN, 0}, {child.stdout_fd(), POLLIN, 0}, {child.stderr_fd(), POLLIN, 0}};
+    const int ms = static_cast<int>(std::min(std::min(deadline, hard) - now, 0.25) * 1000) + 1;
+    poll(fds, 3, ms);
+    child.drain(so, se);
+    lines.clear();
+    events.read_available(lines);
+    for (const auto& line : lines) {
+      auto e = nlohmann::json::parse(line, nullptr, false);
+      if (e.is_discarded()) continue;  // not ours: the kernel wrote to descriptor 3
+      if (on_event(e, deadline)) return LoopEnd::settled;
+    }
+  }
+}
+
+RunOutcome drive_job(ChildProcess& child, EventReader& events, CappedBuffer& so, CappedBuffer& se,
+                     const JobLoop& loop, const JobEventFn& on_event) {
+  RunOutcome out;
+  out.kind = RunOutcome::crashed;
+  out.detail = "the runner exited without reporting";
+  auto decode = [&](const nlohmann::json& e, double& deadline) -> bool {
+    const std::string kind = e.value("event", "");
+    if (kind == "ready") {
+      deadline = monotonic_seconds() + loop.timeout_s;
+    } else if (kind == "signal") {
+      const int sig = e.value("signal", 0);
+      out.kind = sig == SIGXCPU ? RunOutcome::timed_out : RunOutcome::crashed;
+      out.detail = signal_description(sig);
+      if (e.contains("where"))
+        out.detail += fmt::format(" at {} in {}", e.value("address", "?"), e.value("where", "?"));
+      return true;
+    } else if (kind == "load_error" || kind == "setup_error") {
+      out.kind = RunOutcome::crashed;
+      out.detail = fmt::format("{}: {}", kind == "load_error" ? loop.load_error : loop.setup_error,
+                               e.value("what", std::string("?")));
+      return true;
+    } else if (kind == "note") {
+      log_debug("runner: {}", e.value("what", std::string()));
+    } else if (kind == "done") {
+      out.kind = RunOutcome::finished;
+      out.detail.clear();
+      return true;
+    } else {
+      double timeout_s = loop.timeout_s;
+      const Reply reply = on_event(e, out, timeout_s);
+      if (reply == Reply::ignore) return false;
+      deadline = monotonic_seconds() + timeout_s;
+      if (kind == "check")
+        write_line(child.stdin_fd(), reply == Reply::settled ? "stop" : "continue");
+      return reply == Reply::settled;
+    }
+    return false;
+  };
+  double deadline = loop.first_deadline;
+  const LoopEnd end =
+      pump_events(child, events, so, se, loop.start + loop.max_total_s, deadline, decode);
+  if (end == LoopEnd::hard_limit) {
+    out.kind = RunOutcome::timed_out;
+    out.detail = fmt::format("killed after the {:.0f} s limit per candidate", loop.max_total_s);
+  } else if (end == LoopEnd::no_progress) {
+    // How long since the last step's deadline was set (about timeout_s).
+    out.kind = RunOutcome::timed_out;
+    out.detail = fmt::format("no progress within {:.1f} s",
+                             monotonic_seconds() - (deadline - loop.timeout_s));
+  }
+  child.drain(so, se);
+  if (loop.finish) loop.finish(end, out);
+  out.stdout_text = so.summary();
+  out.stderr_text = se.summary();
+  out.seconds = monotonic_seconds() - loop.start;
+  return out;
+}
+
+JobEventFn kernel_events(const KernelJob& job) {
+  return [job](const nlohmann::json& e, RunOutcome& out, double& timeout_s) -> Reply {
+    const Task& task = *job.task;
+    const std::vector<RunPhase>& phases = *job.phases;
+    const std::string kind = e.value("event", "");
+    const size_t ph = e.value("phase", size_t{0});
+    if (ph >= phases.size()) return Reply::ignore;
+    const RunPhase& phase = phases[ph];
+    if (kind == "check") {
+      CheckOutputs outputs = job.outputs(ph, e.value("bytes", size_t{0}));
+      if (!outputs.error.empty()) {
+        out.kind = RunOutcome::crashed;
+        out.detail = outputs.error;
+        return Reply::settled;
+      }
+      const size_t n_in = task.op->n_inputs();
+      const auto& shapes = phase.shapes.shapes;
+      auto offsets = output_offsets(n_in, task.dtypes, shapes, nullptr);
+      std::vector<ConstTensorView> views;
+      for (size_t i = 0; i < offsets.size(); ++i)
+        views.emplace_back(task.dtypes[n_in + i], shapes[n_in + i], outputs.base + offsets[i]);
+      CheckReport report = job.check(ph, views);
+      outputs = {};  // the check is done with them
+      if (report.label.empty()) report.label = phase.label;
+      out.checks.push_back(report);
+      if (!report.passed) {
+        out.kind = RunOutcome::check_failed;
+        out.detail = fmt::format("wrong result on {}", phase.label);
+        return Reply::settled;
+      }
+      if (job.progress && ph + 1 < phases.size())
+        job.progress(fmt::format("{} {}",
+                                 phases[ph + 1].kind == RunPhase::time ? "timing" : "checking",
+                                 phases[ph + 1].label));
+    } else if (kind == "timing_start") {
+      timeout_s = job.timing_timeout(e, phase);
+    } else if (kind == "timing") {
+      out.samples_s = e.value("samples", std::vector<double>{});
+      out.calls_per_sample = e.value("calls_per_sample", int64_t{1});
+      out.warmup_calls = e.value("warmup_calls", int64_t{0});
+      out.machine = machine_metrics(e);
+    } else if (kind == "kernel_error") {
+      const int rc = e.value("rc", 0);
+      out.kind = RunOutcome::kernel_error;
+      out.detail =
+          fmt::format("the kernel returned {} ({}) on {}", rc, kernel_rc_name(rc), phase.label);
+      return Reply::settled;
+    } else if (kind == "overrun") {
+      out.kind = RunOutcome::crashed;
+      out.detail = fmt::format("wrote past the end of output '{}'", e.value("tensor", "?"));
+      if (job.overrun_offset)
+        out.detail += fmt::format(" ({} bytes after its last element)", e.value("offset", 0L));
+      out.detail += " on " + phase.label;
+      return Reply::settled;
+    } else {
+      return Reply::ignore;
+    }
+    return Reply::go_on;
+  };
+}
+
+}  // namespace runner
+
+}  // namespace kevo
