@@ -1,7 +1,6 @@
 #include "core/store.h"
 
 #include <sqlite3.h>
-#include <unistd.h>
 
 #include <cmath>
 
@@ -13,6 +12,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/process.h"
 #include "core/task.h"
 
 namespace kevo {
@@ -287,12 +287,6 @@ class Transaction {
   sqlite3* db_;
   bool done_ = false;
 };
-
-std::string hostname() {
-  char buf[256] = {};
-  gethostname(buf, sizeof(buf) - 1);
-  return buf;
-}
 
 }  // namespace
 

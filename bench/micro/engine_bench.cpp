@@ -76,6 +76,7 @@
 #include "core/hash.h"
 #include "core/knobs.h"
 #include "core/paths.h"
+#include "core/process.h"
 #include "core/space.h"
 #include "core/store.h"
 #include "core/task.h"
@@ -481,15 +482,13 @@ void BM_StoreDedupLookup(benchmark::State& state) {
     const int64_t cand = store.add_candidate(run, fam.source_hash, p.knobs, fam.name, "grid");
     store.add_evaluation(cand, fake_result(1e-3, i));
   }
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  const std::string hostname = host;
   // The store's side of Engine::earlier_evaluation (run 0: no run is left out).
+  const std::string host = hostname();
   uint64_t i = 0, hits = 0;
   for (auto _ : state) {
     const Point p = space.at(i % (2 * stored));
     const std::optional<int64_t> c = store.latest_candidate_of_point(
-        fam.source_hash, knobs_to_json(p.knobs), task.hash, hostname, KEVO_VERSION, 0);
+        fam.source_hash, knobs_to_json(p.knobs), task.hash, host, KEVO_VERSION, 0);
     hits += c ? 1 : 0;
     ++i;
   }
