@@ -309,8 +309,8 @@ json run_report(Store& store, int64_t run, int top_k) {
         fmt::format("run {} is a '{}' run: reports are of search runs (kevo run, "
                     "kevo batch)",
                     run, kind));
-  const json config = json::parse(row.config_json, nullptr, false);
-  const json summary = json::parse(row.summary_json, nullptr, false);
+  const json config = row.config();
+  const json summary = row.summary();
   Task task;
   try {
     // The task as stored, self-contained: it rebuilds after its files moved.
@@ -367,7 +367,7 @@ json run_report(Store& store, int64_t run, int top_k) {
                     {"points", convergence_points(results, started_at, 1)}});
   for (const RunRecord& o : store.search_runs_of_task(task_hash, run, 7)) {
     const int64_t id = o.id;
-    const json c = json::parse(o.config_json, nullptr, false);
+    const json c = o.config();
     const std::string strategy =
         c.is_object() && c.contains("search") ? c["search"].value("strategy", "") : "";
     series.push_back(
@@ -475,7 +475,7 @@ json batch_report(Store& store, int64_t id) {
     if (run) {
       row["run"] = *run;
       const std::optional<RunRecord> stored = store.run(*run);
-      const json s = stored ? json::parse(stored->summary_json, nullptr, false) : json();
+      const json s = stored ? stored->summary() : json();
       if (s.is_object()) {
         row["evaluations"] = s.value("evaluations", json());
         for (const char* k : {"speedup_over_seed", "speedup_over_naive"})

@@ -133,8 +133,8 @@ Batch load_batch(Store& store, int64_t id) {
 }
 
 std::optional<int64_t> find_batch(Store& store, std::string_view ref) {
-  // A store older than batches, opened read-only, has none.
-  if (!store.has_batches()) return std::nullopt;
+  // (A store older than batches, opened read-only, has none: Store::batch
+  // and Store::latest_batch_named answer nullopt there.)
   constexpr std::string_view kPrefix = "batch:";
   if (ref.substr(0, kPrefix.size()) == kPrefix) {
     const std::string digits(ref.substr(kPrefix.size()));
