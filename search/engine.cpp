@@ -389,8 +389,8 @@ void Engine::evaluate_pending(std::vector<std::pair<int64_t, Proposal>> pending,
   std::vector<EvalJob> jobs;
   for (const auto& [cand, prop] : pending)
     jobs.push_back({&space_.family(prop.point.family), prop.point.knobs});
-  backend_.evaluate(
-      jobs,
+  evaluate_batch(
+      backend_, jobs,
       [&](size_t i, EvalResult r) {
         const auto& [cand, prop] = pending[i];
         {
@@ -530,8 +530,8 @@ void Engine::confirm() {
     if (on_stage)
       on_stage(fmt::format("re-measuring the best {} to confirm them (round {} of {})", jobs.size(),
                            round + 1, config_.confirm_rounds));
-    backend_.evaluate(
-        jobs,
+    evaluate_batch(
+        backend_, jobs,
         [&](size_t j, EvalResult r) {
           const size_t i = order[j];
           {

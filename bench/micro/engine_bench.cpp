@@ -496,30 +496,25 @@ void BM_StoreDedupLookup(benchmark::State& state) {
 }
 
 // Evaluates with fake_observation's times; charges 1 s per evaluation.
-class FakeBackend final : public EvalBackend {
+class FakeBackend final : public ImmediateBackend {
  public:
   explicit FakeBackend(const SearchSpace& space) : space_(space) {}
   std::string_view name() const override { return "fake"; }
-  void evaluate(const std::vector<EvalJob>& jobs,
-                const std::function<void(size_t, EvalResult)>& done,
-                const std::function<bool()>& keep_going, const ProgressFn&) override {
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      if (keep_going && !keep_going()) return;
-      clock_s_ += 1;
-      const int f = space_.find_family(jobs[i].family->name);
-      const Observation o = fake_observation(space_, Point{f, jobs[i].knobs});
-      EvalResult r;
-      if (!o.ok()) {
-        r.status = Status::compile_error;
-        r.detail = "synthetic compile error";
-        r.compile_s = 0.3;
-        r.compile_log = "kernel.c:1:1: error: synthetic\n";
-      } else {
-        r = fake_result(o.seconds, static_cast<uint64_t>(i) + static_cast<uint64_t>(clock_s_));
-        r.diagnosis->bound = o.bound;
-      }
-      done(i, std::move(r));
+  EvalResult answer(const EvalJob& job) override {
+    clock_s_ += 1;
+    const int f = space_.find_family(job.family->name);
+    const Observation o = fake_observation(space_, Point{f, job.knobs});
+    EvalResult r;
+    if (!o.ok()) {
+      r.status = Status::compile_error;
+      r.detail = "synthetic compile error";
+      r.compile_s = 0.3;
+      r.compile_log = "kernel.c:1:1: error: synthetic\n";
+    } else {
+      r = fake_result(o.seconds, static_cast<uint64_t>(clock_s_));
+      r.diagnosis->bound = o.bound;
     }
+    return r;
   }
   double clock() const override { return clock_s_; }
 

@@ -53,54 +53,50 @@ double synthetic_time(const std::string& fam, const KnobValues& k) {
   return t + 3;
 }
 
-class FakeBackend final : public EvalBackend {
+class FakeBackend final : public ImmediateBackend {
  public:
   std::string_view name() const override { return "fake"; }
-  void evaluate(const std::vector<EvalJob>& jobs, const std::function<void(size_t, EvalResult)>& done,
-                const std::function<bool()>& keep_going, const ProgressFn&) override {
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      if (keep_going && !keep_going()) return;
-      const Family& f = *jobs[i].family;
-      if (!f.space.valid(jobs[i].knobs)) ++invalid;
-      ++calls;
-      measured.push_back(f.source_hash + "|" + knobs_to_json(jobs[i].knobs));
-      clock_s += 1;
-      EvalResult r;
-      r.compile_s = 0.25;
-      r.run_s = 0.75;
-      if (f.name == "fast" && jobs[i].knobs.at("A") == 0 && jobs[i].knobs.at("C") == 1) {  // NOLINT
-        r.status = Status::compile_error;
-        r.detail = "synthetic compile error";
-      } else {
-        const bool synthetic = f.name == "fast" || f.name == "slow";
-        const std::string key = f.source_hash + "|" + knobs_to_json(jobs[i].knobs);
-        const bool lucky = key == lucky_key && ++lucky_calls == 1;
-        double t = lucky      ? 0.5e-3  // a measurement that caught the machine at its best
-                   : synthetic ? synthetic_time(f.name, jobs[i].knobs) * 1e-3
-                             : (1 + static_cast<double>(std::hash<std::string>{}(
-                                        knobs_to_json(jobs[i].knobs)) % 1000) / 100) * 1e-3;
-        // A machine that slows down call after call, from call drift_after on.
-        if (!lucky && drift > 0 && calls > drift_after)
-          t *= 1 + drift * static_cast<double>(calls - drift_after - 1);
-        r.timing = TimingStats::from_samples({t * 0.99, t, t * 1.01, t * 1.02, t}, 1, 2);
-        if (key == suspect_key && ++suspect_calls == 2) {  // its first re-measurement
-          r.status = Status::suspect;
-          r.detail = "synthetic: below the floor";
-        }
-        // The machine's state at the end of the timing, from call
-        // machine_from on: warmer with every call.
-        if (machine_from > 0 && calls >= machine_from)
-          r.profile = {{"machine.sm_mhz", 1980, "MHz", 0},
-                       {"machine.gpu_temp_c", static_cast<double>(calls), "C", 0},
-                       {"ptxas.registers", 32, "register/thread", 0}};
-        Diagnosis d;
-        d.bound = "memory";
-        d.roof_fraction = 1e-3 / r.timing->median_s;
-        d.floor_s = 1e-3;
-        r.diagnosis = d;
+  EvalResult answer(const EvalJob& job) override {
+    const Family& f = *job.family;
+    if (!f.space.valid(job.knobs)) ++invalid;
+    ++calls;
+    measured.push_back(f.source_hash + "|" + knobs_to_json(job.knobs));
+    clock_s += 1;
+    EvalResult r;
+    r.compile_s = 0.25;
+    r.run_s = 0.75;
+    if (f.name == "fast" && job.knobs.at("A") == 0 && job.knobs.at("C") == 1) {  // NOLINT
+      r.status = Status::compile_error;
+      r.detail = "synthetic compile error";
+    } else {
+      const bool synthetic = f.name == "fast" || f.name == "slow";
+      const std::string key = f.source_hash + "|" + knobs_to_json(job.knobs);
+      const bool lucky = key == lucky_key && ++lucky_calls == 1;
+      double t = lucky      ? 0.5e-3  // a measurement that caught the machine at its best
+                 : synthetic ? synthetic_time(f.name, job.knobs) * 1e-3
+                           : (1 + static_cast<double>(std::hash<std::string>{}(
+                                      knobs_to_json(job.knobs)) % 1000) / 100) * 1e-3;
+      // A machine that slows down call after call, from call drift_after on.
+      if (!lucky && drift > 0 && calls > drift_after)
+        t *= 1 + drift * static_cast<double>(calls - drift_after - 1);
+      r.timing = TimingStats::from_samples({t * 0.99, t, t * 1.01, t * 1.02, t}, 1, 2);
+      if (key == suspect_key && ++suspect_calls == 2) {  // its first re-measurement
+        r.status = Status::suspect;
+        r.detail = "synthetic: below the floor";
       }
-      done(i, r);
+      // The machine's state at the end of the timing, from call
+      // machine_from on: warmer with every call.
+      if (machine_from > 0 && calls >= machine_from)
+        r.profile = {{"machine.sm_mhz", 1980, "MHz", 0},
+                     {"machine.gpu_temp_c", static_cast<double>(calls), "C", 0},
+                     {"ptxas.registers", 32, "register/thread", 0}};
+      Diagnosis d;
+      d.bound = "memory";
+      d.roof_fraction = 1e-3 / r.timing->median_s;
+      d.floor_s = 1e-3;
+      r.diagnosis = d;
     }
+    return r;
   }
   double clock() const override { return clock_s; }
 

@@ -13,13 +13,16 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "core/paths.h"
 #include "core/space.h"
+#include "eval/backend.h"
 #include "eval/evaluator.h"
 #include "support/bias_gelu.h"  // test::write_file
 #include "support/scale_rowmax.h"
@@ -461,6 +464,59 @@ TEST_F(FakeCuda, SeveralGpusGiveSeveralSlots) {
   EXPECT_THROW(make_target("cuda")->run_slots(), UserError);
   unsetenv("KEVO_CUDA_DEVICES");
   unsetenv("FAKE_GPUS");
+}
+
+// The local backend with two GPUs: one worker per device, every result back
+// to its own job, and a stop that lets the running candidates finish while
+// the rest are dropped.
+TEST_F(FakeCuda, LocalBackendRunsACandidatePerGpu) {
+  setenv("FAKE_GPUS", "2", 1);
+  auto target = make_target("cuda");
+  const int slots = target->run_slots();  // starts the runners, which read FAKE_GPUS
+  unsetenv("FAKE_GPUS");
+  ASSERT_EQ(slots, 2);
+  Evaluator ev(task_, *target, roof_, refs_, compiles_);
+  ev.profile_top = 0;
+  auto family = [](const std::string& mode, int n) {
+    Family f;
+    f.name = fmt::format("{}{}", mode, n);
+    f.text = "// FAKE_MODE=" + mode + fmt::format("\n// copy {}\n", n) +
+             "extern \"C\" int kevo_launch(const kevo_tensor* in, int n_in, kevo_tensor* out, "
+             "int n_out, const double* s, int ns, cudaStream_t st) { return 0; }\n";
+    f.origin = f.name + ".cu";
+    f.language = "cuda";
+    return f;
+  };
+  auto backend = make_local_backend(ev, 2);
+  const std::vector<Family> mixed = {family("ok", 1), family("wrong", 1), family("ok", 2),
+                                     family("crash", 1), family("ok", 3)};
+  std::vector<EvalJob> jobs;
+  for (const Family& f : mixed) jobs.push_back({&f, {}});
+  std::map<size_t, std::string> got;
+  evaluate_batch(
+      *backend, jobs,
+      [&](size_t i, EvalResult r) {
+        EXPECT_TRUE(got.emplace(i, std::string(status_name(r.status))).second) << "twice: " << i;
+      },
+      {}, {});
+  EXPECT_EQ(got, (std::map<size_t, std::string>{
+                     {0, "ok"}, {1, "mismatch"}, {2, "ok"}, {3, "crash"}, {4, "ok"}}));
+  EXPECT_EQ(backend->outstanding(), 0u);
+
+  // Stopped at the first result: what was running still comes back, the
+  // slow ones queued behind never run.
+  const std::vector<Family> slow = {family("ok", 4),          family("ok", 5),
+                                    family("slow_timing", 1), family("slow_timing", 2),
+                                    family("slow_timing", 3), family("slow_timing", 4)};
+  jobs.clear();
+  for (const Family& f : slow) jobs.push_back({&f, {}});
+  std::set<size_t> done;
+  evaluate_batch(
+      *backend, jobs, [&](size_t i, EvalResult) { EXPECT_TRUE(done.insert(i).second); },
+      [&] { return done.empty(); }, {});
+  EXPECT_GE(done.size(), 1u);
+  EXPECT_LT(done.size(), slow.size());
+  EXPECT_EQ(backend->outstanding(), 0u);
 }
 
 TEST_F(FakeCuda, Calibrate) {

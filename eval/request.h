@@ -1,0 +1,49 @@
+// One candidate's evaluation as data, for a backend whose jobs run in another
+// process or on another machine (a cluster node). The request holds all the
+// evaluation needs (the resolved task, the candidate's source and knobs, the
+// roof to diagnose against); the result comes back whole. The cascade, the
+// check against the reference included, runs where the request is evaluated,
+// beside the runner that holds the outputs: only this JSON crosses between
+// hosts, never an output buffer.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/eval_result.h"
+#include "core/knobs.h"
+#include "core/roof.h"
+#include "eval/evaluator.h"
+
+namespace kevo {
+
+struct EvalRequest {
+  nlohmann::json task;  // Task::resolved: parses back to the same task anywhere
+  CandidateSource source;
+  std::string name;  // the candidate's family, for messages
+  KnobValues knobs;
+  Roof roof;  // the submitting host's roof for the task's target (roof.id stamps the result)
+  bool profile = false;  // run it under the target's profiler too
+};
+
+nlohmann::json request_to_json(const EvalRequest& r);
+// Throws UserError naming the field that is missing or malformed.
+EvalRequest request_from_json(const nlohmann::json& j);
+
+// An EvalResult in full (samples, logs, profile; non-finite numbers as
+// strings), and back: what a worker writes and the backend reads.
+nlohmann::json result_to_wire(const EvalResult& r);
+EvalResult result_from_wire(const nlohmann::json& j);
+
+// Evaluates `request` on this machine with the task's target, the compiled
+// candidates and references cached under `cache_dir`. A candidate's failure is
+// its result's status; a malformed request (an unknown target, a task that
+// does not parse) throws UserError. A time that beats the request's roof is
+// checked against `remeasure_roof` where given (see Evaluator), else suspect.
+EvalResult evaluate_request(const EvalRequest& request, const std::filesystem::path& cache_dir,
+                            std::function<Roof(double bytes)> remeasure_roof = {});
+
+}  // namespace kevo
