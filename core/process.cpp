@@ -76,7 +76,8 @@ ChildProcess::ChildProcess(const SpawnOptions& options) {
   for (const auto& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   std::vector<std::string> env_store;
-  for (char** e = environ; *e; ++e) env_store.emplace_back(*e);
+  if (options.inherit_env)
+    for (char** e = environ; *e; ++e) env_store.emplace_back(*e);
   for (const auto& e : options.env) env_store.push_back(e);
   std::vector<char*> envp;
   for (auto& e : env_store) envp.push_back(e.data());

@@ -29,6 +29,9 @@ struct SpawnOptions {
   // Parent descriptors to hand to the child as descriptors 3, 4, ... in order.
   std::vector<int> extra_fds;
   std::vector<std::string> env;  // extra NAME=VALUE entries
+  // false: the child sees `env` alone, nothing of kevo's own environment (a
+  // runner, whose candidate must not read the user's keys and tokens).
+  bool inherit_env = true;
 };
 
 // Text kept up to a cap; what is dropped beyond it is counted.

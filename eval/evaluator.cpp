@@ -41,6 +41,31 @@ Evaluator::Evaluator(const Task& task, Target& target, const Roof& roof,
   plan_.push_back({RunPhase::time, task.main, task.seed + 1, label(task.main, task.seed + 1)});
   plan_.push_back({RunPhase::check, task.main, task.seed + 2,
                    label(task.main, task.seed + 2) + " after timing"});
+  for (const RunPhase& p : plan_) {
+    if (p.kind == RunPhase::time) break;
+    ++checks_before_timing_;
+  }
+}
+
+std::string Evaluator::unchecked_phases(const std::vector<CheckReport>& checks) const {
+  // The check reports in plan order: one per check phase, and one per time
+  // phase where the target checks its timed calls.
+  std::vector<std::string> want;
+  for (const RunPhase& p : plan_)
+    if (p.kind == RunPhase::check) want.push_back(p.label);
+    else if (target_.traits().checks_timed_calls) want.push_back(p.label + ", the last timed calls");
+  std::vector<std::string> missing;
+  size_t next = 0;
+  for (const std::string& label : want) {
+    bool found = false;
+    for (size_t i = next; i < checks.size() && !found; ++i)
+      if (checks[i].label == label && checks[i].passed) {
+        found = true;
+        next = i + 1;
+      }
+    if (!found) missing.push_back(label);
+  }
+  return fmt::format("{}", fmt::join(missing, "; "));
 }
 
 EvalResult Evaluator::evaluate(const CandidateSource& source, const KnobValues& knobs) {
@@ -88,7 +113,7 @@ EvalResult Evaluator::measure(PreparedCandidate prepared) {
     const RunPhase& p = plan_[phase];
     auto ref = references_.get(task_, p.shapes, p.seed);
     CheckReport report = compare_outputs(*task_.op, outputs, ref->views(), task_.compare);
-    report.label = p.label;
+    report.label = p.kind == RunPhase::time ? p.label + ", the last timed calls" : p.label;
     return report;
   };
   // Several GPUs measure at once: their stage lines take turns.
@@ -109,7 +134,7 @@ EvalResult Evaluator::measure(PreparedCandidate prepared) {
     case RunOutcome::check_failed: {
       r.status = Status::mismatch;
       const CheckReport& bad = r.checks.back();
-      const bool after_timing = r.checks.size() == plan_.size() - 1;
+      const bool after_timing = r.checks.size() > checks_before_timing_;
       r.detail = fmt::format("{}{} of {} values wrong on {}", after_timing ? "right on the first inputs, but " : "",
                              bad.mismatches, bad.checked, bad.label);
       if (bad.first)
@@ -136,6 +161,15 @@ EvalResult Evaluator::measure(PreparedCandidate prepared) {
   if (run.samples_s.empty()) {
     r.status = Status::crash;
     r.detail = "the runner finished without timing samples";
+    return r;
+  }
+  // Every check the plan asks for, passed, before a time is believed: the
+  // events come from the candidate's process, and a stream that leaves a
+  // check out (or the check of the timed calls, where the runner does one)
+  // is no verdict.
+  if (const std::string missing = unchecked_phases(r.checks); !missing.empty()) {
+    r.status = Status::crash;
+    r.detail = "the runner finished without the checks of " + missing;
     return r;
   }
   r.timing = TimingStats::from_samples(run.samples_s, run.calls_per_sample, run.warmup_calls);

@@ -75,6 +75,10 @@ class Evaluator {
   ReferenceCache& references_;
   CompileCache& compiles_;
   std::vector<RunPhase> plan_;
+  size_t checks_before_timing_ = 0;  // check phases before the time phase
+  // The labels of the checks in the plan that `checks` lacks (or has failed),
+  // "; "-joined: empty when every one is there and passed.
+  std::string unchecked_phases(const std::vector<CheckReport>& checks) const;
   std::mutex mutex_;              // measure() runs on several threads (one per GPU)
   std::mutex stage_mutex_;
   std::vector<double> best_times_;  // the best medians so far, ascending

@@ -34,7 +34,8 @@ const std::vector<TargetTraits>& all_target_traits() {
        "",
        "",
        "",
-       ""},
+       "",
+       true},
       {"cuda",
        "NVIDIA GPUs: CUDA kernels built with nvcc, one kevo-cuda-runner per GPU",
        "kevo_launch",
@@ -47,7 +48,8 @@ const std::vector<TargetTraits>& all_target_traits() {
        "ptxas.spill_store_bytes",
        "ptxas",
        "ptxas.registers",
-       "CUDA"},
+       "CUDA",
+       false},
       {"trainium",
        "AWS Trainium / Inferentia: NKI kernels",
        "",
@@ -59,7 +61,8 @@ const std::vector<TargetTraits>& all_target_traits() {
        "",
        "",
        "",
-       ""},
+       "",
+       false},
   };
   return traits;
 }

@@ -45,6 +45,9 @@ struct TargetTraits {
   const char* spill_reporter;
   const char* register_metric;
   const char* compute_api;  // T4 exports' metadata.compute_api; "" when none applies
+  // Whether its runner hands over the outputs of its last timing sample
+  // (poisoned before it) for a check: kevo then requires that check.
+  bool checks_timed_calls;
 };
 
 // Every target kevo knows, built or not, in the order `kevo targets` lists them.

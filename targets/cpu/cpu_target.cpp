@@ -172,6 +172,8 @@ RunOutcome CpuTarget::drive(const Task* task, const runner::Job& job, double tim
   const runner::EventPipe ev = runner::make_event_pipe();
   SpawnOptions opt;
   opt.argv = {runner_path().string()};
+  opt.inherit_env = false;  // nothing of the user's: see runner_environment
+  opt.env = runner::runner_environment();
   opt.extra_fds = {ev.write_fd};
   if (session.memfd >= 0) opt.extra_fds.push_back(session.memfd);
   opt.limits.address_space_bytes = address_space;
@@ -197,7 +199,11 @@ RunOutcome CpuTarget::drive(const Task* task, const runner::Job& job, double tim
   loop.max_total_s = max_total_s;
   // One runner per candidate: whatever ended the job, the runner ends too.
   loop.finish = [&](runner::LoopEnd end, RunOutcome& out) {
-    if (end == runner::LoopEnd::no_progress || end == runner::LoopEnd::hard_limit)
+    // A job settled by anything but its end or an answered check leaves the
+    // runner waiting for an answer that will not come.
+    const bool waiting = end == runner::LoopEnd::settled && out.kind != RunOutcome::finished &&
+                         out.kind != RunOutcome::check_failed;
+    if (end == runner::LoopEnd::no_progress || end == runner::LoopEnd::hard_limit || waiting)
       child->kill_group();
     // Let the runner finish dying, then collect what it printed.
     const double grace = monotonic_seconds() + 2.0;

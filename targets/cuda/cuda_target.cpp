@@ -349,6 +349,8 @@ class CudaTarget final : public Target {
     const runner::EventPipe ev = runner::make_event_pipe();
     SpawnOptions opt;
     opt.argv = {cuda_runner_path().string(), "--device", std::to_string(s.device)};
+    opt.inherit_env = false;  // nothing of the user's: see runner_environment
+    opt.env = runner::runner_environment();
     opt.extra_fds = {ev.write_fd};
     opt.limits.file_size_bytes = -1;
     try {
@@ -660,6 +662,11 @@ ProfileOutcome CudaTarget::profile(const Task& task, const std::filesystem::path
               "--import-source", "no", "-f", "-o", report.string(),
               cuda_runner_path().string(), "--device", std::to_string(slot.device), "--profile",
               job_file.string()};
+  // ncu starts the runner with its own environment: the runner's allowlist,
+  // and a home of its own in the profile's directory for ncu's settings.
+  opt.inherit_env = false;
+  opt.env = runner::runner_environment();
+  opt.env.push_back("HOME=" + dir.string());
   ProcessResult r = run_process(opt, 120, 1 << 20);
   if (!r.exit_code || *r.exit_code != 0 || !std::filesystem::exists(dir / "profile.ncu-rep")) {
     out.note = fmt::format("ncu could not profile it ({}): {}",

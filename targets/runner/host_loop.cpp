@@ -6,6 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <set>
+#include <string_view>
 #include <cerrno>
 #include <cstring>
 
@@ -15,6 +19,8 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "targets/runner/protocol.h"
+
+extern char** environ;
 
 namespace kevo {
 
@@ -75,6 +81,40 @@ const char* kernel_rc_name(int rc) {
 
 namespace runner {
 
+std::vector<std::string> runner_environment() {
+  static const char* const kNames[] = {"PATH", "LANG", "TZ", "TMPDIR", "LD_LIBRARY_PATH",
+                                       "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
+                                       "CUDA_MODULE_LOADING", "KEVO_LOG", "KEVO_CUDA_FLUSH",
+                                       "KEVO_CUDA_COVER_US"};
+  static const char* const kPrefixes[] = {"LC_", "OMP_", "GOMP_", "KMP_", "CUDA_CACHE_", "NVIDIA_"};
+  std::set<std::string> extra;
+  if (const char* names = std::getenv("KEVO_RUNNER_ENV")) {
+    std::string list = names;
+    size_t pos = 0;
+    while (pos <= list.size()) {
+      size_t end = list.find(',', pos);
+      if (end == std::string::npos) end = list.size();
+      std::string name = list.substr(pos, end - pos);
+      while (!name.empty() && name.back() == ' ') name.pop_back();
+      while (!name.empty() && name.front() == ' ') name.erase(0, 1);
+      if (!name.empty()) extra.insert(name);
+      pos = end + 1;
+    }
+  }
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    const std::string_view entry(*e);
+    const size_t eq = entry.find('=');
+    if (eq == std::string_view::npos) continue;
+    const std::string name(entry.substr(0, eq));
+    bool keep = extra.count(name) > 0;
+    for (const char* n : kNames) keep = keep || name == n;
+    for (const char* p : kPrefixes) keep = keep || name.rfind(p, 0) == 0;
+    if (keep) env.emplace_back(entry);
+  }
+  return env;
+}
+
 EventPipe make_event_pipe() {
   int ev[2];
   if (pipe2(ev, O_CLOEXEC) != 0)
@@ -112,7 +152,19 @@ RunOutcome drive_job(ChildProcess& child, EventReader& events, CappedBuffer& so,
   RunOutcome out;
   out.kind = RunOutcome::crashed;
   out.detail = "the runner exited without reporting";
+  // An event kevo cannot read (a field of the wrong type: the candidate's
+  // process wrote it) ends the job as a crash, never kevo.
+  std::function<bool(const nlohmann::json&, double&)> decode_event;
   auto decode = [&](const nlohmann::json& e, double& deadline) -> bool {
+    try {
+      return decode_event(e, deadline);
+    } catch (const nlohmann::json::exception&) {
+      out.kind = RunOutcome::crashed;
+      out.detail = fmt::format("the runner sent an event kevo cannot read: {:.200}", e.dump());
+      return true;
+    }
+  };
+  decode_event = [&](const nlohmann::json& e, double& deadline) -> bool {
     const std::string kind = e.value("event", "");
     if (kind == "ready") {
       deadline = monotonic_seconds() + loop.timeout_s;
@@ -204,6 +256,15 @@ JobEventFn kernel_events(const KernelJob& job) {
     } else if (kind == "timing") {
       out.samples_s = e.value("samples", std::vector<double>{});
       out.calls_per_sample = e.value("calls_per_sample", int64_t{1});
+      bool credible = out.calls_per_sample >= 1;
+      for (double t : out.samples_s) credible = credible && std::isfinite(t) && t > 0;
+      if (!credible) {
+        out.kind = RunOutcome::crashed;
+        out.detail = fmt::format("the runner reported timing samples that cannot be times on {}",
+                                 phase.label);
+        out.samples_s.clear();
+        return Reply::settled;
+      }
       out.warmup_calls = e.value("warmup_calls", int64_t{0});
       out.machine = machine_metrics(e);
     } else if (kind == "kernel_error") {

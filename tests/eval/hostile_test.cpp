@@ -40,8 +40,10 @@ TEST_F(Hostile, RightKernelIsOk) {
   ASSERT_TRUE(r.timing.has_value());
   EXPECT_GE(r.timing->samples_s.size(), 3u);
   ASSERT_TRUE(r.diagnosis.has_value());
-  EXPECT_EQ(r.checks.size(), 5u);  // 3 small, the full shape, and the re-check after timing
+  // 3 small, the full shape, the last timed calls, and the re-check after timing.
+  EXPECT_EQ(r.checks.size(), 6u);
   for (const auto& c : r.checks) EXPECT_TRUE(c.passed) << c.label;
+  EXPECT_NE(r.checks[4].label.find("the last timed calls"), std::string::npos) << r.checks[4].label;
   EXPECT_NE(r.checks.back().label.find("after timing"), std::string::npos);
 }
 
@@ -53,6 +55,28 @@ TEST_F(Hostile, Bf16KernelIsJudgedInBf16) {
   EvalResult f = eval("right", {{"dtype", "bf16"}});
   EXPECT_STATUS(f, Status::crash);
   EXPECT_NE(f.detail.find("guard page after input 'g'"), std::string::npos) << f.detail;
+}
+
+// A kernel that reads its environment finds only the runner's allowlist:
+// no key of the user's, whatever its name, and only what KEVO_RUNNER_ENV adds.
+TEST_F(Hostile, EnvironmentHoldsNoSecrets) {
+  setenv("KEVO_HOSTILE_TEST_API_KEY", "sk-planted-4f2a9c", 1);
+  setenv("KEVO_HOSTILE_TEST_SHARED", "named-by-the-user", 1);
+  setenv("KEVO_RUNNER_ENV", "KEVO_HOSTILE_TEST_SHARED", 1);
+  EvalResult r = eval("env_secret");
+  unsetenv("KEVO_HOSTILE_TEST_API_KEY");
+  unsetenv("KEVO_HOSTILE_TEST_SHARED");
+  unsetenv("KEVO_RUNNER_ENV");
+  EXPECT_STATUS(r, Status::ok);
+  // It did print what it had (so the test sees its view)...
+  EXPECT_NE(r.stderr_text.find("env: PATH="), std::string::npos) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("env: KEVO_HOSTILE_TEST_SHARED=named-by-the-user"),
+            std::string::npos)
+      << r.stderr_text;
+  // ...and the key was not among it.
+  EXPECT_EQ(r.stderr_text.find("sk-planted-4f2a9c"), std::string::npos) << r.stderr_text;
+  EXPECT_EQ(r.stderr_text.find("KEVO_HOSTILE_TEST_API_KEY"), std::string::npos) << r.stderr_text;
+  EXPECT_EQ(r.stderr_text.find("env: KEVO_RUNNER_ENV"), std::string::npos) << r.stderr_text;
 }
 
 TEST_F(Hostile, Segfault) {
@@ -147,10 +171,37 @@ TEST_F(Hostile, ReplayingResultsIsCaught) {
   EXPECT_NE(r.status, Status::ok) << r.detail;
 }
 
-TEST_F(Hostile, ReplayingAnEarlierAnswerIsCaughtByTheFreshRecheck) {
+TEST_F(Hostile, ReplayingAnEarlierAnswerIsCaughtOnInputsItHasNotSeen) {
+  // Timing uses inputs the checks never saw, and the last timed calls are
+  // checked: the replayed answer is wrong there.
   EvalResult r = eval("replay");
   EXPECT_STATUS(r, Status::mismatch);
-  EXPECT_NE(r.detail.find("after timing"), std::string::npos) << r.detail;
+  EXPECT_NE(r.detail.find("right on the first inputs"), std::string::npos) << r.detail;
+  EXPECT_NE(r.detail.find("the last timed calls"), std::string::npos) << r.detail;
+}
+
+// Work skipped while timed, on inputs the kernel has seen (every timed call
+// repeats them): the last sample's outputs, poisoned before it, show it.
+TEST_F(Hostile, SkippingWorkOnRepeatedInputsIsCaught) {
+  EvalResult r = eval("skip_rows");
+  EXPECT_STATUS(r, Status::mismatch);
+  EXPECT_NE(r.detail.find("the last timed calls"), std::string::npos) << r.detail;
+  EXPECT_NE(r.detail.find("right on the first inputs"), std::string::npos) << r.detail;
+}
+
+// Events the kernel writes itself: a timing report and "done" before any
+// check. No verdict rests on a stream that lacks the plan's checks.
+TEST_F(Hostile, AForgedEventStreamIsNoVerdict) {
+  EvalResult r = eval("forged_done");
+  EXPECT_STATUS(r, Status::crash);
+  EXPECT_NE(r.detail.find("without the checks of"), std::string::npos) << r.detail;
+  EXPECT_FALSE(r.timing.has_value());
+}
+
+TEST_F(Hostile, AMalformedEventEndsTheJobNotKevo) {
+  EvalResult r = eval("forged_phase");
+  EXPECT_STATUS(r, Status::crash);
+  EXPECT_NE(r.detail.find("an event kevo cannot read"), std::string::npos) << r.detail;
 }
 
 TEST_F(Hostile, ForkIsRejectedBeforeCompiling) {

@@ -142,7 +142,7 @@ TEST_F(EvalRequestRun, TheCheckRunsWhereTheRequestIsEvaluated) {
   const EvalResult ok = evaluate_after_trip("right");
   EXPECT_EQ(status_name(ok.status), "ok") << ok.detail;
   EXPECT_EQ(ok.roof_id, 11);  // stamped with the submitting host's roof
-  ASSERT_EQ(ok.checks.size(), 5u);
+  ASSERT_EQ(ok.checks.size(), 6u);
   for (const auto& c : ok.checks) EXPECT_TRUE(c.passed) << c.label;
   ASSERT_TRUE(ok.timing.has_value());
   EXPECT_GE(ok.timing->samples_s.size(), 3u);

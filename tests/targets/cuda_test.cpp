@@ -210,6 +210,8 @@ class FakeCuda : public ::testing::Test {
   void SetUp() override {
     setenv("KEVO_CUDA_RUNNER", KEVO_FAKE_CUDA_RUNNER, 1);
     setenv("KEVO_NVCC", (test::source_dir() / "targets" / "fake_nvcc.sh").c_str(), 1);
+    // The fake runner's own settings, which a runner sees only when named.
+    setenv("KEVO_RUNNER_ENV", "FAKE_GPUS,FAKE_PIDFILE", 1);
     task_ = test::quick_task("swiglu", {{"g", {8, 100}}},
                              {{"target", "cuda"}, {"limits", {{"timeout_s", 2}}}});
     target_ = make_target("cuda");
@@ -220,6 +222,7 @@ class FakeCuda : public ::testing::Test {
     target_.reset();
     unsetenv("KEVO_CUDA_RUNNER");
     unsetenv("KEVO_NVCC");
+    unsetenv("KEVO_RUNNER_ENV");
   }
   EvalResult eval(const std::string& mode) {
     std::string text = "// FAKE_MODE=" + mode +
