@@ -15,6 +15,7 @@
 #include "core/task.h"
 #include "eval/backend.h"
 #include "search/engine.h"
+#include "search/session.h"
 
 namespace kevo {
 
@@ -149,8 +150,10 @@ std::vector<SpaceScore> bench_strategies(Store& store, const StrategyBenchOption
         c.stop.max_evals = static_cast<int64_t>(s.budget);
         c.seeds_first = false;
         c.batch = o.batch;
-        Engine e(task, space, scratch, replay, c);
-        e.begin({});
+        // The recording and its space are built once above, not per repeat,
+        // and the engine runs quietly: the benchmark has its own status line.
+        SearchSession session(scratch, {task, c, {}, std::nullopt, run}, space, replay);
+        Engine& e = session.engine();
         e.run();
         std::vector<double> curve;
         double best = worst;

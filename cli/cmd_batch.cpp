@@ -2,14 +2,14 @@
 // the store as a batch that resumes after a kill (search/batch.h).
 #include <fmt/format.h>
 
-#include "bench/report.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "cli/search_session.h"
 #include "core/error.h"
 #include "core/store.h"
 #include "eval/roofline.h"
+#include "report/report.h"
 #include "search/batch.h"
+#include "search/session.h"
 
 namespace kevo::cli {
 

@@ -4,12 +4,12 @@
 
 #include <fmt/format.h>
 
-#include "bench/compare.h"
-#include "bench/export.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "core/error.h"
 #include "core/paths.h"
+#include "report/compare.h"
+#include "report/export.h"
 
 namespace kevo::cli {
 

@@ -8,14 +8,14 @@
 
 #include <fmt/format.h>
 
-#include "bench/export.h"
-#include "bench/machine_text.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "core/error.h"
 #include "core/knobs.h"
 #include "core/task.h"
 #include "eval/roofline.h"
+#include "report/export.h"
+#include "report/machine_text.h"
 #include "search/tree.h"
 
 namespace kevo::cli {

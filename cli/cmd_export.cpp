@@ -1,11 +1,11 @@
 // kevo export: a run's results as a file, kevo's JSON or the T4 results schema.
 #include <fmt/format.h>
 
-#include "bench/export.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "core/error.h"
 #include "core/paths.h"
+#include "report/export.h"
 
 namespace kevo::cli {
 

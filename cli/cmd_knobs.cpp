@@ -19,7 +19,7 @@
 #include "core/space.h"
 #include "core/task.h"
 #include "eval/compile_cache.h"
-#include "search/engine.h"
+#include "search/families.h"
 #include "targets/target.h"
 
 namespace kevo::cli {

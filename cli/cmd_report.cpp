@@ -2,11 +2,11 @@
 // self-contained HTML page, or JSON (bench/report.h).
 #include <fmt/format.h>
 
-#include "bench/report.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "core/error.h"
 #include "core/paths.h"
+#include "report/report.h"
 #include "search/batch.h"
 
 namespace kevo::cli {

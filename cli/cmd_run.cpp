@@ -7,16 +7,17 @@
 
 #include <fmt/format.h>
 
-#include "bench/machine_text.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "cli/search_session.h"
 #include "core/error.h"
 #include "core/paths.h"
 #include "core/store.h"
 #include "core/task.h"
 #include "eval/roofline.h"
+#include "report/machine_text.h"
 #include "search/engine.h"
+#include "search/families.h"
+#include "search/session.h"
 #include "targets/target.h"
 
 namespace kevo::cli {

@@ -1,13 +1,10 @@
 #include "cli/common.h"
 
-#include <unistd.h>
-
 #include <cstdlib>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "core/log.h"
 
 namespace kevo::cli {
 
@@ -16,11 +13,6 @@ std::string store_path(const Args& args) {
   if (const char* e = std::getenv("KEVO_DB"); e && *e) return e;
   return "kevo.db";
 }
-
-bool stdout_is_tty() { return isatty(1); }
-bool stderr_is_tty() { return isatty(2); }
-
-void progress(std::string_view line) { log_info("{}", line); }
 
 int64_t parse_id(const std::string& text, const char* what) {
   try {
@@ -40,22 +32,6 @@ double parse_positive(const std::string& text, const char* what) {
   } catch (const std::exception&) {
   }
   throw UserError(fmt::format("{} expects a number > 0, got '{}'", what, text));
-}
-
-StatusLine::StatusLine() : enabled_(stderr_is_tty()) {}
-
-void StatusLine::set(std::string_view text) {
-  if (!enabled_) return;
-  fmt::print(stderr, "\r\033[Kkevo: {}...", text);
-  std::fflush(stderr);
-  shown_ = true;
-}
-
-void StatusLine::clear() {
-  if (!shown_) return;
-  fmt::print(stderr, "\r\033[K");
-  std::fflush(stderr);
-  shown_ = false;
 }
 
 std::string sql_value_text(const SqlValue& v) {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 #include <fmt/format.h>
@@ -11,7 +10,6 @@
 #include "core/error.h"
 #include "core/json_reader.h"
 #include "core/log.h"
-#include "core/paths.h"
 #include "core/process.h"
 #include "core/store.h"
 #include "eval/roofline.h"
@@ -108,82 +106,17 @@ SearchConfig parse_search_config(const nlohmann::json& search, const std::string
   return c;
 }
 
-std::string standalone_source(const Family& family, const KnobValues& knobs,
-                              const std::string& note,
-                              const std::vector<std::string>& shape_defaults) {
-  std::string out = fmt::format("/* {}\n * family {} ({}), knobs baked in: {}\n */\n", note,
-                                family.name, family.origin.string(), knobs_to_string(knobs));
-  for (const auto& [k, v] : knobs) out += fmt::format("#define {} {}\n", k, v);
-  if (!shape_defaults.empty())
-    out += "/* the shapes it was searched at (kevo defines its task's own when it compiles) */\n";
-  for (const auto& d : shape_defaults) {
-    const size_t eq = d.find('=');
-    if (eq == std::string::npos) continue;
-    const std::string name = d.substr(0, eq);
-    out += fmt::format("#ifndef {0}\n#define {0} {1}\n#endif\n", name, d.substr(eq + 1));
-  }
-  // The declarations stay as comments: kevo would otherwise pass the
-  // defaults as -D flags over the baked values.
-  std::string text = family.text;
-  for (const char* tag : {"@kevo knob", "@kevo require"}) {
-    const std::string plain = std::string("(baked in) ") + (tag + 1);
-    for (size_t pos = 0; (pos = text.find(tag, pos)) != std::string::npos; pos += plain.size())
-      text.replace(pos, std::strlen(tag), plain);
-  }
-  return out + "\n" + text;
-}
-
-std::vector<std::filesystem::path> family_files(const Task& task,
-                                                const std::vector<std::string>& families) {
-  if (!task.kernel_files.empty()) {  // the task brings its own families
-    std::vector<std::filesystem::path> files;
-    for (const auto& f : task.kernel_files)
-      if (families.empty() ||
-          std::find(families.begin(), families.end(), f.stem().string()) != families.end())
-        files.push_back(f);
-    for (const auto& want : families)
-      if (std::none_of(files.begin(), files.end(),
-                       [&](const auto& f) { return f.stem().string() == want; }))
-        throw UserError(fmt::format("no kernel family '{}' among the task's \"kernels\"", want));
-    return files;
-  }
-  const auto dir = kevo_home() / "targets" / task.target / "kernels" / std::string(task.op->name());
-  std::vector<std::filesystem::path> files;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    if (!entry.is_regular_file()) continue;
-    const auto name = entry.path().filename().string();
-    const auto ext = entry.path().extension().string();
-    if (name.empty() || name[0] == '.') continue;
-    if (ext != ".c" && ext != ".cc" && ext != ".cpp" && ext != ".cxx" && ext != ".cu" && ext != ".py")
-      continue;
-    if (!families.empty() &&
-        std::find(families.begin(), families.end(), entry.path().stem().string()) == families.end())
-      continue;
-    files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end());
-  for (const auto& want : families)
-    if (std::none_of(files.begin(), files.end(),
-                     [&](const auto& f) { return f.stem().string() == want; }))
-      throw UserError(fmt::format("no kernel family '{}' in {}", want, dir.string()));
-  if (files.empty())
-    throw UserError(fmt::format("no kernel families for {} on {} in {}", task.op->name(),
-                                task.target, dir.string()));
-  return files;
-}
-
 // ---- engine --------------------------------------------------------------
 
 Engine::Engine(const Task& task, const SearchSpace& space, Store& store, EvalBackend& backend,
-               SearchConfig config)
+               SearchConfig config, EngineHost host)
     : task_(task),
       space_(space),
       store_(store),
       backend_(backend),
       config_(std::move(config)),
       synthesizers_(Synthesizers::offline(KnobRules::load_default())),
-      hostname_(hostname()) {
+      host_(std::move(host)) {
   if (config_.batch == 0) config_.batch = 2 * static_cast<size_t>(std::max(1, online_cpus()));
   for (const auto& f : space_.families()) defaults_.push_back(f.space.defaults());
   StrategyEnv env;
@@ -276,7 +209,7 @@ std::optional<int64_t> Engine::earlier_evaluation(const Point& p) {
   // a result...
   const Family& f = space_.family(p.family);
   const std::optional<int64_t> found = store_.latest_candidate_of_point(
-      f.source_hash, knobs_to_json(p.knobs), task_.hash, hostname_, KEVO_VERSION, run_);
+      f.source_hash, knobs_to_json(p.knobs), task_.hash, host_.hostname, KEVO_VERSION, run_);
   if (!found) return std::nullopt;
   const int64_t candidate = *found;
   // ...and of it the measurement that stood for it: its confirmation (the

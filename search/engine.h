@@ -7,8 +7,9 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <deque>
+#include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -21,6 +22,7 @@
 #include "core/space.h"
 #include "core/task.h"
 #include "eval/backend.h"
+#include "search/observation.h"
 #include "search/strategy.h"
 #include "search/tree.h"
 #include "synth/llm_synthesizer.h"
@@ -59,21 +61,6 @@ struct SearchConfig {
 // The task's "search" section, strictly (paths in errors start at `path`).
 SearchConfig parse_search_config(const nlohmann::json& search, const std::string& path);
 
-// The best kernel as one standalone source: the family's text with its knob
-// values defined at the top (the @kevo declarations stay, for reference).
-// `shape_defaults` ("NAME=VALUE", as shape_defines gives them) are defined
-// too unless the compiler defines them, so that the file built elsewhere
-// keeps the fast path for the shape it was searched at.
-std::string standalone_source(const Family& family, const KnobValues& knobs,
-                              const std::string& note,
-                              const std::vector<std::string>& shape_defaults = {});
-
-// The kernel files of the task's operator on its target (or the task's own
-// "kernels" when it lists some), optionally only the named families. Throws
-// UserError naming the folder when there are none.
-std::vector<std::filesystem::path> family_files(const Task& task,
-                                                const std::vector<std::string>& families);
-
 struct EngineStats {
   int64_t evaluations = 0;  // measured by this run (the budget)
   int64_t reused = 0;       // answered from earlier runs' measurements
@@ -102,10 +89,21 @@ struct Best {
                                // is the median of the others
 };
 
+// What the engine knows of the machine and the installation it runs on,
+// given by its caller (SearchSession: this_machine() in search/session.h);
+// the engine reads neither the process nor the environment itself.
+struct EngineHost {
+  // The machine's hostname as the store records runs: what earlier runs of
+  // the task measured on it answers the same points again.
+  std::string hostname;
+  // targets/abi/kevo_kernel.h, shown to the LLM synthesizer.
+  std::filesystem::path abi_header;
+};
+
 class Engine {
  public:
   Engine(const Task& task, const SearchSpace& space, Store& store, EvalBackend& backend,
-         SearchConfig config);
+         SearchConfig config, EngineHost host);
   ~Engine();
 
   // Starts a new run in the store; `run_config` is kept with it (to resume).
@@ -194,7 +192,7 @@ class Engine {
   std::unique_ptr<Strategy> strategy_;
   CandidateTree tree_;
   int64_t run_ = 0;
-  std::string hostname_;
+  EngineHost host_;
   std::unordered_map<std::string, int64_t> known_;  // point key -> candidate of this run
   std::map<int64_t, Observation> by_candidate_;
   std::vector<Observation> history_;  // evaluated (or reused), in order

@@ -62,7 +62,7 @@ LlmTaskInfo Engine::llm_task_info() const {
   t.language = space_.size_families() ? space_.family(0).language : "c";
   const TargetTraits* traits = find_target_traits(task_.target);
   t.entry_point = traits ? traits->entry_point : all_target_traits().front().entry_point;
-  t.abi = read_text_file(kevo_home() / "targets" / "abi" / "kevo_kernel.h");
+  t.abi = read_text_file(host_.abi_header);
   if (!task_.entry.empty()) {
     // A plain kernel: kevo writes the ABI entry point around the named function.
     const KernelEntry& e = task_.entry;

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/space.h"
+#include "search/observation.h"
 #include "synth/synthesizer.h"
 
 namespace kevo {

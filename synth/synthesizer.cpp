@@ -10,22 +10,6 @@
 
 namespace kevo {
 
-Observation observation_of(const EvalResult& r) {
-  Observation o;
-  o.status = r.status;
-  if (r.status == Status::ok && r.timing) {
-    o.seconds = r.timing->median_s;
-    o.spread = r.timing->median_s > 0 ? (r.timing->p80_s - r.timing->p20_s) / r.timing->median_s
-                                      : 0;
-  }
-  if (r.diagnosis) {
-    o.roof_fraction = r.diagnosis->roof_fraction;
-    o.bound = r.diagnosis->bound;
-    o.bottleneck = r.diagnosis->bottleneck;
-  }
-  return o;
-}
-
 // ---- rules -------------------------------------------------------------
 
 KnobRules KnobRules::parse(const nlohmann::json& j, const std::string& origin) {

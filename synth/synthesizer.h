@@ -6,7 +6,6 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
 #include <memory>
 #include <optional>
 #include <random>
@@ -17,29 +16,11 @@
 
 #include "core/eval_result.h"
 #include "core/space.h"
+// The synthesizers read measured candidates in the search's vocabulary; the
+// header is core-only (no link to kevo_search, so no cycle).
+#include "search/observation.h"
 
 namespace kevo {
-
-// What the search knows about one candidate once it was evaluated.
-struct Observation {
-  int64_t candidate = 0;  // store id
-  Point point;
-  std::vector<int64_t> parents;  // candidate ids
-  std::string synthesizer;
-  uint64_t tag = 0;  // echoed from the proposal that asked for it (0: not asked)
-  Status status = Status::ok;
-  double seconds = std::numeric_limits<double>::infinity();  // median, when ok
-  double roof_fraction = 0;
-  double spread = 0;  // (p80 - p20) / median
-  std::string bound;  // "memory" | "compute" | ""
-  std::string bottleneck;  // from a profile: Diagnosis::bottleneck
-  bool reused = false;  // answered from an earlier measurement, not measured now
-  int64_t duplicate_of = 0;  // the candidate of this run that already has this point
-
-  bool ok() const { return status == Status::ok; }
-};
-
-Observation observation_of(const EvalResult& r);
 
 // The diagnosis rules of the knob synthesizer, read from
 // knowledge/corpus/rules/knob.json: when the parent looks like this, prefer moving

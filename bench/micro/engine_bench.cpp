@@ -82,6 +82,7 @@
 #include "core/task.h"
 #include "eval/backend.h"
 #include "search/engine.h"
+#include "search/session.h"
 #include "search/strategy.h"
 #include "synth/synthesizer.h"
 
@@ -538,7 +539,7 @@ void BM_EngineRun(benchmark::State& state, std::string strategy) {
     c.stop.max_evals = max_evals;
     c.batch = 4;
     c.seed = 1;
-    Engine e(gemm_task(), space, *store, backend, c);
+    Engine e(gemm_task(), space, *store, backend, c, this_machine());
     e.begin(nlohmann::json::object());
     const auto t0 = Clock::now();
     e.run();

@@ -22,7 +22,7 @@ namespace {
 std::vector<std::filesystem::path> kevo_sources() {
   std::vector<std::filesystem::path> out;
   for (const char* dir :
-       {"core", "targets", "eval", "knowledge", "synth", "search", "bench", "cli"})
+       {"core", "targets", "eval", "knowledge", "synth", "search", "report", "bench", "cli"})
     for (const auto& e : std::filesystem::recursive_directory_iterator(test::repo_dir() / dir)) {
       const auto ext = e.path().extension();
       if (!e.is_regular_file() || (ext != ".cpp" && ext != ".h")) continue;

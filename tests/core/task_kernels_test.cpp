@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "core/space.h"
 #include "core/task.h"
-#include "search/engine.h"
+#include "search/families.h"
 #include "support/test_support.h"
 
 namespace kevo {

@@ -11,6 +11,7 @@
 #include "core/store.h"
 #include "eval/backend.h"
 #include "search/engine.h"
+#include "search/session.h"
 #include "search/tree.h"
 #include "support/test_support.h"
 
@@ -149,7 +150,7 @@ TEST(Search, SpaceEnumeratesOnlyValidPoints) {
 
 TEST(Search, GridVisitsEverythingOnceAndFindsTheOptimum) {
   Fixture f("grid");
-  Engine e(f.task, f.space, f.store, f.backend, config("grid", 10000));
+  Engine e(f.task, f.space, f.store, f.backend, config("grid", 10000), this_machine());
   e.begin({});
   std::string why = e.run();
   EXPECT_NE(why.find("exhausted"), std::string::npos) << why;
@@ -163,7 +164,7 @@ TEST(Search, GridVisitsEverythingOnceAndFindsTheOptimum) {
 
 TEST(Search, RandomSamplesWithoutReplacement) {
   Fixture f("random");
-  Engine e(f.task, f.space, f.store, f.backend, config("random", 10000, 7));
+  Engine e(f.task, f.space, f.store, f.backend, config("random", 10000, 7), this_machine());
   e.begin({});
   e.run();
   EXPECT_EQ(static_cast<uint64_t>(f.backend.calls), f.space.size());
@@ -179,7 +180,7 @@ class Guided : public ::testing::TestWithParam<std::string> {};
 TEST_P(Guided, FindsTheOptimumWithinBudget) {
   for (uint64_t seed : {1, 2, 3}) {
     Fixture f("guided-" + GetParam() + std::to_string(seed));
-    Engine e(f.task, f.space, f.store, f.backend, config(GetParam(), 100, seed));
+    Engine e(f.task, f.space, f.store, f.backend, config(GetParam(), 100, seed), this_machine());
     e.begin({});
     std::string why = e.run();
     SCOPED_TRACE(why + " evals " + std::to_string(e.stats().evaluations) + " dups " + std::to_string(e.stats().duplicates));
@@ -195,7 +196,7 @@ INSTANTIATE_TEST_SUITE_P(Strategies, Guided, ::testing::Values("evolution", "mct
 TEST(Search, StopConditions) {
   {
     Fixture f("stop-evals");
-    Engine e(f.task, f.space, f.store, f.backend, config("random", 17));
+    Engine e(f.task, f.space, f.store, f.backend, config("random", 17), this_machine());
     e.begin({});
     EXPECT_NE(e.run().find("17 evaluations"), std::string::npos);
     EXPECT_EQ(e.stats().evaluations, 17);
@@ -204,7 +205,7 @@ TEST(Search, StopConditions) {
     Fixture f("stop-time");
     SearchConfig c = config("random", 0);
     c.stop.max_seconds = 10;  // the fake backend charges 1 s per evaluation
-    Engine e(f.task, f.space, f.store, f.backend, c);
+    Engine e(f.task, f.space, f.store, f.backend, c, this_machine());
     e.begin({});
     EXPECT_NE(e.run().find("time budget"), std::string::npos);
     EXPECT_EQ(e.stats().evaluations, 10);
@@ -213,7 +214,7 @@ TEST(Search, StopConditions) {
     Fixture f("stop-target");
     SearchConfig c = config("grid", 0);
     c.stop.target_seconds = 1.0001e-3;  // only the optimum meets it
-    Engine e(f.task, f.space, f.store, f.backend, c);
+    Engine e(f.task, f.space, f.store, f.backend, c, this_machine());
     e.begin({});
     EXPECT_NE(e.run().find("target met"), std::string::npos);
     EXPECT_TRUE(found_optimum(e));
@@ -222,7 +223,7 @@ TEST(Search, StopConditions) {
     Fixture f("stop-fraction");
     SearchConfig c = config("mcts", 500);
     c.stop.target_fraction = 0.9;  // roof_fraction = 1 ms / time: near the optimum only
-    Engine e(f.task, f.space, f.store, f.backend, c);
+    Engine e(f.task, f.space, f.store, f.backend, c, this_machine());
     e.begin({});
     EXPECT_NE(e.run().find("of the roof"), std::string::npos);
     EXPECT_GE(e.best()->obs.roof_fraction, 0.9);
@@ -231,7 +232,7 @@ TEST(Search, StopConditions) {
     Fixture f("stop-speedup");
     SearchConfig c = config("mcts", 500);
     c.stop.target_speedup = 2;  // the fast seed (A=B=C=0) takes 17.2: 2x is 8.6
-    Engine e(f.task, f.space, f.store, f.backend, c);
+    Engine e(f.task, f.space, f.store, f.backend, c, this_machine());
     e.begin({});
     EXPECT_NE(e.run().find("x the seed"), std::string::npos);
     EXPECT_GE(e.best_seed()->obs.seconds / e.best()->obs.seconds, 2);
@@ -240,7 +241,7 @@ TEST(Search, StopConditions) {
     Fixture f("stop-stagnation");
     SearchConfig c = config("grid", 0);
     c.stop.stagnation = 5;
-    Engine e(f.task, f.space, f.store, f.backend, c);
+    Engine e(f.task, f.space, f.store, f.backend, c, this_machine());
     e.begin({});
     EXPECT_NE(e.run().find("no 1% improvement in 5"), std::string::npos);
     EXPECT_LT(e.stats().evaluations, 100);
@@ -255,7 +256,7 @@ TEST(Search, ResumeMeasuresNothingTwice) {
   Fixture f("resume");
   int64_t run = 0;
   {
-    Engine e(f.task, f.space, f.store, f.backend, config("evolution", 20));
+    Engine e(f.task, f.space, f.store, f.backend, config("evolution", 20), this_machine());
     run = e.begin({});
     e.run();
     EXPECT_EQ(e.stats().evaluations, 20);
@@ -264,7 +265,7 @@ TEST(Search, ResumeMeasuresNothingTwice) {
   const Point pending{0, {{"A", 7}, {"B", 7}, {"C", 3}}};
   f.store.add_candidate(run, f.space.family(0).source_hash, pending.knobs, "fast", "knob:memory");
   const int calls_before = f.backend.calls;
-  Engine e(f.task, f.space, f.store, f.backend, config("evolution", 45, 2));
+  Engine e(f.task, f.space, f.store, f.backend, config("evolution", 45, 2), this_machine());
   e.resume(run);
   EXPECT_EQ(e.stats().evaluations, 20);
   e.run();
@@ -290,19 +291,19 @@ TEST(Search, ResumeMeasuresNothingTwice) {
 TEST(Search, ANewRunReusesEarlierMeasurementsOfTheSameTask) {
   Fixture f("reuse");
   {
-    Engine e(f.task, f.space, f.store, f.backend, config("random", 30, 5));
+    Engine e(f.task, f.space, f.store, f.backend, config("random", 30, 5), this_machine());
     e.begin({});
     e.run();
   }
   const int calls_before = f.backend.calls;
-  Engine e(f.task, f.space, f.store, f.backend, config("grid", 100000));
+  Engine e(f.task, f.space, f.store, f.backend, config("grid", 100000), this_machine());
   e.begin({});
   e.run();
   EXPECT_EQ(e.stats().reused, 30);
   EXPECT_EQ(static_cast<uint64_t>(f.backend.calls - calls_before), f.space.size() - 30);
   // A different task (another shape) does not share measurements.
   Task other = test::quick_task("scaled_softmax", {{"x", {8, 64}}});
-  Engine o(other, f.space, f.store, f.backend, config("random", 5));
+  Engine o(other, f.space, f.store, f.backend, config("random", 5), this_machine());
   o.begin({});
   o.run();
   EXPECT_EQ(o.stats().reused, 0);
@@ -312,12 +313,12 @@ TEST(Search, ANewRunReusesEarlierMeasurementsOfTheSameTask) {
 TEST(Search, MeasurementsOfAnotherKevoAreNotReused) {
   Fixture f("reuse-version");
   {
-    Engine e(f.task, f.space, f.store, f.backend, config("random", 30, 5));
+    Engine e(f.task, f.space, f.store, f.backend, config("random", 30, 5), this_machine());
     e.begin({});
     e.run();
   }
   f.store.query("UPDATE runs SET kevo_version = '0.0.1'");
-  Engine e(f.task, f.space, f.store, f.backend, config("random", 30, 5));
+  Engine e(f.task, f.space, f.store, f.backend, config("random", 30, 5), this_machine());
   e.begin({});
   e.run();
   EXPECT_EQ(e.stats().reused, 0);
@@ -335,7 +336,7 @@ TEST(Search, ANewRunReusesTheConfirmedMeasurement) {
   c.confirm_rounds = 3;
   int64_t best = 0;
   {
-    Engine e(f.task, f.space, f.store, f.backend, c);
+    Engine e(f.task, f.space, f.store, f.backend, c, this_machine());
     e.begin({});
     e.run();
     ASSERT_TRUE(e.best()->confirmed);
@@ -353,7 +354,7 @@ TEST(Search, ANewRunReusesTheConfirmedMeasurement) {
   ASSERT_EQ(once.rows.size(), 1u);
 
   SearchConfig again = config("grid", 100000);
-  Engine e(f.task, f.space, f.store, f.backend, again);
+  Engine e(f.task, f.space, f.store, f.backend, again, this_machine());
   const int64_t run = e.begin({});
   e.run();
   ASSERT_EQ(e.stats().evaluations, 0);
@@ -375,7 +376,7 @@ TEST(Search, ANewRunReusesTheConfirmedMeasurement) {
 
 TEST(Search, TreeIsPersistedAndExportsDot) {
   Fixture f("tree");
-  Engine e(f.task, f.space, f.store, f.backend, config("evolution", 40));
+  Engine e(f.task, f.space, f.store, f.backend, config("evolution", 40), this_machine());
   const int64_t run = e.begin({});
   e.run();
   CandidateTree t = CandidateTree::load(f.store, run);
@@ -397,7 +398,7 @@ TEST(Search, ReplayReproducesTheRecordedNumbersExactly) {
   Fixture f("replay");
   int64_t grid = 0;
   {
-    Engine e(f.task, f.space, f.store, f.backend, config("grid", 100000));
+    Engine e(f.task, f.space, f.store, f.backend, config("grid", 100000), this_machine());
     grid = e.begin({});
     e.run();
   }
@@ -406,7 +407,7 @@ TEST(Search, ReplayReproducesTheRecordedNumbersExactly) {
   space.restrict_to(replay.recorded_keys());
   // The recording is in this store: a replay charges every point it asks for.
   SearchConfig c = config("mcts", 60);
-  Engine e(f.task, space, f.store, replay, c);
+  Engine e(f.task, space, f.store, replay, c, this_machine());
   e.reuse_earlier_runs = false;
   e.begin({}, "replay");
   e.run();
@@ -430,7 +431,7 @@ TEST(Search, BadStrategyParametersNameTheKey) {
     SearchConfig c = parse_search_config({{"strategy", "evolution"}, {"params", {{"islandz", 2}}}},
                                          "$.search");
     Fixture f("badparams");
-    Engine e(f.task, f.space, f.store, f.backend, c);
+    Engine e(f.task, f.space, f.store, f.backend, c, this_machine());
     FAIL() << "no error";
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("islandz"), std::string::npos) << e.what();
@@ -458,7 +459,7 @@ TEST(StrategyBench, RandomExpectationIsExact) {
 TEST(StrategyBench, ScoresStrategiesAgainstRandomInReplay) {
   Fixture f("bench");
   {
-    Engine e(f.task, f.space, f.store, f.backend, config("grid", 100000));
+    Engine e(f.task, f.space, f.store, f.backend, config("grid", 100000), this_machine());
     e.begin({{"config", f.task.config}});
     e.run();
   }
@@ -509,7 +510,7 @@ TEST(Search, ConstraintsNeverProduceAnInvalidCandidate) {
   EXPECT_GT(made, 2000);
   for (const char* strategy : {"random", "evolution", "mcts"}) {
     Fixture f(std::string("constraints-") + strategy);
-    Engine e(f.task, space, f.store, f.backend, config(strategy, 150));
+    Engine e(f.task, space, f.store, f.backend, config(strategy, 150), this_machine());
     e.begin({});
     e.run();
     EXPECT_EQ(f.backend.invalid, 0) << strategy;
@@ -525,7 +526,7 @@ TEST(Search, ConfirmationUndoesALuckyMeasurement) {
   f.backend.lucky_key = f.space.key(f.space.seed(0));  // 17.8 ms really, measured once at 0.5
   SearchConfig c = config("grid", 100000);
   c.confirm = 3;
-  Engine e(f.task, f.space, f.store, f.backend, c);
+  Engine e(f.task, f.space, f.store, f.backend, c, this_machine());
   const int64_t run = e.begin({});
   e.run();
   EXPECT_TRUE(found_optimum(e));
@@ -563,7 +564,7 @@ TEST(Search, ConfirmationUndoesALuckyMeasurement) {
 nlohmann::json grid_confirmed_summary(Fixture& f) {
   SearchConfig c = config("grid", 100000);
   c.confirm = 1;
-  Engine e(f.task, f.space, f.store, f.backend, c);
+  Engine e(f.task, f.space, f.store, f.backend, c, this_machine());
   e.begin({});
   e.run();
   return e.summary("");
@@ -595,7 +596,7 @@ TEST(Search, DriftEntriesCarryTheMachineState) {
   const int calls_before = f.backend.calls;
   SearchConfig c = config("grid", 100000);
   c.confirm = 1;
-  Engine again(f.task, f.space, f.store, f.backend, c);
+  Engine again(f.task, f.space, f.store, f.backend, c, this_machine());
   again.begin({});
   again.run();
   ASSERT_EQ(again.stats().evaluations, 0);
@@ -632,7 +633,7 @@ TEST(Search, ConfirmationRoundsCancelADriftingMachine) {
     SearchConfig c = config("grid", 100000);
     c.confirm = 2;
     c.confirm_rounds = rounds;
-    Engine e(f.task, f.space, f.store, f.backend, c);
+    Engine e(f.task, f.space, f.store, f.backend, c, this_machine());
     e.begin({});
     e.run();
     ASSERT_EQ(e.stats().evaluations, static_cast<int64_t>(f.space.size()));
@@ -657,7 +658,7 @@ TEST(Search, ASuspectConfirmationRoundIsSkipped) {
   f.backend.suspect_key = f.space.key(Point{0, {{"A", 5}, {"B", 2}, {"C", 3}}});
   SearchConfig c = config("grid", 100000);
   c.confirm = 1;
-  Engine e(f.task, f.space, f.store, f.backend, c);
+  Engine e(f.task, f.space, f.store, f.backend, c, this_machine());
   e.begin({});
   e.run();
   ASSERT_EQ(f.backend.suspect_calls, 4);  // the search's, then three rounds
@@ -677,11 +678,11 @@ TEST(Search, ResumeTellsTheSearchMeasurementNotTheConfirmation) {
   f.backend.lucky_key = f.space.key(f.space.seed(0));
   SearchConfig c = config("grid", 30);
   c.confirm = 3;
-  Engine first(f.task, f.space, f.store, f.backend, c);
+  Engine first(f.task, f.space, f.store, f.backend, c, this_machine());
   const int64_t run = first.begin({});
   first.run();
   ASSERT_GT(first.stats().confirmations, 0);
-  Engine again(f.task, f.space, f.store, f.backend, c);
+  Engine again(f.task, f.space, f.store, f.backend, c, this_machine());
   again.resume(run);
   EXPECT_EQ(again.stats().evaluations, 30);
   for (const auto& o : again.observations())
@@ -702,17 +703,17 @@ TEST(Search, ResumeTellsAReusedMeasurementNotItsRounds) {
   SearchConfig c = config("grid", 100000);
   c.confirm = 1;
   {
-    Engine first(f.task, f.space, f.store, f.backend, c);
+    Engine first(f.task, f.space, f.store, f.backend, c, this_machine());
     first.begin({});
     first.run();
   }
-  Engine second(f.task, f.space, f.store, f.backend, c);
+  Engine second(f.task, f.space, f.store, f.backend, c, this_machine());
   const int64_t run = second.begin({});
   second.run();
   ASSERT_EQ(second.stats().evaluations, 0);
   ASSERT_GT(second.stats().reused, 0);
   ASSERT_GT(second.stats().confirmations, 0);
-  Engine resumed(f.task, f.space, f.store, f.backend, c);
+  Engine resumed(f.task, f.space, f.store, f.backend, c, this_machine());
   resumed.resume(run);
   EXPECT_EQ(resumed.stats().evaluations, 0);
   EXPECT_EQ(resumed.stats().reused, second.stats().reused);

@@ -1,20 +1,22 @@
-#include "cli/search_session.h"
+#include "search/session.h"
 
 #include <csignal>
 
 #include <fmt/format.h>
 
-#include "cli/common.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/paths.h"
+#include "core/process.h"
 #include "core/store.h"
+#include "core/terminal.h"
 #include "eval/roofline.h"
 #include "eval/roofs.h"
 #include "knowledge/knowledge_base.h"
+#include "search/families.h"
 #include "synth/llm/config.h"
 
-namespace kevo::cli {
+namespace kevo {
 
 namespace {
 volatile std::sig_atomic_t g_interrupted = 0;
@@ -22,6 +24,10 @@ void on_signal(int) { g_interrupted = 1; }
 }  // namespace
 
 bool search_interrupted() { return g_interrupted != 0; }
+
+EngineHost this_machine() {
+  return {hostname(), kevo_home() / "targets" / "abi" / "kevo_kernel.h"};
+}
 
 std::string result_text(const Observation& o) {
   if (o.ok())
@@ -57,7 +63,7 @@ SearchSession::SearchSession(Store& store, SearchRequest request)
       throw UserError(fmt::format("--replay: run {} measured another task", replayed));
     auto replay = std::make_unique<ReplayBackend>(store, replayed);
     space_.restrict_to(replay->recorded_keys());
-    backend_ = std::move(replay);
+    own_backend_ = std::move(replay);
     request_.run_config["replay"] = replayed;
   } else {
     if (store.roofs(target_->name(), target_->host_key()).empty())
@@ -70,17 +76,28 @@ SearchSession::SearchSession(Store& store, SearchRequest request)
     evaluator_->remeasure_roof = [this](double bytes) {
       return remeasure(store_, *target_, bytes, [](std::string_view line) { log_debug("{}", line); });
     };
-    backend_ = make_local_backend(*evaluator_);
+    own_backend_ = make_local_backend(*evaluator_);
   }
+  start(space_, *own_backend_);
+}
 
-  engine_ = std::make_unique<Engine>(request_.task, space_, store, *backend_, cfg);
+SearchSession::SearchSession(Store& store, SearchRequest request, const SearchSpace& space,
+                             EvalBackend& backend)
+    : store_(store), request_(std::move(request)) {
+  start(space, backend);
+}
+
+void SearchSession::start(const SearchSpace& space, EvalBackend& backend) {
+  const SearchConfig& cfg = request_.config;
+  backend_ = &backend;
+  engine_ = std::make_unique<Engine>(request_.task, space, store_, backend, cfg, this_machine());
   engine_->reuse_earlier_runs = !request_.replay;
   if (!cfg.llm.is_null()) {
     // The LLM synthesizer; a replay is answered from the recorded calls only.
     llm::LlmConfig lc = llm::parse_llm_config(cfg.llm, "$.search.llm");
     if (request_.replay) lc.cache = "only";
     knowledge_ = std::make_unique<KnowledgeBase>(KnowledgeBase::open());
-    llm_ = std::make_unique<LlmSynthesizer>(std::move(lc), store, knowledge_.get());
+    llm_ = std::make_unique<LlmSynthesizer>(std::move(lc), store_, knowledge_.get());
     engine_->set_llm(llm_.get());
   }
   if (request_.resume) {
@@ -139,4 +156,4 @@ std::string SearchSession::run(const std::string& label) {
   return reason;
 }
 
-}  // namespace kevo::cli
+}  // namespace kevo

@@ -1,6 +1,7 @@
-// One search of one task as `kevo run` and `kevo batch` drive it: the target,
-// the search space, the roof, the evaluation backend (this machine or a
-// replay) and the engine, begun or resumed, with progress on stderr.
+// One search of one task wired up, as `kevo run`, `kevo batch` and the
+// strategy benchmark (bench/strategy_bench.cpp) drive it: the target, the
+// search space, the roof, the evaluation backend (this machine or a replay)
+// and the engine, begun or resumed, with progress on stderr.
 #pragma once
 
 #include <cstdint>
@@ -21,10 +22,8 @@
 #include "targets/target.h"
 
 namespace kevo {
-class Store;
-}
 
-namespace kevo::cli {
+class Store;
 
 struct SearchRequest {
   Task task;
@@ -40,6 +39,12 @@ class SearchSession {
   // when the store has none for this machine), then begins or resumes the
   // run. Throws UserError for a replay of an unknown run or another task.
   SearchSession(Store& store, SearchRequest request);
+  // A search over a space and a backend the caller built and keeps, in
+  // `store`: the strategy benchmark replays one recording many times, each
+  // time into a scratch store. `request.replay` says whether the backend is a
+  // replay (of that run); nothing is calibrated or checked here.
+  SearchSession(Store& store, SearchRequest request, const SearchSpace& space,
+                EvalBackend& backend);
   ~SearchSession();
   SearchSession(const SearchSession&) = delete;
   SearchSession& operator=(const SearchSession&) = delete;
@@ -54,6 +59,10 @@ class SearchSession {
   const SearchConfig& config() const { return request_.config; }
 
  private:
+  // The engine over `space` and `backend`, with the LLM synthesizer when the
+  // config has one; begun or resumed.
+  void start(const SearchSpace& space, EvalBackend& backend);
+
   Store& store_;
   SearchRequest request_;
   std::unique_ptr<Target> target_;
@@ -62,11 +71,16 @@ class SearchSession {
   std::unique_ptr<ReferenceCache> references_;
   std::unique_ptr<CompileCache> compiles_;
   std::unique_ptr<Evaluator> evaluator_;
-  std::unique_ptr<EvalBackend> backend_;
+  std::unique_ptr<EvalBackend> own_backend_;
+  EvalBackend* backend_ = nullptr;  // own_backend_ or the caller's
   std::unique_ptr<KnowledgeBase> knowledge_;  // with an LLM synthesizer
   std::unique_ptr<LlmSynthesizer> llm_;
   std::unique_ptr<Engine> engine_;
 };
+
+// This process's machine and installation, as the engine is told them: the
+// hostname and KEVO_HOME's ABI header.
+EngineHost this_machine();
 
 // Whether SIGINT or SIGTERM arrived during a SearchSession::run.
 bool search_interrupted();
@@ -76,4 +90,4 @@ std::string result_text(const Observation& o);
 // "2 compile-error, 1 timeout" (or "no failures").
 std::string failures_text(const EngineStats& s);
 
-}  // namespace kevo::cli
+}  // namespace kevo

@@ -1,6 +1,6 @@
 // The machine's state stored with an evaluation, in words: only the figures
 // that are there, throttling by its mask.
-#include "bench/machine_text.h"
+#include "report/machine_text.h"
 
 #include <gtest/gtest.h>
 

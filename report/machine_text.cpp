@@ -1,4 +1,4 @@
-#include "bench/machine_text.h"
+#include "report/machine_text.h"
 
 #include <cstdint>
 

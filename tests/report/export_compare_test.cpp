@@ -12,11 +12,11 @@
 #include <boost/property_tree/ptree.hpp>
 #include <boost/property_tree/xml_parser.hpp>
 
-#include "bench/compare.h"
-#include "bench/export.h"
 #include "core/process.h"
 #include "core/rng.h"
 #include "core/store.h"
+#include "report/compare.h"
+#include "report/export.h"
 #include "support/test_support.h"
 #include "targets/target.h"
 

@@ -11,9 +11,9 @@
 
 #include <fmt/format.h>
 
-#include "bench/report.h"
-#include "bench/svg.h"
 #include "eval/roofline.h"
+#include "report/report.h"
+#include "report/svg.h"
 
 namespace kevo {
 

@@ -1,6 +1,6 @@
 // Start at export_runs(): one query per table for a run, then each
 // candidate's evaluations read back through Store::evaluation (samples too).
-#include "bench/export.h"
+#include "report/export.h"
 
 #include <cmath>
 #include <map>

@@ -10,7 +10,6 @@
 
 #include <fmt/format.h>
 
-#include "bench/report.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/roof.h"
@@ -18,8 +17,9 @@
 #include "core/store.h"
 #include "core/task.h"
 #include "eval/roofline.h"
+#include "report/report.h"
 #include "search/batch.h"
-#include "search/engine.h"
+#include "search/families.h"
 #include "search/tree.h"
 #include "targets/target.h"
 

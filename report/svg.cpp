@@ -1,4 +1,4 @@
-#include "bench/svg.h"
+#include "report/svg.h"
 
 #include <algorithm>
 #include <cmath>

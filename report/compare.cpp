@@ -1,7 +1,7 @@
 // Start at compare_tasks(): match the tasks of both sides, then
 // bootstrap_median_ratio() per task with a correct kernel on both; the
 // renderers at the end only format what it decided.
-#include "bench/compare.h"
+#include "report/compare.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,10 +10,10 @@
 
 #include <fmt/format.h>
 
-#include "bench/svg.h"  // xml_escape
-#include "eval/roofline.h"  // format_seconds
 #include "core/knobs.h"
 #include "core/rng.h"
+#include "eval/roofline.h"  // format_seconds
+#include "report/svg.h"  // xml_escape
 
 namespace kevo {
 
