@@ -235,8 +235,10 @@ int run_kernel(const Job& job) {
   const size_t n_in = op.n_inputs();
   const size_t n_out = op.n_outputs();
 
-  // The candidate's code may run from dlopen on (constructors): no new
-  // processes, programs or sockets from here.
+  // The candidate's code may run from dlopen on (constructors): from here no
+  // file beyond what a runner reads, no new processes, programs or sockets.
+  if (std::string why = confine_file_system(runner_readable_paths(job.artifact)); !why.empty())
+    emit({{"event", "note"}, {"what", "running without file-system confinement: " + why}});
   if (std::string why = install_syscall_filter(); !why.empty())
     emit({{"event", "note"}, {"what", "running without a system-call filter: " + why}});
   void* lib = dlopen(job.artifact.c_str(), RTLD_NOW | RTLD_LOCAL);

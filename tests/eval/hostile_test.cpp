@@ -1,11 +1,16 @@
 // Hostile candidates: each must end with the right status while kevo itself
 // carries on. Runs real compiles and real child processes.
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <filesystem>
 #include <functional>
 
 #include <gtest/gtest.h>
 
 #include "core/paths.h"
 #include "eval/evaluator.h"
+#include "support/bias_gelu.h"  // test::write_file
 #include "support/test_support.h"
 
 namespace kevo {
@@ -77,6 +82,35 @@ TEST_F(Hostile, EnvironmentHoldsNoSecrets) {
   EXPECT_EQ(r.stderr_text.find("sk-planted-4f2a9c"), std::string::npos) << r.stderr_text;
   EXPECT_EQ(r.stderr_text.find("KEVO_HOSTILE_TEST_API_KEY"), std::string::npos) << r.stderr_text;
   EXPECT_EQ(r.stderr_text.find("env: KEVO_RUNNER_ENV"), std::string::npos) << r.stderr_text;
+}
+
+// Files out of reach: a write anywhere and a read of what is not the
+// runner's (a user's file, kevo's environment through /proc) are refused, and
+// the candidate, right otherwise, is still measured.
+TEST_F(Hostile, TheFileSystemIsOutOfReach) {
+  if (syscall(SYS_landlock_create_ruleset, nullptr, 0, 1U) < 1)
+    GTEST_SKIP() << "this kernel has no Landlock: the runner goes on without file-system "
+                    "confinement (and says so)";
+  const std::filesystem::path written = "/tmp/kevo_hostile_written.txt";
+  std::filesystem::remove(written);
+  EvalResult w = eval("writes_file");
+  EXPECT_STATUS(w, Status::ok);
+  EXPECT_FALSE(std::filesystem::exists(written)) << w.stderr_text;
+  EXPECT_NE(w.stderr_text.find("hostile: cannot write"), std::string::npos) << w.stderr_text;
+  std::filesystem::remove(written);
+
+  const std::filesystem::path secret = "/tmp/kevo_hostile_secret.txt";
+  test::write_file(secret, "the-user-s-secret-7d1e\n");
+  setenv("KEVO_HOSTILE_TEST_TOKEN", "tok-planted-93b1", 1);
+  EvalResult r = eval("reads_file");
+  unsetenv("KEVO_HOSTILE_TEST_TOKEN");
+  std::filesystem::remove(secret);
+  EXPECT_STATUS(r, Status::ok);
+  EXPECT_NE(r.stderr_text.find("hostile: cannot read /tmp/kevo_hostile_secret.txt"),
+            std::string::npos)
+      << r.stderr_text;
+  EXPECT_EQ(r.stderr_text.find("the-user-s-secret-7d1e"), std::string::npos) << r.stderr_text;
+  EXPECT_EQ(r.stderr_text.find("tok-planted-93b1"), std::string::npos) << r.stderr_text;
 }
 
 TEST_F(Hostile, Segfault) {
