@@ -1,5 +1,8 @@
 #include "eval/static_check.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cstddef>
 #include <regex>
 
 #include <fmt/format.h>
@@ -20,9 +23,35 @@ const Banned kBanned[] = {
     {"signals or traces other processes", "kill|tgkill|ptrace"},
     {"opens files", "fopen|freopen|open|openat|creat|unlink|remove|rename|mkdir|rmdir|chdir|truncate"},
     {"uses the network", "socket|connect|bind|listen|accept|sendto|recvfrom|getaddrinfo"},
-    {"reads or changes the environment", "getenv|setenv|putenv|unsetenv"},
+    {"reads or changes the environment",
+     "getenv|secure_getenv|setenv|putenv|unsetenv|clearenv|environ|__environ"},
     {"loads code or makes raw system calls", "dlopen|dlsym|syscall|mprotect|setrlimit|prctl"},
 };
+
+// Whether the name at [pos, ...) with the next code at `after` is being
+// declared (`int open;`, `struct f { int open; }`, `float open = 1;`): a new
+// thing of the kernel's own, not the banned one. `return fopen;` is not.
+bool declares(const std::string& code, size_t pos, size_t after) {
+  size_t b = pos;
+  while (b > 0 && std::isspace(static_cast<unsigned char>(code[b - 1]))) --b;
+  if (b == 0 || !(std::isalnum(static_cast<unsigned char>(code[b - 1])) || code[b - 1] == '_'))
+    return false;
+  size_t w = b;
+  while (w > 0 && (std::isalnum(static_cast<unsigned char>(code[w - 1])) || code[w - 1] == '_')) --w;
+  static const char* const kNotTypes[] = {"return", "sizeof", "case", "throw", "co_return",
+                                          "typeof", "decltype", "else", "do", "goto"};
+  const std::string prev = code.substr(w, b - w);
+  for (const char* k : kNotTypes)
+    if (prev == k) return false;
+  if (after >= code.size()) return false;
+  const char next = code[after];
+  if (next == '=') return after + 1 >= code.size() || code[after + 1] != '=';
+  return next == ';' || next == ',' || next == '[' || next == ':' || next == ')';
+}
+
+size_t line_of(const std::string& code, size_t pos) {
+  return 1 + static_cast<size_t>(std::count(code.begin(), code.begin() + static_cast<std::ptrdiff_t>(pos), '\n'));
+}
 
 }  // namespace
 
@@ -74,13 +103,43 @@ std::optional<std::string> static_check(const std::string& source, const std::st
   const std::string code = strip_comments_and_strings(source);
   if (!std::regex_search(code, std::regex("\\b" + entry_point + "\\s*\\(")))
     return fmt::format("does not define the entry point {}()", entry_point);
+  // A banned name anywhere in the code, not only in a call: a function
+  // pointer (`= fopen`, `(fn)fork`) and `::fork()` reach the same function.
+  // A member of the kernel's own (`x.open`, `p->open`) and std::remove,
+  // std::bind (the algorithm, the binder) are other things of the same name.
   for (const Banned& b : kBanned) {
-    std::regex call(std::string("(^|[^A-Za-z0-9_.>:])(") + b.names + ")\\s*\\(");
-    std::smatch m;
-    if (std::regex_search(code, m, call)) {
-      size_t line = 1 + static_cast<size_t>(std::count(code.begin(), code.begin() + m.position(2), '\n'));
-      return fmt::format("line {}: calls {}(), which {}: kernels may only compute", line,
-                         m[2].str(), b.what);
+    std::regex use(std::string("(^|[^A-Za-z0-9_])(") + b.names + ")(?![A-Za-z0-9_])");
+    for (std::sregex_iterator it(code.begin(), code.end(), use), end; it != end; ++it) {
+      const size_t pos = static_cast<size_t>(it->position(2));
+      const std::string name = (*it)[2].str();
+      if (pos >= 1 && code[pos - 1] == '.') continue;
+      if (pos >= 2 && code.compare(pos - 2, 2, "->") == 0) continue;
+      if (pos >= 5 && code.compare(pos - 5, 5, "std::") == 0 && (name == "remove" || name == "bind"))
+        continue;
+      size_t after = pos + name.size();
+      while (after < code.size() && std::isspace(static_cast<unsigned char>(code[after]))) ++after;
+      if (declares(code, pos, after)) continue;
+      const bool called = after < code.size() && code[after] == '(';
+      return fmt::format("line {}: {} {}, which {}: kernels may only compute", line_of(code, pos),
+                         called ? "calls" : "uses", called ? name + "()" : name, b.what);
+    }
+  }
+  // A driver entry point looked up by name reaches every driver call past
+  // the rules: only the tensor-map encoders (TMA descriptors) may be looked
+  // up, by a literal name.
+  {
+    std::regex lookup("(^|[^A-Za-z0-9_])(cudaGetDriverEntryPoint(ByVersion)?|cuGetProcAddress(_v2)?)"
+                      "(?![A-Za-z0-9_])");
+    const std::regex literal("^[A-Za-z0-9_]+\\s*\\(\\s*\"(cuTensorMapEncode[A-Za-z0-9_]*)\"");
+    for (std::sregex_iterator it(code.begin(), code.end(), lookup), end; it != end; ++it) {
+      const size_t pos = static_cast<size_t>(it->position(2));
+      // strip_comments_and_strings keeps positions: the literal is in `source`.
+      if (std::regex_search(source.begin() + static_cast<std::ptrdiff_t>(pos), source.end(), literal))
+        continue;
+      return fmt::format(
+          "line {}: looks up a driver entry point with {}, which reaches driver calls the checks "
+          "cannot see (only cuTensorMapEncode* may be looked up, by a literal name)",
+          line_of(code, pos), (*it)[2].str());
     }
   }
   // The target's own rules for code in its language (targets/traits.cpp).
@@ -88,11 +147,9 @@ std::optional<std::string> static_check(const std::string& source, const std::st
     for (const BannedUse& b : t->banned) {
       std::regex use(std::string("(^|[^A-Za-z0-9_])(") + b.names + ")\\b");
       std::smatch m;
-      if (std::regex_search(code, m, use)) {
-        size_t line =
-            1 + static_cast<size_t>(std::count(code.begin(), code.begin() + m.position(2), '\n'));
-        return fmt::format("line {}: uses {}, which {}", line, m[2].str(), b.what);
-      }
+      if (std::regex_search(code, m, use))
+        return fmt::format("line {}: uses {}, which {}",
+                           line_of(code, static_cast<size_t>(m.position(2))), m[2].str(), b.what);
     }
   return std::nullopt;
 }

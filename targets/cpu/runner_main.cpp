@@ -394,19 +394,24 @@ int run_kernel(const Job& job) {
           {"phase", ph},
           {"estimate_s", last_call_s},
           {"calls_per_sample", per_sample}});
+    // One sample: per_sample calls, timed together; the kernel's own error
+    // code (rc) stops it, reported.
+    int rc = 0;
+    auto sample = [&]() -> double {
+      const double t0 = monotonic_seconds();
+      for (int64_t k = 0; k < per_sample; ++k)
+        if ((rc = call()) != 0) {
+          emit({{"event", "kernel_error"}, {"phase", ph}, {"rc", rc}});
+          return 0;
+        }
+      return monotonic_seconds() - t0;
+    };
     std::vector<double> samples;
     double timed = 0;
     while ((static_cast<int64_t>(samples.size()) < tc.min_samples || timed < tc.min_time_s) &&
            static_cast<int64_t>(samples.size()) < tc.max_samples) {
-      double t0 = monotonic_seconds();
-      for (int64_t k = 0; k < per_sample; ++k) {
-        int rc = call();
-        if (rc != 0) {
-          emit({{"event", "kernel_error"}, {"phase", ph}, {"rc", rc}});
-          return 0;
-        }
-      }
-      double dt = monotonic_seconds() - t0;
+      const double dt = sample();
+      if (rc != 0) return 0;
       timed += dt;
       samples.push_back(dt / static_cast<double>(per_sample));
     }
@@ -414,17 +419,9 @@ int run_kernel(const Job& job) {
     // region), and kevo checks what its calls left: a kernel that skips work
     // on inputs it has seen (every timed call repeats them) leaves the poison.
     poison_outputs();
-    {
-      double t0 = monotonic_seconds();
-      for (int64_t k = 0; k < per_sample; ++k) {
-        int rc = call();
-        if (rc != 0) {
-          emit({{"event", "kernel_error"}, {"phase", ph}, {"rc", rc}});
-          return 0;
-        }
-      }
-      samples.push_back((monotonic_seconds() - t0) / static_cast<double>(per_sample));
-    }
+    const double last = sample();
+    if (rc != 0) return 0;
+    samples.push_back(last / static_cast<double>(per_sample));
     if (!check_canaries(ph)) return 0;
     emit({{"event", "timing"},
           {"phase", ph},

@@ -26,6 +26,44 @@ TEST(StaticCheck, RefusesEscapes) {
   }
 }
 
+// The obvious bypasses: the same functions reached without a plain call.
+TEST(StaticCheck, RefusesBannedNamesWithoutACall) {
+  for (const char* use : {"int (*f)(void) = fork;", "void* p = (void*)&fopen;",
+                          "int r = ::fork();", "extern char** environ; char** e = environ;",
+                          "char* (*g)(const char*) = secure_getenv;", "int x = std::system(\"ls\");",
+                          "return (long)fopen;", "int open = (int)(long)fopen;"}) {
+    std::string src = kEntry + "void f(void) { " + use + " }\n";
+    auto why = static_check(src, "kevo_kernel");
+    ASSERT_TRUE(why) << use;
+    EXPECT_NE(why->find("line 2"), std::string::npos) << *why;
+  }
+  auto why = static_check(kEntry + "void* p = (void*)fopen;\n", "kevo_kernel");
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("uses fopen, which opens files"), std::string::npos) << *why;
+}
+
+// A driver entry point looked up by name would reach any driver call: only
+// the tensor-map encoders, by a literal name, as the TMA seed kernels do.
+TEST(StaticCheck, DriverEntryPointsOnlyForTensorMaps) {
+  const std::string ok = kEntry +
+                         "void f(void** p, void* q) { cudaGetDriverEntryPointByVersion(\n"
+                         "  \"cuTensorMapEncodeTiled\", p, 12000, 0, q); }\n";
+  EXPECT_FALSE(static_check(ok, "kevo_kernel", "cuda")) << *static_check(ok, "kevo_kernel", "cuda");
+  for (const char* call : {"cudaGetDriverEntryPoint(\"cuStreamCreate\", p, 0)",
+                           "cudaGetDriverEntryPoint(name, p, 0)",
+                           "cuGetProcAddress(\"cuTensorMapEncodeTiled\" , p, 12000, 0)",
+                           "cuGetProcAddress_v2(\"cuCtxCreate\", p, 12000, 0, q)"}) {
+    std::string src = kEntry + "void f(void** p, const char* name, void* q) { " + call + "; }\n";
+    auto why = static_check(src, "kevo_kernel", "cuda");
+    if (std::string(call).find("cuTensorMapEncodeTiled") != std::string::npos) {
+      EXPECT_FALSE(why) << call << ": " << *why;
+      continue;
+    }
+    ASSERT_TRUE(why) << call;
+    EXPECT_NE(why->find("looks up a driver entry point"), std::string::npos) << *why;
+  }
+}
+
 TEST(StaticCheck, IgnoresCommentsStringsAndLookalikes) {
   std::string src = kEntry +
                     "// we never fork() here\n"

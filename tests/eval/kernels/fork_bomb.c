@@ -1,12 +1,12 @@
-/* tries to start 8 processes through a function pointer the static check
-   cannot see; the runner's system-call filter must refuse them all. Right
-   (and ok) when every fork fails; an error when any succeeds. */
+/* tries to start 8 processes through fork under another name (an assembler
+   label: the static check does not read names in strings); the runner's
+   system-call filter must refuse them all. Right (and ok) when every fork
+   fails; an error when any succeeds. */
 #include <math.h>
 #include <unistd.h>
 #include "kevo_kernel.h"
-typedef int (*spawn_fn)(void);
+extern int spawn(void) __asm__("fork");
 int kevo_kernel(const kevo_tensor* in, int n_in, kevo_tensor* out, int n_out, const double* s, int ns) {
-  spawn_fn spawn = (spawn_fn)fork;
   int started = 0;
   for (int i = 0; i < 8; ++i) {
     int pid = spawn();

@@ -1,5 +1,5 @@
-/* swiglu, correct, that also tries to write a file through a function
-   pointer (which the static check does not see): the file system must be
+/* swiglu, correct, that also tries to write a file through fopen under
+   another name (which the static check does not see): the file system must be
    out of its reach. It says on stderr what it managed. */
 #include <errno.h>
 #include <math.h>
@@ -7,11 +7,13 @@
 #include <string.h>
 #include "kevo_kernel.h"
 
+/* fopen under another name: the static check does not read names in strings. */
+extern FILE* open_file(const char* path, const char* mode) __asm__("fopen");
+
 int kevo_kernel(const kevo_tensor* in, int n_in, kevo_tensor* out, int n_out, const double* s, int ns) {
   static int tried = 0;
   if (!tried) {
     tried = 1;
-    FILE* (*open_file)(const char*, const char*) = fopen;
     FILE* f = open_file("/tmp/kevo_hostile_written.txt", "w");
     if (f) {
       fputs("written by a candidate\n", f);
