@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/redact.h"
 
 namespace {
 
@@ -60,6 +61,7 @@ void print_overview() {
 
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
+  kevo::add_secrets_from_environment();  // kept out of all kevo stores, prints or sends
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
       !std::strcmp(argv[1], "help")) {
     print_overview();

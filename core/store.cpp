@@ -11,6 +11,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/redact.h"
 #include "core/hash.h"
 #include "core/process.h"
 #include "core/task.h"
@@ -451,7 +452,7 @@ int64_t Store::add_evaluation(int64_t candidate, const EvalResult& r) {
   auto finite = [](double v) { return std::isfinite(v) ? SqlValue(v) : SqlValue(nullptr); };
   s.bind(1, candidate)
       .bind(2, std::string(status_name(r.status)))
-      .bind(3, r.detail)
+      .bind(3, redact_secrets(r.detail))
       .bind(4, r.compile_s)
       .bind(5, int64_t{r.compile_cached})
       .bind(6, r.run_s)
@@ -475,9 +476,9 @@ int64_t Store::add_evaluation(int64_t candidate, const EvalResult& r) {
       .bind(24, opt(d ? r.diagnosis->achieved_gflops : 0, d))
       .bind(25, d ? SqlValue(r.diagnosis->why) : SqlValue(nullptr))
       .bind(26, r.roof_id ? SqlValue(r.roof_id) : SqlValue(nullptr))
-      .bind(27, r.compile_log)
-      .bind(28, r.stdout_text)
-      .bind(29, r.stderr_text)
+      .bind(27, redact_secrets(r.compile_log))
+      .bind(28, redact_secrets(r.stdout_text))
+      .bind(29, redact_secrets(r.stderr_text))
       .bind(30, now_iso8601())
       .bind(31, d && !r.diagnosis->bottleneck.empty() ? SqlValue(r.diagnosis->bottleneck)
                                                       : SqlValue(nullptr));
@@ -947,8 +948,8 @@ int64_t Store::add_llm_call(const LlmCallRecord& c) {
       .bind(2, c.model)
       .bind(3, c.endpoint)
       .bind(4, c.prompt_hash)
-      .bind(5, c.prompt)
-      .bind(6, c.response)
+      .bind(5, redact_secrets(c.prompt))
+      .bind(6, redact_secrets(c.response))
       .bind(7, c.prompt_tokens)
       .bind(8, c.completion_tokens)
       .bind(9, c.cost_usd)

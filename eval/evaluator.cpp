@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/clock.h"
+#include "core/redact.h"
 #include "eval/compare.h"
 #include "eval/roofline.h"
 #include "eval/static_check.h"
@@ -127,8 +128,9 @@ EvalResult Evaluator::measure(PreparedCandidate prepared) {
   RunOutcome run = target_.run(task_, c.artifact, plan_, check, stage);
   r.run_s = monotonic_seconds() - t0;
   r.checks = run.checks;
-  r.stdout_text = run.stdout_text;
-  r.stderr_text = run.stderr_text;
+  // Whatever the candidate printed, no secret of kevo's goes further.
+  r.stdout_text = redact_secrets(run.stdout_text);
+  r.stderr_text = redact_secrets(run.stderr_text);
 
   switch (run.kind) {
     case RunOutcome::check_failed: {

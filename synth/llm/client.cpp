@@ -33,6 +33,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/redact.h"
 #include "synth/llm/http.h"
 
 namespace kevo::llm {
@@ -208,7 +209,9 @@ class HttpClient final : public Client {
     const std::string url = url_of(config_);
     const std::vector<std::string> headers = headers_of(config_, key);
     Reply reply;
-    reply.request_json = dump(body_of(config_, r));
+    // No secret of kevo's in what is sent (a candidate's output, quoted in a
+    // prompt, could hold one).
+    reply.request_json = redact_secrets(dump(body_of(config_, r)));
 
     for (int attempt = 1;; ++attempt) {
       HttpResult res;
@@ -264,6 +267,7 @@ class HttpClient final : public Client {
       throw UserError(fmt::format(
           "llm model '{}': environment variable {} is not set (it should hold the API key)",
           config_.name, config_.api_key_env));
+    add_secret(v);
     return v;
   }
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/redact.h"
 #include "core/json_reader.h"
 #include "core/paths.h"
 
@@ -58,6 +59,7 @@ ModelConfig parse_model(const nlohmann::json& j, const std::string& path) {
     throw ConfigError(o.path_of("endpoint"), "must be an http:// or https:// URL");
   while (m.endpoint.size() > 1 && m.endpoint.back() == '/') m.endpoint.pop_back();
   m.api_key_env = o.get_string("api_key_env", own_endpoint ? "" : vendor.key_env);
+  if (!m.api_key_env.empty()) add_secret_from_env(m.api_key_env);  // never stored, printed or sent
 
   // OpenAI accepts temperatures up to 2, Anthropic up to 1.
   m.temperature = number_in(o, "temperature", m.temperature, 0, m.api == "openai" ? 2 : 1);

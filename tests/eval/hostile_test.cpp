@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "core/paths.h"
+#include "core/redact.h"
 #include "eval/evaluator.h"
 #include "support/bias_gelu.h"  // test::write_file
 #include "support/test_support.h"
@@ -82,6 +83,21 @@ TEST_F(Hostile, EnvironmentHoldsNoSecrets) {
   EXPECT_EQ(r.stderr_text.find("sk-planted-4f2a9c"), std::string::npos) << r.stderr_text;
   EXPECT_EQ(r.stderr_text.find("KEVO_HOSTILE_TEST_API_KEY"), std::string::npos) << r.stderr_text;
   EXPECT_EQ(r.stderr_text.find("env: KEVO_RUNNER_ENV"), std::string::npos) << r.stderr_text;
+}
+
+// A key the user shares with the runners after all (KEVO_RUNNER_ENV) and the
+// kernel prints: kevo keeps "[redacted]" in its place.
+TEST_F(Hostile, ASecretThatReachesTheKernelIsRedacted) {
+  setenv("KEVO_HOSTILE_TEST_SHARED_KEY", "sk-shared-by-mistake-6c7d", 1);
+  setenv("KEVO_RUNNER_ENV", "KEVO_HOSTILE_TEST_SHARED_KEY", 1);
+  add_secret_from_env("KEVO_HOSTILE_TEST_SHARED_KEY");  // as an LLM config's api_key_env does
+  EvalResult r = eval("env_secret");
+  unsetenv("KEVO_HOSTILE_TEST_SHARED_KEY");
+  unsetenv("KEVO_RUNNER_ENV");
+  EXPECT_STATUS(r, Status::ok);
+  EXPECT_NE(r.stderr_text.find("env: KEVO_HOSTILE_TEST_SHARED_KEY=[redacted]"), std::string::npos)
+      << r.stderr_text;
+  EXPECT_EQ(r.stderr_text.find("sk-shared-by-mistake-6c7d"), std::string::npos) << r.stderr_text;
 }
 
 // Files out of reach: a write anywhere and a read of what is not the
