@@ -48,13 +48,19 @@ Evaluator::Evaluator(const Task& task, Target& target, const Roof& roof,
   }
 }
 
+// A check's label: its phase's, and for the check of a time phase's last
+// sample, says so. unchecked_phases finds the reports by these labels.
+static std::string check_label(const RunPhase& p) {
+  return p.kind == RunPhase::time ? p.label + ", the last timed calls" : p.label;
+}
+
 std::string Evaluator::unchecked_phases(const std::vector<CheckReport>& checks) const {
   // The check reports in plan order: one per check phase, and one per time
   // phase where the target checks its timed calls.
   std::vector<std::string> want;
   for (const RunPhase& p : plan_)
     if (p.kind == RunPhase::check) want.push_back(p.label);
-    else if (target_.traits().checks_timed_calls) want.push_back(p.label + ", the last timed calls");
+    else if (target_.traits().checks_timed_calls) want.push_back(check_label(p));
   std::vector<std::string> missing;
   size_t next = 0;
   for (const std::string& label : want) {
@@ -114,7 +120,7 @@ EvalResult Evaluator::measure(PreparedCandidate prepared) {
     const RunPhase& p = plan_[phase];
     auto ref = references_.get(task_, p.shapes, p.seed);
     CheckReport report = compare_outputs(*task_.op, outputs, ref->views(), task_.compare);
-    report.label = p.kind == RunPhase::time ? p.label + ", the last timed calls" : p.label;
+    report.label = check_label(p);
     return report;
   };
   // Several GPUs measure at once: their stage lines take turns.
