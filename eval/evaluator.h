@@ -79,6 +79,9 @@ class Evaluator {
   // The labels of the checks in the plan that `checks` lacks (or has failed),
   // "; "-joined: empty when every one is there and passed.
   std::string unchecked_phases(const std::vector<CheckReport>& checks) const;
+  // One run of the plan and its verdict (status, timing, diagnosis; no
+  // profile): `r` carries what prepare() found.
+  EvalResult run_and_judge(const CompiledCandidate& c, EvalResult r, const ProgressFn& stage);
   std::mutex mutex_;              // measure() runs on several threads (one per GPU)
   std::mutex stage_mutex_;
   std::vector<double> best_times_;  // the best medians so far, ascending

@@ -67,6 +67,14 @@ struct RunOutcome {
   int64_t calls_per_sample = 1;
   int64_t warmup_calls = 0;
   std::vector<ProfileMetric> machine;  // the machine's state when timing ended (machine.*)
+  // kevo's own clock around the samples, where the target's runner waits for
+  // kevo's "go" before it takes them: from "go" to the timing event (0: not
+  // clocked). The evaluator holds the reported samples against it.
+  double timing_go_at = 0;
+  double timing_wall_s = 0;
+  // Per sample, how long the device stayed busy after the sample's end event
+  // (cuda): work the event did not wait for. Empty where not measured.
+  std::vector<double> after_end_s;
   std::string stdout_text, stderr_text;
   double seconds = 0;
 };
@@ -114,6 +122,10 @@ class Target {
   // step. With `sizes`, bandwidth only at those working sets (bytes).
   virtual Roof calibrate(const ProgressFn& progress, const std::vector<double>& sizes) = 0;
 
+  // The next run() starts in a runner process of its own, not one that has
+  // run candidates before (a suspect measurement is repeated there). Targets
+  // that start a runner per run have nothing to do.
+  virtual void retire_runners() {}
   // How many candidates can be timed at once without sharing a device (one
   // per GPU); run() is then called from that many threads.
   virtual int run_slots() { return 1; }

@@ -35,6 +35,7 @@ const std::vector<TargetTraits>& all_target_traits() {
        "",
        "",
        "",
+       true,
        true},
       {"cuda",
        "NVIDIA GPUs: CUDA kernels built with nvcc, one kevo-cuda-runner per GPU",
@@ -49,6 +50,7 @@ const std::vector<TargetTraits>& all_target_traits() {
        "ptxas",
        "ptxas.registers",
        "CUDA",
+       true,
        false},
       {"trainium",
        "AWS Trainium / Inferentia: NKI kernels",
@@ -62,6 +64,7 @@ const std::vector<TargetTraits>& all_target_traits() {
        "",
        "",
        "",
+       false,
        false},
   };
   return traits;

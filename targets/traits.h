@@ -48,6 +48,9 @@ struct TargetTraits {
   // Whether its runner hands over the outputs of its last timing sample
   // (poisoned before it) for a check: kevo then requires that check.
   bool checks_timed_calls;
+  // Whether its runner waits for kevo's "go" before the samples, so that
+  // kevo's own clock brackets them (runner::JobLoop::timing_go).
+  bool host_clocked_timing;
 };
 
 // Every target kevo knows, built or not, in the order `kevo targets` lists them.

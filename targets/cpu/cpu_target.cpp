@@ -197,6 +197,10 @@ RunOutcome CpuTarget::drive(const Task* task, const runner::Job& job, double tim
   loop.first_deadline = start + timeout_s;
   loop.timeout_s = timeout_s;
   loop.max_total_s = max_total_s;
+  loop.timing_go = job.mode == "kernel";
+  loop.held = {{0, runner::inode_of(child->stdin_fd()), "kevo's command pipe"},
+               {runner::kEventsFd, runner::inode_of(ev.read_fd), "kevo's event pipe"}};
+  loop.watch_s = 0.05;
   // One runner per candidate: whatever ended the job, the runner ends too.
   loop.finish = [&](runner::LoopEnd end, RunOutcome& out) {
     // A job settled by anything but its end or an answered check leaves the

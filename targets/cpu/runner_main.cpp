@@ -394,6 +394,9 @@ int run_kernel(const Job& job) {
           {"phase", ph},
           {"estimate_s", last_call_s},
           {"calls_per_sample", per_sample}});
+    // kevo's clock starts when it says "go": the samples that follow must add
+    // up to what it sees (a report the candidate rewrote does not).
+    if (read_line() != "go") return 0;
     // One sample: per_sample calls, timed together; the kernel's own error
     // code (rc) stops it, reported.
     int rc = 0;

@@ -396,6 +396,15 @@ class CudaTarget final : public Target {
     ~Lease() { target.release(slot); }
   };
 
+  void retire_runners() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& s : slots_)
+      if (!s->busy && s->child) {
+        if (s->alive()) write_line(s->child->stdin_fd(), "quit");
+        s->stop();
+      }
+  }
+
   Slot& acquire() {
     std::unique_lock<std::mutex> lock(mutex_);
     ensure_slots_locked();

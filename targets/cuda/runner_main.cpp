@@ -463,16 +463,19 @@ int run_kernel(const Job& job, bool profile_only) {
       return 0;
     }
 
-    if (!phase.timed) {
+    // Outputs poisoned (all bits set: NaN for floats) and their canaries
+    // set, queued on the stream.
+    auto poison_outputs = [&] {
       for (size_t i = 0; i < n_out; ++i) {
         cudaMemsetAsync(outs[i]->p, 0xFF, outs[i]->bytes, g.stream);  // NaN poison
         cudaMemsetAsync(static_cast<char*>(outs[i]->p) + outs[i]->bytes, kCanary, kCanaryBytes,
                         g.stream);
       }
-      cudaStreamSynchronize(g.stream);
-      double seconds = 0;
-      if (!call_and_wait(&seconds)) return 0;
-      // Inputs untouched?
+    };
+    // After a call: inputs untouched, canaries intact, then the outputs to
+    // kevo through the shared file and a "check" event; true when kevo
+    // answers "continue".
+    auto hand_over = [&](double seconds) -> bool {
       for (size_t i = 0; i < n_in; ++i) {
         size_t words = pristine[i]->bytes / 4;
         if (!words) continue;
@@ -481,44 +484,42 @@ int run_kernel(const Job& job, bool profile_only) {
         unsigned long long diff = 0;
         if (cudaError_t e = copy_to_host(&diff, g.diff_count, sizeof(diff)); e != cudaSuccess) {
           report_cuda_error(ph, e);
-          return 0;
+          return false;
         }
         if (diff) {
           emit({{"event", "input_written"}, {"phase", ph}, {"tensor", op.tensor(i).name},
                 {"words", diff}});
-          return 0;
+          return false;
         }
       }
-      // Canaries intact?
       for (size_t i = 0; i < n_out; ++i) {
         std::vector<unsigned char> tail(kCanaryBytes);
         if (cudaError_t e = copy_to_host(tail.data(), static_cast<char*>(outs[i]->p) + outs[i]->bytes,
                                          kCanaryBytes);
             e != cudaSuccess) {
           report_cuda_error(ph, e);
-          return 0;
+          return false;
         }
         for (size_t k = 0; k < kCanaryBytes; ++k)
           if (tail[k] != kCanary) {
             emit({{"event", "overrun"}, {"phase", ph}, {"tensor", op.tensor(n_in + i).name},
                   {"offset", k}});
-            return 0;
+            return false;
           }
       }
-      // Outputs to kevo through the shared file.
       size_t total = 0;
       auto offsets = runner::output_offsets(n_in, dtypes, phase.shapes, &total);
       int fd = open(job.output_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
       if (fd < 0 || ftruncate(fd, static_cast<off_t>(std::max<size_t>(total, 1))) != 0) {
         emit({{"event", "setup_error"}, {"what", "cannot write the output file " + job.output_path}});
         if (fd >= 0) close(fd);
-        return 0;
+        return false;
       }
       void* map = mmap(nullptr, std::max<size_t>(total, 1), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
       close(fd);
       if (map == MAP_FAILED) {
         emit({{"event", "setup_error"}, {"what", "cannot map the output file"}});
-        return 0;
+        return false;
       }
       cudaError_t copied = cudaSuccess;
       for (size_t i = 0; i < n_out && copied == cudaSuccess; ++i)
@@ -526,10 +527,18 @@ int run_kernel(const Job& job, bool profile_only) {
       munmap(map, std::max<size_t>(total, 1));
       if (copied != cudaSuccess) {
         report_cuda_error(ph, copied);
-        return 0;
+        return false;
       }
       emit({{"event", "check"}, {"phase", ph}, {"seconds", seconds}, {"bytes", total}});
-      if (read_line() != "continue") return 0;
+      return read_line() == "continue";
+    };
+
+    if (!phase.timed) {
+      poison_outputs();
+      cudaStreamSynchronize(g.stream);
+      double seconds = 0;
+      if (!call_and_wait(&seconds)) return 0;
+      if (!hand_over(seconds)) return 0;
       continue;
     }
 
@@ -553,12 +562,21 @@ int run_kernel(const Job& job, bool profile_only) {
     cudaEventCreate(&ev0);
     cudaEventCreate(&ev1);
     std::vector<double> samples;
+    // Per sample: how long the device stayed busy after the end event (work
+    // the event did not wait for: a stream of the kernel's own, created
+    // non-blocking, runs on past it).
+    std::vector<double> after_end;
     double timed = 0;
     int flush_value = 0;
-    while ((static_cast<int64_t>(samples.size()) < tc.min_samples || timed < tc.min_time_s) &&
-           static_cast<int64_t>(samples.size()) < tc.max_samples) {
+    bool last_sample = false;  // the one sample more, its outputs poisoned first
+    while (!last_sample) {
+      last_sample = !((static_cast<int64_t>(samples.size()) < tc.min_samples || timed < tc.min_time_s) &&
+               static_cast<int64_t>(samples.size()) < tc.max_samples);
       // Everything the last call started, on any stream, is finished...
       cudaDeviceSynchronize();
+      // ...the outputs of the last sample hold poison (outside the timed
+      // region): kevo checks what its call left...
+      if (last_sample) poison_outputs();
       // ...the L2 holds nothing of the inputs...
       kevo_flush(g.flush->p, g.flush->bytes, g.flush_mode, ++flush_value, g.flush_sink,
                  4 * g.prop.multiProcessorCount, g.stream);
@@ -571,6 +589,10 @@ int run_kernel(const Job& job, bool profile_only) {
       // waits for all work on every blocking stream, not only ours.
       cudaEventRecord(ev1, nullptr);
       cudaError_t e = cudaEventSynchronize(ev1);
+      // Whatever still runs on the device now escaped the end event.
+      const double h1 = now_s();
+      if (e == cudaSuccess) e = cudaDeviceSynchronize();
+      after_end.push_back(now_s() - h1);
       if (e == cudaSuccess) e = cudaGetLastError();
       if (e != cudaSuccess) {
         report_cuda_error(ph, e);
@@ -591,9 +613,10 @@ int run_kernel(const Job& job, bool profile_only) {
     // Kept with the evaluation (its stderr): what the samples contain.
     std::fprintf(stderr,
                  "kevo-cuda-runner: timing: host time per call %.1f us (median), L2 flush (%s) "
-                 "%.1f us of GPU time, launch cover %.0f us%s\n",
+                 "%.1f us of GPU time, launch cover %.0f us, device busy after the end event "
+                 "%.1f us (median)%s\n",
                  host_us, g.flush_mode == 1 ? "memset" : g.flush_mode == 2 ? "read" : "fill",
-                 g.flush_us, cover,
+                 g.flush_us, cover, median(after_end) * 1e6,
                  host_us > 0.8 * (g.flush_us + cover)
                      ? "; HOST-BOUND: the call's host time exceeds what the flush and cover hide, "
                        "so the GPU idles inside each sample"
@@ -606,7 +629,9 @@ int run_kernel(const Job& job, bool profile_only) {
           {"samples", samples},
           {"calls_per_sample", 1},
           {"warmup_calls", warm},
+          {"after_end_s", after_end},
           {"machine", machine}});
+    if (!hand_over(samples.back())) return 0;
   }
   emit({{"event", "done"}});
   return 0;

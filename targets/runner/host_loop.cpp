@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <cstring>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/clock.h"
 #include "core/error.h"
@@ -115,6 +117,34 @@ std::vector<std::string> runner_environment() {
   return env;
 }
 
+ino_t inode_of(int fd) {
+  struct stat st;
+  return fd >= 0 && fstat(fd, &st) == 0 ? st.st_ino : 0;
+}
+
+std::string replaced_descriptors(pid_t pid, const std::vector<HeldPipe>& expected) {
+  std::vector<std::string> changed;
+  for (const HeldPipe& h : expected) {
+    const std::string link = fmt::format("/proc/{}/fd/{}", pid, h.fd);
+    char target[256];
+    const ssize_t n = readlink(link.c_str(), target, sizeof(target) - 1);
+    if (n < 0) {
+      // Gone with the process, or closed by it (the runner then cannot
+      // report; its silence tells the rest): only a process that still
+      // runs without the descriptor counts.
+      if (errno == ENOENT && access(fmt::format("/proc/{}/fd/0", pid).c_str(), F_OK) == 0 &&
+          h.fd != 0)
+        changed.push_back(fmt::format("descriptor {} ({}) is closed", h.fd, h.what));
+      continue;
+    }
+    target[n] = 0;
+    const std::string want = fmt::format("pipe:[{}]", h.inode);
+    if (want != target)
+      changed.push_back(fmt::format("descriptor {} ({}) is now {}", h.fd, h.what, target));
+  }
+  return fmt::format("{}", fmt::join(changed, "; "));
+}
+
 EventPipe make_event_pipe() {
   int ev[2];
   if (pipe2(ev, O_CLOEXEC) != 0)
@@ -124,7 +154,8 @@ EventPipe make_event_pipe() {
 }
 
 LoopEnd pump_events(ChildProcess& child, EventReader& events, CappedBuffer& so, CappedBuffer& se,
-                    double hard, double& deadline, const RawEventFn& on_event) {
+                    double hard, double& deadline, const RawEventFn& on_event,
+                    const std::function<bool()>& on_wake, double max_wait_s) {
   std::vector<std::string> lines;
   for (;;) {
     // A closed pipe is seen before a passed deadline.
@@ -134,8 +165,10 @@ LoopEnd pump_events(ChildProcess& child, EventReader& events, CappedBuffer& so, 
       return now >= hard ? LoopEnd::hard_limit : LoopEnd::no_progress;
     struct pollfd fds[3] = {
         {events.fd(), POLLIN, 0}, {child.stdout_fd(), POLLIN, 0}, {child.stderr_fd(), POLLIN, 0}};
-    const int ms = static_cast<int>(std::min(std::min(deadline, hard) - now, 0.25) * 1000) + 1;
+    const int ms =
+        static_cast<int>(std::min(std::min(deadline, hard) - now, max_wait_s) * 1000) + 1;
     poll(fds, 3, ms);
+    if (on_wake && on_wake()) return LoopEnd::settled;
     child.drain(so, se);
     lines.clear();
     events.read_available(lines);
@@ -193,13 +226,30 @@ RunOutcome drive_job(ChildProcess& child, EventReader& events, CappedBuffer& so,
       deadline = monotonic_seconds() + timeout_s;
       if (kind == "check")
         write_line(child.stdin_fd(), reply == Reply::settled ? "stop" : "continue");
+      if (kind == "timing_start" && loop.timing_go && reply == Reply::go_on) {
+        if (out.timing_go_at > 0) {  // one "go" per job: a second would be read as an answer
+          out.kind = RunOutcome::crashed;
+          out.detail = "the runner started timing twice";
+          return true;
+        }
+        out.timing_go_at = monotonic_seconds();
+        write_line(child.stdin_fd(), "go");
+      }
       return reply == Reply::settled;
     }
     return false;
   };
+  auto watch = [&]() -> bool {
+    const std::string why = replaced_descriptors(child.pid(), loop.held);
+    if (why.empty()) return false;
+    out.kind = RunOutcome::crashed;
+    out.detail = "the candidate tampered with the runner's pipes to kevo: " + why;
+    return true;
+  };
   double deadline = loop.first_deadline;
-  const LoopEnd end =
-      pump_events(child, events, so, se, loop.start + loop.max_total_s, deadline, decode);
+  const LoopEnd end = pump_events(child, events, so, se, loop.start + loop.max_total_s, deadline,
+                                  decode, loop.held.empty() ? std::function<bool()>{} : watch,
+                                  loop.held.empty() ? 0.25 : loop.watch_s);
   if (end == LoopEnd::hard_limit) {
     out.kind = RunOutcome::timed_out;
     out.detail = fmt::format("killed after the {:.0f} s limit per candidate", loop.max_total_s);
@@ -254,6 +304,7 @@ JobEventFn kernel_events(const KernelJob& job) {
     } else if (kind == "timing_start") {
       timeout_s = job.timing_timeout(e, phase);
     } else if (kind == "timing") {
+      if (out.timing_go_at > 0) out.timing_wall_s = monotonic_seconds() - out.timing_go_at;
       out.samples_s = e.value("samples", std::vector<double>{});
       out.calls_per_sample = e.value("calls_per_sample", int64_t{1});
       bool credible = out.calls_per_sample >= 1;
@@ -266,6 +317,7 @@ JobEventFn kernel_events(const KernelJob& job) {
         return Reply::settled;
       }
       out.warmup_calls = e.value("warmup_calls", int64_t{0});
+      out.after_end_s = e.value("after_end_s", std::vector<double>{});
       out.machine = machine_metrics(e);
     } else if (kind == "kernel_error") {
       const int rc = e.value("rc", 0);

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/types.h>
+
 #include <nlohmann/json.hpp>
 
 #include "core/process.h"
@@ -76,9 +78,26 @@ enum class LoopEnd {
 // event line to `on_event`. Lines that are not JSON are skipped (a kernel may
 // write to descriptor 3). `deadline` is the "no progress" deadline, which
 // `on_event` may move; `hard` does not move. Both are monotonic_seconds().
+// `on_wake`, where given, is called each time the loop wakes (at least every
+// `max_wait_s`) before the events are read; returning true ends the loop as
+// settled.
 using RawEventFn = std::function<bool(const nlohmann::json& event, double& deadline)>;
 LoopEnd pump_events(ChildProcess& child, EventReader& events, CappedBuffer& so, CappedBuffer& se,
-                    double hard, double& deadline, const RawEventFn& on_event);
+                    double hard, double& deadline, const RawEventFn& on_event,
+                    const std::function<bool()>& on_wake = {}, double max_wait_s = 0.25);
+
+// Whether the runner `pid` still holds kevo's pipes where kevo gave them:
+// each (descriptor, pipe inode) of `expected`. Empty when it does, else what
+// changed ("descriptor 3 (kevo's event pipe) is now pipe:[123]"). A process
+// that is gone, or a /proc kevo cannot read, says nothing.
+struct HeldPipe {
+  int fd;
+  ino_t inode;
+  const char* what;
+};
+std::string replaced_descriptors(pid_t pid, const std::vector<HeldPipe>& expected);
+// The inode of the pipe (or file) behind descriptor `fd` of this process (0 if none).
+ino_t inode_of(int fd);
 
 // What a job's own events (those drive_job leaves to the target) come to.
 enum class Reply {
@@ -107,6 +126,16 @@ struct JobLoop {
   // deadline; crashed, "the runner exited without reporting", for a closed
   // pipe. drive_job does not touch the runner after this.
   std::function<void(LoopEnd end, RunOutcome& out)> finish;
+  // The runner waits for "go" after its timing_start event: drive_job sends
+  // it and notes the time (RunOutcome::timing_go_at); the timing event's
+  // handler then notes kevo's clock around the samples (timing_wall_s).
+  bool timing_go = false;
+  // Descriptors the runner must keep (its command and event pipes): checked
+  // each time the loop wakes, at least every `watch_s`. A candidate that
+  // puts its own pipe in their place (to rewrite, hold back or make up what
+  // the runner and kevo say to each other) ends as a crash.
+  std::vector<HeldPipe> held;
+  double watch_s = 0.25;
 };
 
 // Drives a runner through one job: applies the deadlines; decodes ready (the

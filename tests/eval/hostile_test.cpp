@@ -254,6 +254,33 @@ TEST_F(Hostile, AMalformedEventEndsTheJobNotKevo) {
   EXPECT_NE(r.detail.find("an event kevo cannot read"), std::string::npos) << r.detail;
 }
 
+// A kernel that hooks the runner's own write() and reports a fifth of its
+// time: kevo's clock around the samples does not agree, the candidate is
+// measured again in a fresh runner, and stays suspect (never a best).
+TEST_F(Hostile, AForgedTimeDoesNotHoldAgainstKevosClock) {
+  // Samples of 200 ms in all: the lie (160 ms) is far past the clock's
+  // allowance for the runner's own steps (20 ms and a quarter).
+  EvalResult r = eval("forged_timing", {{"timing", {{"min_time_ms", 200}}}});
+  ASSERT_NE(r.stderr_text.find("forger: the runner's write is hooked"), std::string::npos)
+      << "the forger could not hook the runner, so this test shows nothing: " << r.stderr_text;
+  EXPECT_STATUS(r, Status::suspect);
+  EXPECT_NE(r.detail.find("kevo's clock saw them take"), std::string::npos) << r.detail;
+  EXPECT_NE(r.detail.find("measured again in a fresh runner"), std::string::npos) << r.detail;
+}
+
+// A kernel that puts its own pipe where the runner's event descriptor was
+// (a man in the middle, who could rewrite any report) ends as a crash.
+TEST_F(Hostile, AManInTheMiddleOfTheRunnersPipesIsCaught) {
+  EvalResult r = eval("interposed_events");
+  ASSERT_NE(r.stderr_text.find("interposer: taking descriptor 3"), std::string::npos)
+      << r.stderr_text;
+  EXPECT_EQ(r.stderr_text.find("interposer: could not"), std::string::npos) << r.stderr_text;
+  EXPECT_STATUS(r, Status::crash);
+  EXPECT_NE(r.detail.find("tampered with the runner's pipes"), std::string::npos) << r.detail;
+  EXPECT_NE(r.detail.find("descriptor 3 (kevo's event pipe) is now pipe:["), std::string::npos)
+      << r.detail;
+}
+
 TEST_F(Hostile, ForkIsRejectedBeforeCompiling) {
   EvalResult r = eval("forks");
   EXPECT_STATUS(r, Status::rejected);

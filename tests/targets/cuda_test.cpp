@@ -12,12 +12,14 @@
 #include <random>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
+
 #include <gtest/gtest.h>
 
 #include "core/paths.h"
@@ -266,7 +268,8 @@ TEST_F(FakeCuda, RoundTrip) {
   EXPECT_EQ(target_->host_key(), "Fake GPU (cc 9.0) x1");
   EvalResult r = eval("ok");
   EXPECT_STATUS(r, Status::ok);
-  EXPECT_EQ(r.checks.size(), task_.check_shapes.size() + 2);
+  // The checks, the full shape, the last timed calls, the re-check after timing.
+  EXPECT_EQ(r.checks.size(), task_.check_shapes.size() + 3);
   // The runner's samples reach the result as sent (the fake sends twelve
   // made-up 1 ms samples: a protocol check, not a measurement).
   ASSERT_TRUE(r.timing.has_value());
@@ -355,6 +358,34 @@ TEST_F(FakeCuda, WrongOutputsAreAMismatch) {
   EvalResult r = eval("wrong");
   EXPECT_STATUS(r, Status::mismatch);
   EXPECT_STATUS(eval("ok"), Status::ok);  // the runner is still serving
+}
+
+// The outputs of the last timed call are checked: a kernel that skips work
+// on inputs it has seen (every timed call repeats them) is a mismatch there.
+TEST_F(FakeCuda, TheTimedCallsOutputsAreChecked) {
+  EvalResult r = eval("skip_timed");
+  EXPECT_STATUS(r, Status::mismatch);
+  EXPECT_NE(r.detail.find("the last timed calls"), std::string::npos) << r.detail;
+}
+
+// Work the end event does not wait for keeps the device busy after it: the
+// time is suspect, measured again in a runner of its own, and stays suspect.
+TEST_F(FakeCuda, WorkThatEscapesTheTimedStreamIsSuspect) {
+  auto pids = test::temp_dir("fake-cuda-escaped") / "pids";
+  setenv("FAKE_PIDFILE", pids.c_str(), 1);
+  auto target = make_target("cuda");
+  std::swap(target, target_);
+  EvalResult r = eval("escaped");
+  unsetenv("FAKE_PIDFILE");
+  EXPECT_STATUS(r, Status::suspect);
+  EXPECT_NE(r.detail.find("work on a stream kevo does not time"), std::string::npos) << r.detail;
+  EXPECT_NE(r.detail.find("measured again in a fresh runner"), std::string::npos) << r.detail;
+  std::ifstream in(pids);
+  int lines = 0;
+  for (std::string l; std::getline(in, l);) ++lines;
+  EXPECT_EQ(lines, 2) << "the second measurement was not in a fresh runner";
+  // An honest kernel on the same target: one measurement, ok.
+  EXPECT_STATUS(eval("ok"), Status::ok);
 }
 
 TEST_F(FakeCuda, RecoversFromCrashStickyErrorAndHang) {
@@ -610,7 +641,7 @@ TEST(CudaCompile, SeedFamiliesAndHostileKernels) {
       if (auto p = random_point(space, 0, rng)) build(f, p->knobs, "-" + std::to_string(i));
   }
   auto hostile = test::source_dir() / "eval" / "kernels" / "cuda" / "hostile.cu";
-  for (int mode = 0; mode <= 7; ++mode) build(hostile, {{"MODE", mode}}, "-" + std::to_string(mode));
+  for (int mode = 0; mode <= 9; ++mode) build(hostile, {{"MODE", mode}}, "-" + std::to_string(mode));
 }
 
 // A family's register budget (its last two require lines) admits the points
@@ -925,7 +956,9 @@ TEST_F(OnGpu, HostileSetIsClassified) {
   EXPECT_STATUS(early, Status::mismatch);
   EvalResult stale = run(5);
   EXPECT_STATUS(stale, Status::mismatch);
-  EXPECT_NE(stale.detail.find("after timing"), std::string::npos) << stale.detail;
+  // Caught at the first inputs it had not seen: the timed calls' (their
+  // outputs are checked too), else the re-check after timing.
+  EXPECT_NE(stale.detail.find("right on the first inputs, but"), std::string::npos) << stale.detail;
   EvalResult writes = run(6);
   EXPECT_STATUS(writes, Status::crash);
   EXPECT_NE(writes.detail.find("input 'g'"), std::string::npos) << writes.detail;
@@ -933,6 +966,28 @@ TEST_F(OnGpu, HostileSetIsClassified) {
   EXPECT_STATUS(past, Status::crash);
   EXPECT_NE(past.detail.find("past the end"), std::string::npos) << past.detail;
   EXPECT_STATUS(run(0), Status::ok);
+  EvalResult skips = run(9);
+  EXPECT_STATUS(skips, Status::mismatch);
+  EXPECT_NE(skips.detail.find("the last timed calls"), std::string::npos) << skips.detail;
+  // Work that escapes the timed stream, on a shape where it is worth more
+  // than a synchronize's noise: suspect, in both measurements; the honest
+  // kernel on the same shape is ok.
+  Task big = test::quick_task("swiglu", {{"g", {8192, 8192}}},
+                              {{"target", "cuda"}, {"dtype", "bf16"}, {"limits", {{"timeout_s", 20}}}});
+  EvalResult escaped = eval(path, {{"MODE", 8}}, big);
+  EXPECT_STATUS(escaped, Status::suspect);
+  EXPECT_NE(escaped.detail.find("work on a stream kevo does not time"), std::string::npos)
+      << escaped.detail;
+  EXPECT_NE(escaped.detail.find("measured again in a fresh runner"), std::string::npos)
+      << escaped.detail;
+  EvalResult honest = eval(path, {{"MODE", 0}}, big);
+  EXPECT_STATUS(honest, Status::ok);
+  // For the record (the allowance's margin): what the runners said.
+  for (const EvalResult* r : {&escaped, &honest}) {
+    const std::string& e = r->stderr_text;
+    const size_t at = e.find("device busy after the end event");
+    if (at != std::string::npos) std::cout << e.substr(at, e.find('\n', at) - at) << "\n";
+  }
 }
 
 // Every seed family's default point on small ragged shapes and a medium one.

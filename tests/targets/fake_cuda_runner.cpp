@@ -11,6 +11,9 @@
 //   kernel_error  reports the kernel's return code 3
 //   slow_timing   times as `ok`, but its calls take 1 s each (it sleeps 2.5 s
 //                 between announcing the timing and reporting it)
+//   escaped   as `ok`, but the device stays busy 0.5 ms after each sample's
+//             end event (work on a stream the runner does not time)
+//   skip_timed  as `ok`, but the last timed call's outputs are wrong
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -97,10 +100,13 @@ int main(int argc, char** argv) {
         const bool slow = mode == "slow_timing";
         emit({{"event", "timing_start"}, {"phase", ph}, {"estimate_s", slow ? 1.0 : 1e-3}, {"calls_per_sample", 1}});
         if (slow) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+        // "escaped": the device stays busy 0.5 ms after each sample's end
+        // event (work on a stream the runner does not time).
         emit({{"event", "timing"}, {"phase", ph}, {"samples", std::vector<double>(12, 1e-3)},
               {"calls_per_sample", 1}, {"warmup_calls", 3},
+              {"after_end_s", std::vector<double>(12, mode == "escaped" ? 5e-4 : 3e-6)},
               {"machine", {{"sm_mhz", 1980}, {"gpu_temp_c", 41}, {"throttle", 0}}}});
-        continue;
+        // The last sample's outputs are checked, as on the GPU; below.
       }
       // Inputs and the right outputs, as kevo's reference computes them.
       std::vector<std::vector<char>> bufs;
@@ -117,7 +123,9 @@ int main(int argc, char** argv) {
       for (size_t i = n_in; i < phase.shapes.size(); ++i)
         out.push_back({job.dtypes[i], phase.shapes[i], bufs[i].data()});
       op.reference(in, job.scalars, out);
-      if (mode == "wrong")
+      // "skip_timed": right on every check but the timed calls' (it skipped
+      // work on inputs it had seen: the poison is left).
+      if (mode == "wrong" || (mode == "skip_timed" && phase.timed))
         store_element(job.dtypes[n_in], bufs[n_in].data(), 0,
                       1 + load_element(job.dtypes[n_in], bufs[n_in].data(), 0));
       size_t total = 0;

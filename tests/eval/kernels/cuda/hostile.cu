@@ -10,8 +10,14 @@
  *                                                  -> mismatch on the fresh inputs after timing
  *   6  writes into its input g                     -> crash: inputs are read-only
  *   7  writes one element past the end of y        -> crash: wrote past the end
+ *   8  computes three quarters of the rows on a stream of its own, made
+ *      non-blocking (bound by an assembler label, past the static check), so
+ *      the end event does not wait for them   -> suspect: the device stays busy
+ *   9  launches nothing when its input (address, size, first element) has not
+ *      changed since its last call
+ *      (every timed call repeats it)           -> mismatch on the last timed calls
  */
-// @kevo knob MODE 0 {0, 1, 2, 3, 4, 5, 6, 7}
+// @kevo knob MODE 0 {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
 #ifndef MODE
 #define MODE 0
 #endif
@@ -37,6 +43,15 @@ __global__ void swiglu(const __nv_bfloat16* g, const __nv_bfloat16* u, __nv_bflo
   if (mode == 6 && i == 0) ((__nv_bfloat16*)g)[0] = __float2bfloat16(123.0f);
 }
 
+// MODE 8: the runtime's own function under another name.
+extern "C" cudaError_t kevo_hostile_stream(cudaStream_t* s, unsigned int flags)
+    __asm__("cudaStreamCreateWithFlags");
+static cudaStream_t g_escape = nullptr;
+// MODE 9: what the last call saw.
+static const void* g_last_in = nullptr;
+static long g_last_n = 0;
+static unsigned short g_last_first = 0;
+
 static __nv_bfloat16* g_saved = nullptr;  // MODE 5: the first answer, kept
 static long g_saved_n = 0;
 
@@ -45,6 +60,27 @@ extern "C" KEVO_EXPORT int kevo_launch(const kevo_tensor* in, int n_in, kevo_ten
   if (n_in != 2 || n_out != 1 || in[0].dtype != KEVO_BF16) return KEVO_ERR_UNSUPPORTED;
   long n = (long)kevo_numel(&in[0]);
   if (MODE == 4) return KEVO_OK;
+  if (MODE == 9) {
+    unsigned short first = 0;
+    cudaMemcpy(&first, in[0].data, 2, cudaMemcpyDeviceToHost);
+    const bool same = g_last_in == in[0].data && g_last_n == n && g_last_first == first;
+    g_last_in = in[0].data;
+    g_last_n = n;
+    g_last_first = first;
+    if (same) return KEVO_OK;
+  }
+  if (MODE == 8) {
+    if (!g_escape && kevo_hostile_stream(&g_escape, cudaStreamNonBlocking) != cudaSuccess)
+      return KEVO_ERR_RUNTIME;
+    const long head = n / 4, rest = n - head;
+    const __nv_bfloat16 *g = (const __nv_bfloat16*)in[0].data, *u = (const __nv_bfloat16*)in[1].data;
+    __nv_bfloat16* y = (__nv_bfloat16*)out[0].data;
+    // The quarter on the timed stream first: its blocks go out first and
+    // its end comes long before the rest's.
+    swiglu<<<(head + 255) / 256, 256, 0, stream>>>(g, u, y, head, 0);
+    swiglu<<<(rest + 255) / 256, 256, 0, g_escape>>>(g + head, u + head, y + head, rest, 0);
+    return cudaGetLastError() == cudaSuccess ? KEVO_OK : KEVO_ERR_RUNTIME;
+  }
   int threads = MODE == 3 ? 2048 : 256;
   long blocks = (n + 255) / 256;
   __nv_bfloat16* y = (__nv_bfloat16*)out[0].data;
