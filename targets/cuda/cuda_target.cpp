@@ -681,7 +681,8 @@ ProfileOutcome CudaTarget::profile(const Task& task, const std::filesystem::path
   opt.env.push_back("HOME=" + dir.string());
   // ncu's injection into the runner talks to ncu and starts its own helpers:
   // no system-call filter, no network namespace under the profiler.
-  std::erase_if(opt.env, [](const std::string& v) { return v.rfind("KEVO_CUDA_NO_FILTER=", 0) == 0; });
+  std::erase_if(opt.env,
+                [](const std::string& v) { return v.rfind("KEVO_CUDA_NO_FILTER=", 0) == 0; });
   opt.env.push_back("KEVO_CUDA_NO_FILTER=1");
   ProcessResult r = run_process(opt, 120, 1 << 20);
   if (!r.exit_code || *r.exit_code != 0 || !std::filesystem::exists(dir / "profile.ncu-rep")) {
