@@ -32,6 +32,15 @@ int cmd_targets(const Argv& argv) {
         auto target = make_target(t.name);
         j["host"] = target->host_key();
         j["kernels"] = target->kernels_dir().string();
+        // What a candidate's runner is confined by on this machine.
+        const auto layers = target->containment();
+        if (!layers.empty()) {
+          nlohmann::json list = nlohmann::json::array();
+          for (const auto& l : layers)
+            list.push_back({{"name", l.name}, {"on", l.on}, {"detail", l.detail}});
+          j["containment"] = list;
+          j["containment_line"] = runner::containment_line(layers);
+        }
       } catch (const UserError& e) {
         j["available"] = false;
         j["why_not"] = e.what();
@@ -52,6 +61,8 @@ int cmd_targets(const Argv& argv) {
     if (j.contains("host")) {
       fmt::print("{:<10}host: {}\n", "", j["host"].get<std::string>());
       fmt::print("{:<10}seed kernels: {}\n", "", j["kernels"].get<std::string>());
+      if (j.contains("containment_line"))
+        fmt::print("{:<10}containment: {}\n", "", j["containment_line"].get<std::string>());
     } else {
       fmt::print("{:<10}{}\n", "", j["why_not"].get<std::string>());
     }

@@ -12,6 +12,7 @@ packages=(
   libcurl4-openssl-dev
   libgtest-dev libgmock-dev
   libbenchmark-dev
+  libseccomp-dev          # the runners' system-call filter (linked statically)
 )
 # Extra groups, asked for by name: `setup.sh bench` for the peer baselines,
 # `setup.sh test-browser` for the test that renders a report in headless

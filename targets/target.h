@@ -16,6 +16,7 @@
 #include "core/knobs.h"
 #include "core/roof.h"
 #include "core/task.h"
+#include "targets/runner/sandbox.h"
 #include "targets/traits.h"
 
 namespace kevo {
@@ -144,6 +145,9 @@ class Target {
                                  const RunPhase& phase, const std::string& source_tag) {
     return {false, "this target has no profiler", {}, "", "", 0};
   }
+  // The layers of containment a candidate's runner gets on this machine
+  // (kevo targets prints them); empty where the target runs no local process.
+  virtual std::vector<runner::ContainmentLayer> containment() { return {}; }
 };
 
 struct TargetInfo {

@@ -135,6 +135,10 @@ class CpuTarget : public Target {
 
   Roof calibrate(const ProgressFn& progress, const std::vector<double>& sizes) override;
 
+  std::vector<runner::ContainmentLayer> containment() override {
+    return runner::probe_containment(runner::FilterProfile::cpu);
+  }
+
  private:
   std::string compiler_version(const std::string& compiler) {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -255,6 +255,18 @@ class CudaTarget final : public Target {
 
   bool can_profile() override { return ncu_.has_value(); }
 
+  // KEVO_CUDA_NO_FILTER=1 (for kevo, and so for its runners) turns the
+  // filter and the network namespace off.
+  std::vector<runner::ContainmentLayer> containment() override {
+    std::vector<runner::ContainmentLayer> layers =
+        runner::probe_containment(runner::FilterProfile::cuda);
+    if (runner::cuda_filter_disabled())
+      for (auto& l : layers)
+        if (l.name == "seccomp" || l.name == "network namespace")
+          l = {l.name, false, "KEVO_CUDA_NO_FILTER=1"};
+    return layers;
+  }
+
   ProfileOutcome profile(const Task& task, const std::filesystem::path& artifact,
                          const RunPhase& phase, const std::string& source_tag) override;
 
@@ -676,6 +688,11 @@ ProfileOutcome CudaTarget::profile(const Task& task, const std::filesystem::path
   opt.inherit_env = false;
   opt.env = runner::runner_environment();
   opt.env.push_back("HOME=" + dir.string());
+  // ncu's injection into the runner talks to ncu and starts its own helpers:
+  // no system-call filter, no network namespace under the profiler.
+  std::erase_if(opt.env,
+                [](const std::string& v) { return v.rfind("KEVO_CUDA_NO_FILTER=", 0) == 0; });
+  opt.env.push_back("KEVO_CUDA_NO_FILTER=1");
   ProcessResult r = run_process(opt, 120, 1 << 20);
   if (!r.exit_code || *r.exit_code != 0 || !std::filesystem::exists(dir / "profile.ncu-rep")) {
     out.note = fmt::format("ncu could not profile it ({}): {}",

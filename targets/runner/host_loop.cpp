@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "targets/runner/protocol.h"
+#include "targets/runner/sandbox.h"
 
 extern char** environ;
 
@@ -87,7 +88,7 @@ std::vector<std::string> runner_environment() {
   static const char* const kNames[] = {"PATH", "LANG", "TZ", "TMPDIR", "LD_LIBRARY_PATH",
                                        "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
                                        "CUDA_MODULE_LOADING", "KEVO_LOG", "KEVO_CUDA_FLUSH",
-                                       "KEVO_CUDA_COVER_US"};
+                                       "KEVO_CUDA_COVER_US", "KEVO_CUDA_NO_FILTER"};
   static const char* const kPrefixes[] = {"LC_", "OMP_", "GOMP_", "KMP_", "CUDA_CACHE_", "NVIDIA_"};
   std::set<std::string> extra;
   if (const char* names = std::getenv("KEVO_RUNNER_ENV")) {
@@ -215,6 +216,9 @@ RunOutcome drive_job(ChildProcess& child, EventReader& events, CappedBuffer& so,
       return true;
     } else if (kind == "note") {
       log_debug("runner: {}", e.value("what", std::string()));
+      // A layer of containment the runner did not get: said where the user reads.
+      if (const std::string missing = runner::missing_containment_text(e); !missing.empty())
+        se.append(missing.data(), missing.size());
     } else if (kind == "done") {
       out.kind = RunOutcome::finished;
       out.detail.clear();

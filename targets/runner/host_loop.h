@@ -58,8 +58,8 @@ EventPipe make_event_pipe();
 // what a runner, the C runtime, OpenMP and the CUDA driver read from kevo's
 // own environment (PATH, LANG and LC_*, TZ, TMPDIR, LD_LIBRARY_PATH, OMP_*,
 // GOMP_*, KMP_*, CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER, CUDA_MODULE_LOADING,
-// CUDA_CACHE_*, NVIDIA_*, kevo's runner settings KEVO_LOG, KEVO_CUDA_FLUSH and
-// KEVO_CUDA_COVER_US) and the variables named in KEVO_RUNNER_ENV (comma
+// CUDA_CACHE_*, NVIDIA_*, kevo's runner settings KEVO_LOG, KEVO_CUDA_FLUSH,
+// KEVO_CUDA_COVER_US and KEVO_CUDA_NO_FILTER) and the variables named in KEVO_RUNNER_ENV (comma
 // separated). The user's API keys, tokens and the rest stay out of reach.
 std::vector<std::string> runner_environment();
 

@@ -10,6 +10,7 @@
 #include "core/process.h"
 #include "core/store.h"
 #include "support/test_support.h"
+#include "targets/runner/sandbox.h"
 #include "targets/target.h"
 
 namespace kevo {
@@ -133,6 +134,16 @@ TEST_F(Cli, KnobsOperatorsTargets) {
   auto t = kevo({"targets"});
   EXPECT_EQ(t.exit_code, 0);
   EXPECT_NE(t.out.find("cpu       available"), std::string::npos) << t.out;
+  // What confines a candidate's runner here, one line per target.
+  const std::string line =
+      runner::containment_line(runner::probe_containment(runner::FilterProfile::cpu));
+  EXPECT_EQ(line.rfind("environment clean · ", 0), 0u) << line;
+  EXPECT_NE(t.out.find("          containment: " + line + "\n"), std::string::npos) << t.out;
+  auto tj = nlohmann::json::parse(kevo({"targets", "--json"}).out);
+  ASSERT_EQ(tj[0]["name"], "cpu");
+  ASSERT_EQ(tj[0]["containment"].size(), 5u) << tj.dump();
+  EXPECT_EQ(tj[0]["containment"][3]["name"], "seccomp");
+  EXPECT_EQ(tj[0]["containment_line"], line);
 }
 
 TEST_F(Cli, CalibrateMeasuresAndStores) {

@@ -1,5 +1,7 @@
 // Hostile candidates: each must end with the right status while kevo itself
 // carries on. Runs real compiles and real child processes.
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -13,6 +15,7 @@
 #include "eval/evaluator.h"
 #include "support/bias_gelu.h"  // test::write_file
 #include "support/test_support.h"
+#include "targets/runner/sandbox.h"
 
 namespace kevo {
 namespace {
@@ -40,6 +43,14 @@ class Hostile : public ::testing::Test {
 
 #define EXPECT_STATUS(r, s) EXPECT_EQ(status_name((r).status), status_name(s)) << (r).detail
 
+// Whether a cpu runner gets the layer `name` on this machine (what `kevo
+// targets` prints), and why not.
+std::string layer_missing(const std::string& name) {
+  for (const auto& l : runner::probe_containment(runner::FilterProfile::cpu))
+    if (l.name == name) return l.on ? "" : "no " + name + " here (" + l.detail + ")";
+  return "no layer named " + name;
+}
+
 TEST_F(Hostile, RightKernelIsOk) {
   EvalResult r = eval("right");
   EXPECT_STATUS(r, Status::ok);
@@ -51,6 +62,25 @@ TEST_F(Hostile, RightKernelIsOk) {
   for (const auto& c : r.checks) EXPECT_TRUE(c.passed) << c.label;
   EXPECT_NE(r.checks[4].label.find("the last timed calls"), std::string::npos) << r.checks[4].label;
   EXPECT_NE(r.checks.back().label.find("after timing"), std::string::npos);
+}
+
+// The evaluation's stderr names a layer of containment the runner did not
+// get, and stays clean when it got them all.
+TEST_F(Hostile, StderrSaysWhichLayersAreMissing) {
+  EvalResult r = eval("right");
+  EXPECT_STATUS(r, Status::ok);
+  bool all_on = true;
+  for (const auto& l : runner::probe_containment(runner::FilterProfile::cpu)) {
+    all_on = all_on && l.on;
+    if (!l.on) {
+      EXPECT_NE(r.stderr_text.find("no " + l.name + " ("), std::string::npos) << r.stderr_text;
+    }
+  }
+  if (all_on) {
+    EXPECT_EQ(r.stderr_text, "");
+  } else {
+    EXPECT_EQ(r.stderr_text.rfind("kevo: containment: no ", 0), 0u) << r.stderr_text;
+  }
 }
 
 TEST_F(Hostile, Bf16KernelIsJudgedInBf16) {
@@ -292,6 +322,86 @@ TEST_F(Hostile, ProcessesAreRefusedAtRunTime) {
   // refuses every fork: the kernel then computes and is ok.
   EvalResult r = eval("fork_bomb");
   EXPECT_STATUS(r, Status::ok);
+}
+
+// Every other way to a process (another entry point, a raw clone, clone3,
+// exec) is refused by the system-call filter; the kernel then computes.
+TEST_F(Hostile, ProcessesAreRefusedEveryWay) {
+  if (std::string why = layer_missing("seccomp"); !why.empty()) GTEST_SKIP() << why;
+  EvalResult r = eval("spawns");
+  EXPECT_STATUS(r, Status::ok);
+  for (const char* way : {"_Fork", "fork", "vfork", "clone"})
+    EXPECT_NE(r.stderr_text.find(std::string("hostile: ") + way +
+                                 " refused: Operation not permitted"),
+              std::string::npos)
+        << way << "\n" << r.stderr_text;
+  // clone3 "does not exist" (glibc then falls back to clone, whose flags the filter reads).
+  if (r.stderr_text.find("hostile: clone3") != std::string::npos) {
+    EXPECT_NE(r.stderr_text.find("hostile: clone3 refused: Function not implemented"),
+              std::string::npos)
+        << r.stderr_text;
+  }
+  EXPECT_NE(r.stderr_text.find("hostile: execve refused: Operation not permitted"),
+            std::string::npos)
+      << r.stderr_text;
+  EXPECT_EQ(r.stderr_text.find("started a process"), std::string::npos) << r.stderr_text;
+}
+
+// Raw system calls a kernel never needs come back refused (EPERM), not
+// killed: the kernel goes on and is ok.
+TEST_F(Hostile, RawSystemCallsAreRefused) {
+  if (std::string why = layer_missing("seccomp"); !why.empty()) GTEST_SKIP() << why;
+  EvalResult r = eval("raw_syscalls");
+  EXPECT_STATUS(r, Status::ok);
+  for (const char* name : {"ptrace", "process_vm_readv", "unshare", "setns", "mount", "bpf",
+                           "keyctl", "perf_event_open", "io_uring_setup", "finit_module",
+                           "personality", "kill"})
+    EXPECT_NE(r.stderr_text.find(std::string("hostile: ") + name + " refused\n"),
+              std::string::npos)
+        << name << "\n" << r.stderr_text;
+  EXPECT_EQ(r.stderr_text.find("allowed"), std::string::npos) << r.stderr_text;
+}
+
+// No network: the candidate's socket is refused (the filter), it sees no
+// interface but loopback (its own network namespace), and the test's
+// listener on 127.0.0.1 never hears from it.
+TEST_F(Hostile, TheNetworkIsOutOfReach) {
+  const std::string no_filter = layer_missing("seccomp");
+  const std::string no_namespace = layer_missing("network namespace");
+  if (!no_filter.empty() && !no_namespace.empty())
+    GTEST_SKIP() << no_filter << "; " << no_namespace;
+  const int listener = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0) << strerror(errno);
+  const int one = 1;
+  setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(47311);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || listen(listener, 4) != 0) {
+    close(listener);
+    GTEST_SKIP() << "cannot listen on 127.0.0.1:47311: " << strerror(errno);
+  }
+  EvalResult r = eval("connects");
+  const int heard = accept(listener, nullptr, nullptr);
+  if (heard >= 0) close(heard);
+  close(listener);
+  EXPECT_STATUS(r, Status::ok);
+  EXPECT_LT(heard, 0) << "the candidate reached 127.0.0.1:47311\n" << r.stderr_text;
+  EXPECT_EQ(r.stderr_text.find("hostile: connected"), std::string::npos) << r.stderr_text;
+  if (no_filter.empty()) {
+    EXPECT_NE(r.stderr_text.find("hostile: socket refused: Operation not permitted"),
+              std::string::npos)
+        << r.stderr_text;
+  }
+  if (no_namespace.empty()) {
+    EXPECT_NE(r.stderr_text.find("hostile: interface lo\n"), std::string::npos) << r.stderr_text;
+    size_t interfaces = 0;
+    for (size_t p = 0; (p = r.stderr_text.find("hostile: interface ", p)) != std::string::npos;
+         ++p)
+      ++interfaces;
+    EXPECT_EQ(interfaces, 1u) << "more than loopback in sight\n" << r.stderr_text;
+  }
 }
 
 TEST_F(Hostile, CompileError) {

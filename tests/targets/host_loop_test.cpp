@@ -10,6 +10,7 @@
 
 #include "core/clock.h"
 #include "core/task.h"
+#include "targets/runner/sandbox.h"
 
 namespace kevo {
 namespace {
@@ -134,6 +135,28 @@ TEST_F(RunnerHostLoop, NamesErrorsInTheTargetsWords) {
   out = run(event(R"({"event":"signal","signal":11})"));
   EXPECT_EQ(out.kind, RunOutcome::crashed);
   EXPECT_NE(out.detail.find("SIGSEGV"), std::string::npos) << out.detail;
+}
+
+// The runner's containment note: a layer it did not get is one line of the
+// stderr kevo keeps; when it got them all, nothing is added.
+TEST_F(RunnerHostLoop, AMissingLayerOfContainmentIsSaidInStderr) {
+  std::vector<runner::ContainmentLayer> layers = {
+      {"environment", true, "clean"},
+      {"landlock", true, ""},
+      {"network namespace", false, "unshare: Operation not permitted"},
+      {"seccomp", true, "deny-by-default"},
+      {"limits", true, ""}};
+  RunOutcome out = run(event(R"({"event":"ready"})") +
+                       event(runner::containment_event(layers).dump()) +
+                       event(R"({"event":"done"})"));
+  EXPECT_EQ(out.kind, RunOutcome::finished) << out.detail;
+  EXPECT_EQ(out.stderr_text,
+            "kevo: containment: no network namespace (unshare: Operation not permitted)\n");
+  layers[2] = {"network namespace", true, ""};
+  out = run(event(R"({"event":"ready"})") + event(runner::containment_event(layers).dump()) +
+            event(R"({"event":"done"})"));
+  EXPECT_EQ(out.kind, RunOutcome::finished) << out.detail;
+  EXPECT_EQ(out.stderr_text, "");
 }
 
 TEST_F(RunnerHostLoop, ARunnerThatExitsWithoutReportingCrashed) {
