@@ -322,6 +322,8 @@ JobEventFn kernel_events(const KernelJob& job) {
       }
       out.warmup_calls = e.value("warmup_calls", int64_t{0});
       out.after_end_s = e.value("after_end_s", std::vector<double>{});
+      out.fenced_s = e.value("fenced_s", std::vector<double>{});
+      out.host_call_s = e.value("host_call_s", 0.0);
       out.machine = machine_metrics(e);
     } else if (kind == "kernel_error") {
       const int rc = e.value("rc", 0);

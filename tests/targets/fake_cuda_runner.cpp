@@ -14,6 +14,8 @@
 //   escaped   as `ok`, but the device stays busy 0.5 ms after each sample's
 //             end event (work on a stream the runner does not time)
 //   skip_timed  as `ok`, but the last timed call's outputs are wrong
+//   hides_before  as `ok`, but its fenced samples (the device idle before the
+//             start event) take 3 ms: work ran before the samples' start event
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -105,6 +107,8 @@ int main(int argc, char** argv) {
         emit({{"event", "timing"}, {"phase", ph}, {"samples", std::vector<double>(12, 1e-3)},
               {"calls_per_sample", 1}, {"warmup_calls", 3},
               {"after_end_s", std::vector<double>(12, mode == "escaped" ? 5e-4 : 3e-6)},
+              {"fenced_s", std::vector<double>(3, mode == "hides_before" ? 3e-3 : 1.01e-3)},
+              {"host_call_s", 5e-6},
               {"machine", {{"sm_mhz", 1980}, {"gpu_temp_c", 41}, {"throttle", 0}}}});
         // The last sample's outputs are checked, as on the GPU; below.
       }

@@ -1,8 +1,9 @@
 /* swiglu, computed honestly, that puts itself between the runner and kevo:
    on its first call it moves the runner's event descriptor (3) aside, puts
    a pipe of its own in its place and starts a thread that passes every line
-   on. A man in the middle like this could rewrite, hold back or make up
-   reports (a time, a check, "done"); kevo watches its pipes and ends the
+   on (where the system-call filter refuses it a pipe, it puts its stderr
+   there). A man in the middle like this could rewrite, hold back or make
+   up reports (a time, a check, "done"); kevo watches its pipes and ends the
    candidate as soon as one is not where kevo put it. */
 #define _GNU_SOURCE
 #include <math.h>
@@ -39,6 +40,10 @@ int kevo_kernel(const kevo_tensor* in, int n_in, kevo_tensor* out, int n_out, co
       close(p[1]);
       downstream = p[0];
       pthread_create(&t, NULL, relay, NULL);
+    } else if (upstream >= 0 && dup2(2, 3) == 3) {
+      /* No pipe of its own (the system-call filter refuses them): the
+         runner's reports go to stderr instead, the same tampering. */
+      fprintf(stderr, "interposer: descriptor 3 is now stderr\n");
     } else {
       fprintf(stderr, "interposer: could not take descriptor 3\n");
     }
