@@ -567,84 +567,74 @@ int run_kernel(const Job& job, bool profile_only) {
     cudaEvent_t ev0, ev1;
     cudaEventCreate(&ev0);
     cudaEventCreate(&ev1);
-    // Three samples fenced on the whole device, before the others: the L2
-    // flushed, then the device idle before the start event, so that nothing
-    // the kernel starts can run before it (in the samples below, work on a
-    // stream of the kernel's own would run alongside the flush, ahead of
-    // their start event), and the device synchronized after the end event,
-    // the time it stayed busy counted in. kevo holds the samples below
-    // against these.
-    std::vector<double> fenced;
+    // One sample. Everything the last call started, on any stream, is
+    // finished; with `poison` the outputs are poisoned (outside the timed
+    // region: kevo checks what the call left); the L2 holds nothing of the
+    // inputs; then either the device is left idle before the start event
+    // (`fence`: nothing the kernel starts can run ahead of it) or the launch
+    // cover is queued. The call runs between a start event on our stream and
+    // an end event on the legacy default stream, which waits for all work on
+    // every blocking stream, not only ours; then the whole device is
+    // synchronized, and how long it stayed busy is work the end event did
+    // not wait for (a stream of the kernel's own, made non-blocking). False
+    // after reporting an error.
+    struct Sample {
+      double event_s = 0, busy_s = 0, host_s = 0;
+    };
     int flush_value = 0;
-    for (int k = 0; k < 3; ++k) {
+    auto take_sample = [&](bool fence, bool poison, Sample& out) -> bool {
       cudaDeviceSynchronize();
+      if (poison) poison_outputs();
       kevo_flush(g.flush->p, g.flush->bytes, g.flush_mode, ++flush_value, g.flush_sink,
                  4 * g.prop.multiProcessorCount, g.stream);
-      cudaDeviceSynchronize();
+      if (fence) cudaDeviceSynchronize();
+      else if (cover > 0) kevo_spin(cover, g.stream);
       cudaEventRecord(ev0, g.stream);
+      const double h0 = now_s();
       int rc = call();
+      out.host_s = now_s() - h0;
       cudaEventRecord(ev1, nullptr);
       cudaError_t e = cudaEventSynchronize(ev1);
       const double h1 = now_s();
       if (e == cudaSuccess) e = cudaDeviceSynchronize();
-      const double busy = now_s() - h1;
+      out.busy_s = now_s() - h1;
       if (e == cudaSuccess) e = cudaGetLastError();
       if (e != cudaSuccess) {
         report_cuda_error(ph, e);
-        return 0;
+        return false;
       }
       if (rc != 0) {
         emit({{"event", "kernel_error"}, {"phase", ph}, {"rc", rc}});
-        return 0;
+        return false;
       }
       float ms = 0;
       cudaEventElapsedTime(&ms, ev0, ev1);
-      fenced.push_back(ms * 1e-3 + busy);
+      out.event_s = ms * 1e-3;
+      return true;
+    };
+    // Three samples fenced on the whole device come first, the time the
+    // device stayed busy counted in: in the samples after them, work on a
+    // stream of the kernel's own could run alongside the flush, ahead of
+    // their start event. kevo holds those samples against these.
+    std::vector<double> fenced;
+    for (int k = 0; k < 3; ++k) {
+      Sample one;
+      if (!take_sample(true, false, one)) return 0;
+      fenced.push_back(one.event_s + one.busy_s);
     }
     std::vector<double> samples;
-    // Per sample: how long the device stayed busy after the end event (work
-    // the event did not wait for: a stream of the kernel's own, created
-    // non-blocking, runs on past it).
-    std::vector<double> after_end;
+    std::vector<double> after_end;  // per sample: the device busy after its end event
     double timed = 0;
     bool last_sample = false;  // the one sample more, its outputs poisoned first
     while (!last_sample) {
       last_sample = !((static_cast<int64_t>(samples.size()) < tc.min_samples || timed < tc.min_time_s) &&
-               static_cast<int64_t>(samples.size()) < tc.max_samples);
-      // Everything the last call started, on any stream, is finished...
-      cudaDeviceSynchronize();
-      // ...the outputs of the last sample hold poison (outside the timed
-      // region): kevo checks what its call left...
-      if (last_sample) poison_outputs();
-      // ...the L2 holds nothing of the inputs...
-      kevo_flush(g.flush->p, g.flush->bytes, g.flush_mode, ++flush_value, g.flush_sink,
-                 4 * g.prop.multiProcessorCount, g.stream);
-      if (cover > 0) kevo_spin(cover, g.stream);
-      cudaEventRecord(ev0, g.stream);
-      const double h0 = now_s();
-      int rc = call();
-      host.push_back(now_s() - h0);
-      // ...and the end event is recorded on the legacy default stream, which
-      // waits for all work on every blocking stream, not only ours.
-      cudaEventRecord(ev1, nullptr);
-      cudaError_t e = cudaEventSynchronize(ev1);
-      // Whatever still runs on the device now escaped the end event.
-      const double h1 = now_s();
-      if (e == cudaSuccess) e = cudaDeviceSynchronize();
-      after_end.push_back(now_s() - h1);
-      if (e == cudaSuccess) e = cudaGetLastError();
-      if (e != cudaSuccess) {
-        report_cuda_error(ph, e);
-        return 0;
-      }
-      if (rc != 0) {
-        emit({{"event", "kernel_error"}, {"phase", ph}, {"rc", rc}});
-        return 0;
-      }
-      float ms = 0;
-      cudaEventElapsedTime(&ms, ev0, ev1);
-      samples.push_back(ms * 1e-3);
-      timed += ms * 1e-3;
+                      static_cast<int64_t>(samples.size()) < tc.max_samples);
+      Sample one;
+      if (!take_sample(false, last_sample, one)) return 0;
+      host.push_back(one.host_s);
+      after_end.push_back(one.busy_s);
+      samples.push_back(one.event_s);
+      timed += one.event_s;
     }
     cudaEventDestroy(ev0);
     cudaEventDestroy(ev1);
