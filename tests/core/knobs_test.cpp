@@ -125,6 +125,18 @@ TEST(Knobs, ErrorsNameFileAndLine) {
   expect_error("// @kevo knob A 1 {1, 2}\n// @kevo require A > 1\n", "default knob values (A=1) violate");
 }
 
+// Found by fuzzing (tests/fuzz/fuzz_knobs): the directive is matched with
+// std::regex, which recurses per character, and a long @kevo line (from an
+// LLM's kernel, say) overflowed kevo's stack. Such a line is now refused.
+TEST(Knobs, OverlongDirectiveLineIsAnErrorNotACrash) {
+  expect_error("// @kevo require " + std::string(1 << 20, 'A') + "\n",
+               "bad.c:1: a line with @kevo of 1048593 characters (at most 4096)");
+  expect_error("// @kevo knob A 1 {1" + std::string(1 << 20, ' ') + "}\n", "at most 4096");
+  // A line of code without @kevo may be as long as it likes.
+  KnobSpace s = KnobSpace::parse_source("int x = 0;" + std::string(1 << 20, ' ') + "\n", "ok.c");
+  EXPECT_TRUE(s.empty());
+}
+
 TEST(Knobs, JsonRoundTripAndAssignments) {
   KnobValues v = {{"B", 2}, {"A", -1}};
   EXPECT_EQ(knobs_to_json(v), R"({"A":-1,"B":2})");
