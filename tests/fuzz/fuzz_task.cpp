@@ -1,16 +1,18 @@
-// libFuzzer target: a task config as JSON text, through nlohmann's parser and
-// parse_task. A UserError (ConfigError among them) is the documented answer
+// libFuzzer target: a task config as JSON text, read as load_task reads a
+// file (parse_json_text, then parse_task). A UserError (ConfigError among them) is the documented answer
 // to a bad config; any other exception, a crash, a sanitizer report or a hang
 // is a finding.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstdio>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "core/defined_operator.h"
 #include "core/error.h"
+#include "core/json_reader.h"
 #include "core/task.h"
 
 namespace {
@@ -20,9 +22,12 @@ const char* const kOrigin = "/nonexistent-kevo-fuzz/task.json";
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  nlohmann::json config =
-      nlohmann::json::parse(data, data + size, nullptr, /*allow_exceptions=*/false);
-  if (config.is_discarded()) return 0;
+  nlohmann::json config;
+  try {
+    config = kevo::parse_json_text(std::string(reinterpret_cast<const char*>(data), size), kOrigin);
+  } catch (const kevo::UserError&) {
+    return 0;
+  }
   if (config.is_object()) {
     // "kernels" globs the file system: slow and not parsing; kept out.
     config.erase("kernels");
