@@ -1,5 +1,6 @@
 # kevo — top-level driver over CMake. `make` builds, `make test` runs the tests,
-# `make demo` runs the demo. Every target first makes sure the Debian packages
+# `make demo` runs the demo; `make fuzz-smoke` and `make test-asan` are in the
+# README's "Fuzzing and sanitizers". Every target first makes sure the Debian packages
 # kevo needs are installed (scripts/setup.sh does nothing when they are).
 BUILD ?= build
 BUILD_TYPE ?= Release
@@ -46,12 +47,14 @@ test: build
 test-without-cuda:
 	scripts/without-cuda.sh $(MAKE) test BUILD=$(BUILD)-nocuda
 
-# make test in $(ASAN_BUILD), built with ASan and UBSan (g++; any finding
-# fails its test). kevo-runner stays unsanitized there (targets/CMakeLists.txt
+# make test in $(ASAN_BUILD), built with ASan and UBSan (g++, -O1 with line
+# tables for the reports; any finding fails its test). kevo-runner stays unsanitized there (targets/CMakeLists.txt
 # says why). Slow: not part of CI.
 test-asan:
 	$(MAKE) test BUILD=$(ASAN_BUILD) BUILD_TYPE=RelWithDebInfo \
-	  KEVO_CMAKE_ARGS="-DKEVO_SANITIZE=ON -DKEVO_WITH_CUDA=OFF $(KEVO_CMAKE_ARGS)"
+	  KEVO_CMAKE_ARGS="-DKEVO_SANITIZE=ON -DKEVO_WITH_CUDA=OFF \
+	    -DCMAKE_C_FLAGS_RELWITHDEBINFO='-O1 -g1' -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O1 -g1' \
+	    $(KEVO_CMAKE_ARGS)"
 
 # The libFuzzer targets, in $(FUZZ_BUILD)/fuzz/: clang, ASan, UBSan, only the
 # libraries they need.
