@@ -119,6 +119,8 @@ KnobSpace KnobSpace::parse_source(std::string_view source, std::string_view orig
         if (std::find(decl.values.begin(), decl.values.end(), v) != decl.values.end())
           throw fail(fmt::format("knob {}: value {} listed twice", decl.name, v));
         decl.values.push_back(v);
+        if (decl.values.size() > kMaxKnobValues)
+          throw fail(fmt::format("knob {}: more than {} values", decl.name, kMaxKnobValues));
       }
       if (std::find(decl.values.begin(), decl.values.end(), decl.default_value) ==
           decl.values.end())

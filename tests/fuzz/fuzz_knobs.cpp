@@ -1,7 +1,7 @@
 // libFuzzer target: a kernel source's `// @kevo knob` and `// @kevo require`
 // lines (KnobSpace::parse_source), then what kevo does with a parsed space:
-// defaults, validity, enumeration of small spaces, the canonical JSON form, and
-// --knob assignments. UserError (and ExprError from with_require) is the
+// defaults, validity, enumeration of small spaces (and the search space's
+// compact form of them), the canonical JSON form, and --knob assignments. UserError (and ExprError from with_require) is the
 // documented answer to a bad declaration.
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/knobs.h"
+#include "core/space.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view source(reinterpret_cast<const char*>(data), size);
@@ -33,6 +34,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto points = space.enumerate_valid(64);
     for (const auto& p : points)
       if (!space.valid(p)) std::abort();
+    // The search's compact form of the same points gives them back.
+    kevo::SearchSpace search({kevo::make_family("f", "fuzz.c", std::string(source), "c")});
+    for (uint64_t i = 0; i < search.size() && i < 64; ++i)
+      if (search.at(i).knobs != points.at(i)) std::abort();
   }
   try {
     (void)space.resolve({});
