@@ -74,9 +74,10 @@ TEST(Expr, ErrorsSayWhatAndWhere) {
   expect_error("system(1)", "unknown name 'system'", 1);
 }
 
-// Found by fuzzing (tests/fuzz/fuzz_expr): parsing, evaluating and freeing
-// recursed once per level, so a `@kevo require` line nested or chained a few
-// ten thousand deep overflowed kevo's stack. Now a depth limit refuses it.
+// Found with the fuzz harness tests/fuzz/fuzz_expr (a hand-made input):
+// parsing, evaluating and freeing recursed once per level, so a `@kevo require`
+// line nested or chained a few ten thousand deep overflowed kevo's stack. Now a
+// depth limit refuses it.
 TEST(Expr, DeepNestingIsAnErrorNotACrash) {
   const std::string parens = std::string(100000, '(') + "1" + std::string(100000, ')');
   const std::string prefix = std::string(100000, '-') + "1";

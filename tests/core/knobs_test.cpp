@@ -143,9 +143,10 @@ TEST(Knobs, AtMost256ValuesPerKnobAndEachIndexesBack) {
     EXPECT_EQ(space.at(i).knobs.at("A"), static_cast<int64_t>(i));
 }
 
-// Found by fuzzing (tests/fuzz/fuzz_knobs): the directive is matched with
-// std::regex, which recurses per character, and a long @kevo line (from an
-// LLM's kernel, say) overflowed kevo's stack. Such a line is now refused.
+// Found with the fuzz harness tests/fuzz/fuzz_knobs (a hand-made input): the
+// directive is matched with std::regex, which recurses per character, and a
+// long @kevo line (from an LLM's kernel, say) overflowed kevo's stack. Such a
+// line is now refused.
 TEST(Knobs, OverlongDirectiveLineIsAnErrorNotACrash) {
   expect_error("// @kevo require " + std::string(1 << 20, 'A') + "\n",
                "bad.c:1: a line with @kevo of 1048593 characters (at most 4096)");

@@ -158,9 +158,10 @@ TEST(TaskKernels, EntryNamesMustBeDeclared) {
   EXPECT_EQ(config_error(cpu_kind).rfind("$.entry.kind: ", 0), 0u);
 }
 
-// Found by fuzzing (tests/fuzz/fuzz_task): launch expressions, knob names,
-// the entry's function and its sizes were matched with std::regex, which
-// recurses per character: a long string in the config overflowed kevo's stack.
+// Found with the fuzz harness tests/fuzz/fuzz_task (a hand-made input): launch
+// expressions, knob names, the entry's function and its sizes were matched with
+// std::regex, which recurses per character: a long string in the config
+// overflowed kevo's stack.
 TEST(TaskKernels, LongStringsAreCheckedNotACrash) {
   const nlohmann::json args = {"y", "g", "u", "M", "N"};
   const std::string huge(1 << 20, 'N');

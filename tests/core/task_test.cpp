@@ -107,10 +107,11 @@ TEST(Task, FileErrors) {
   EXPECT_THROW(load_task("/nonexistent/task.json"), UserError);
 }
 
-// Found by fuzzing (tests/fuzz/fuzz_task): nlohmann::json parses any depth
-// but copies values recursively, and parse_task copies the config, so a
-// config nested a few hundred thousand deep overflowed kevo's stack. The
-// loader now refuses JSON nested more than kMaxJsonDepth deep.
+// Found with the fuzz harness tests/fuzz/fuzz_task (a hand-made input):
+// nlohmann::json parses any depth but copies values recursively, and parse_task
+// copies the config, so a config nested a few hundred thousand deep overflowed
+// kevo's stack. The loader now refuses JSON nested more than kMaxJsonDepth
+// deep.
 TEST(Task, DeeplyNestedConfigIsAnErrorNotACrash) {
   const auto file = test::temp_dir("deep-config") / "deep.json";
   {

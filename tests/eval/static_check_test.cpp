@@ -15,7 +15,7 @@ TEST(StaticCheck, MissingEntryPoint) {
   EXPECT_NE(why->find("does not define the entry point kevo_kernel()"), std::string::npos);
 }
 
-// Found while fuzzing the parsers of LLM output: the entry point and the
+// Found reviewing std::regex uses on LLM-written text: the entry point and the
 // tensor-map lookup were matched with std::regex ("\\s*"), which recurses per
 // character, so an LLM's kernel with a long run of spaces before a '('
 // overflowed kevo's stack during the static check.
