@@ -179,6 +179,12 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& origi
     auto pos = what.find("syntax error");
     if (pos != std::string::npos) what = what.substr(pos);
     throw UserError(fmt::format("{}:{}:{}: invalid JSON: {}", origin, line, col, what));
+  } catch (const nlohmann::json::exception& e) {
+    // Not a syntax error but a value nlohmann cannot hold (a number beyond
+    // a double's range, 406): found by fuzz_task, it escaped as out_of_range.
+    std::string what = e.what();
+    if (auto pos = what.find("] "); pos != std::string::npos) what = what.substr(pos + 2);
+    throw UserError(fmt::format("{}: invalid JSON: {}", origin, what));
   }
 }
 

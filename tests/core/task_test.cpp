@@ -132,5 +132,21 @@ TEST(Task, DeeplyNestedConfigIsAnErrorNotACrash) {
   EXPECT_THROW(parse_json_text(std::string(65, '[') + std::string(65, ']'), "t"), UserError);
 }
 
+// Found by fuzz_task (a random run, in CI's smoke run): a number beyond a
+// double's range is no syntax error to nlohmann but an out_of_range
+// exception, which escaped the loader as something other than a UserError.
+TEST(Task, NumberOutOfRangeIsAUserError) {
+  const auto file = test::temp_dir("number-overflow") / "big.json";
+  std::ofstream(file) << R"({"operator": "gemm", "shapes": {"A": [1021e308, 4]}})";
+  try {
+    load_task(file);
+    ADD_FAILURE() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("big.json: invalid JSON: number overflow parsing"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace kevo
