@@ -1,7 +1,8 @@
 # kevo — top-level driver over CMake. `make` builds, `make test` runs the tests,
-# `make demo` runs the demo; `make fuzz-smoke` and `make test-asan` are in the
-# README's "Fuzzing and sanitizers". Every target first makes sure the Debian packages
-# kevo needs are installed (scripts/setup.sh does nothing when they are).
+# `make demo` runs the demo; `make fuzz`, `make fuzz-smoke` and `make test-asan`
+# are in the README's "Fuzzing and sanitizers". Every target first makes sure
+# the Debian packages kevo needs are installed (scripts/setup.sh does nothing
+# when they are).
 BUILD ?= build
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
@@ -48,8 +49,8 @@ test-without-cuda:
 	scripts/without-cuda.sh $(MAKE) test BUILD=$(BUILD)-nocuda
 
 # make test in $(ASAN_BUILD), built with ASan and UBSan (g++, -O1 with line
-# tables for the reports; any finding fails its test). kevo-runner stays unsanitized there (targets/CMakeLists.txt
-# says why). Slow: not part of CI.
+# tables for the reports; any finding fails its test). kevo-runner stays
+# unsanitized there (targets/CMakeLists.txt says why). Slow: not part of CI.
 test-asan:
 	$(MAKE) test BUILD=$(ASAN_BUILD) BUILD_TYPE=RelWithDebInfo \
 	  KEVO_CMAKE_ARGS="-DKEVO_SANITIZE=ON -DKEVO_WITH_CUDA=OFF \
