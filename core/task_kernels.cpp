@@ -29,9 +29,11 @@ bool contains(const std::vector<T>& v, const T& x) {
 }
 
 // The strings of a config are checked with plain loops, not std::regex: it
-// recurses per character, and a long value exhausted the stack (found by
-// fuzzing, tests/fuzz/fuzz_task).
-bool is_word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+// recurses per character, and a long value exhausted the stack (found with
+// the tests/fuzz/fuzz_task harness).
+bool is_word_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
 
 // Checks a grid/block expression: integer arithmetic over `known` names and
 // the helper functions only (it is pasted into generated C code).

@@ -168,9 +168,9 @@ TEST(TaskKernels, LongStringsAreCheckedNotACrash) {
   EXPECT_EQ(config_error(cuda_entry(nlohmann::json::array({"1 + " + huge + "$"}), args))
                 .rfind("$.entry.grid[0]: ", 0),
             0u);
-  EXPECT_EQ(config_error(cuda_entry(nlohmann::json::array({huge}), args))
-                .rfind("$.entry.grid[0]: ", 0),
-            0u);  // names 'NNN...', neither a size nor a knob
+  EXPECT_EQ(
+      config_error(cuda_entry(nlohmann::json::array({huge}), args)).rfind("$.entry.grid[0]: ", 0),
+      0u);  // names 'NNN...', neither a size nor a knob
   std::string sum = "M";
   for (int i = 0; i < 100000; ++i) sum += " + 1u";
   EXPECT_EQ(config_error(cuda_entry(nlohmann::json::array({sum}), args)), "");

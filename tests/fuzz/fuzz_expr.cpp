@@ -13,11 +13,12 @@
 #include "core/expr.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::vector<std::string> names = {"UNROLL", "TPR", "VEC", "MINB", "ROWS", "BN",
-      "WLOAD", "BM", "PIPE", "HINT", "WN", "WM", "REG_ELEMS", "CACHE", "GRID", "BK", "THREADS",
-      "RB", "PIN", "CACHE_ROW", "WGM", "STAGES", "PF", "OB", "EPI", "WAVES", "ONLINE", "NCONS",
-      "VAR", "SPEC", "PFHINT", "PAR", "NR", "NCPU", "MR", "LD", "COL", "CLUSTER", "BLOCK",
-      "ALGO"};
+  static const std::vector<std::string> names = {
+      "UNROLL",  "TPR",   "VEC",    "MINB",      "ROWS",      "BN",      "WLOAD",  "BM",
+      "PIPE",    "HINT",  "WN",     "WM",        "REG_ELEMS", "CACHE",   "GRID",   "BK",
+      "THREADS", "RB",    "PIN",    "CACHE_ROW", "WGM",       "STAGES",  "PF",     "OB",
+      "EPI",     "WAVES", "ONLINE", "NCONS",     "VAR",       "SPEC",    "PFHINT", "PAR",
+      "NR",      "NCPU",  "MR",     "LD",        "COL",       "CLUSTER", "BLOCK",  "ALGO"};
   static const int64_t awkward[] = {0, 1, -1, 2, 7, 256, INT64_MAX, INT64_MIN};
   std::string_view text(reinterpret_cast<const char*>(data), size);
   kevo::Expr e;

@@ -1,8 +1,8 @@
 // libFuzzer target: a kernel source's `// @kevo knob` and `// @kevo require`
 // lines (KnobSpace::parse_source), then what kevo does with a parsed space:
 // defaults, validity, enumeration of small spaces (and the search space's
-// compact form of them), the canonical JSON form, and --knob assignments. UserError (and ExprError from with_require) is the
-// documented answer to a bad declaration.
+// compact form of them), the canonical JSON form, and --knob assignments. UserError (and ExprError
+// from with_require) is the documented answer to a bad declaration.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

@@ -1,11 +1,10 @@
 // libFuzzer target: a task config as JSON text, read as load_task reads a
-// file (parse_json_text, then parse_task). A UserError (ConfigError among them) is the documented answer
-// to a bad config; any other exception, a crash, a sanitizer report or a hang
-// is a finding.
+// file (parse_json_text, then parse_task). A UserError (ConfigError among them) is the documented
+// answer to a bad config; any other exception, a crash, a sanitizer report or a hang is a finding.
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include <nlohmann/json.hpp>
