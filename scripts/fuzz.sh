@@ -7,7 +7,8 @@
 # sanitizer report, an uncaught exception, an input slower than 10 s, more
 # than 2 GB) stops the run: the input is saved as BUILD/fuzz-artifacts/TARGET-*
 # and the script fails. `make fuzz-smoke` runs every target for 20 s;
-# FUZZ_ARGS adds libFuzzer options (e.g. FUZZ_ARGS="-jobs=2 -max_len=65536").
+# FUZZ_ARGS adds libFuzzer options (e.g. FUZZ_ARGS=-max_len=65536); for more
+# cores, run several targets at once (one script per target).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
