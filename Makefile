@@ -1,6 +1,8 @@
 # kevo — top-level driver over CMake. `make` builds, `make test` runs the tests,
-# `make demo` runs the demo. Every target first makes sure the Debian packages
-# kevo needs are installed (scripts/setup.sh does nothing when they are).
+# `make demo` runs the demo; `make fuzz`, `make fuzz-smoke` and `make test-asan`
+# are in the README's "Fuzzing and sanitizers". Every target first makes sure
+# the Debian packages kevo needs are installed (scripts/setup.sh does nothing
+# when they are).
 BUILD ?= build
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
@@ -12,7 +14,14 @@ KEVO_CMAKE_ARGS ?=
 # toolkit's usual place. Without it kevo builds without the cuda runner.
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 
-.PHONY: all setup configure build test test-without-cuda demo clean format tidy
+# The libFuzzer targets (tests/fuzz) and the sanitized test suite each have a
+# build directory of their own; see the README's "Fuzzing and sanitizers".
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 20
+ASAN_BUILD ?= build-asan
+
+.PHONY: all setup configure build test test-without-cuda test-asan fuzz fuzz-smoke demo clean \
+        format tidy
 
 all: build
 
@@ -38,6 +47,32 @@ test: build
 # and the tests (scripts/without-cuda.sh says how). CI runs it after make test.
 test-without-cuda:
 	scripts/without-cuda.sh $(MAKE) test BUILD=$(BUILD)-nocuda
+
+# make test in $(ASAN_BUILD), built with ASan and UBSan (g++, -O1 with line
+# tables for the reports; any finding fails its test). kevo-runner stays
+# unsanitized there (targets/CMakeLists.txt says why). Slow: not part of CI.
+test-asan:
+	$(MAKE) test BUILD=$(ASAN_BUILD) BUILD_TYPE=RelWithDebInfo \
+	  KEVO_CMAKE_ARGS="-DKEVO_SANITIZE=ON -DKEVO_WITH_CUDA=OFF \
+	    -DCMAKE_C_FLAGS_RELWITHDEBINFO='-O1 -g1' -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O1 -g1' \
+	    $(KEVO_CMAKE_ARGS)"
+
+# The libFuzzer targets, in $(FUZZ_BUILD)/fuzz/: clang, ASan, UBSan, only the
+# libraries they need.
+$(FUZZ_BUILD)/CMakeCache.txt:
+	@scripts/setup.sh fuzz
+	cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
+	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+	  -DKEVO_FUZZ=ON -DKEVO_BUILD_TESTS=OFF -DKEVO_WITH_CUDA=OFF
+
+fuzz: setup $(FUZZ_BUILD)/CMakeCache.txt
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz
+
+# Every fuzz target for $(FUZZ_SECONDS) s from its seed corpus; fails on any
+# finding (CI runs it). Longer runs: scripts/fuzz.sh $(FUZZ_BUILD) SECONDS [TARGET...].
+fuzz-smoke: fuzz
+	scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 demo: build
 	scripts/demo.sh $(BUILD)

@@ -12,12 +12,18 @@ struct Expr::Node {
   int64_t value = 0;
   std::string op;  // for unary and binary, or the name
   int slot = -1;   // for names: the index in the known names
+  int height = 1;  // of the tree below and including this node
   std::shared_ptr<const Node> lhs, rhs;
 };
 
 namespace {
 
 using NodePtr = std::shared_ptr<const Expr::Node>;
+
+// Parsing, evaluating and freeing an expression recurse over its tree: a
+// kernel's `@kevo require` line (an LLM may have written it) nested or
+// chained deeper than this is refused, rather than exhausting the stack.
+constexpr int kMaxDepth = 128;
 
 struct Token {
   enum Kind { number, ident, op, end } kind;
@@ -84,40 +90,54 @@ class Parser {
 
  private:
   const Token& peek() const { return t_[pos_]; }
-  bool accept(std::string_view op) {
-    if (peek().kind == Token::op && peek().text == op) {
-      ++pos_;
-      return true;
-    }
-    return false;
+  // The operator's column when the next token is `op` (and consumes it), else 0.
+  int accept(std::string_view op) {
+    if (peek().kind == Token::op && peek().text == op) return t_[pos_++].column;
+    return 0;
   }
-  static NodePtr binary(std::string op, NodePtr l, NodePtr r) {
+  static void check_height(const Expr::Node& n, int column) {
+    if (n.height > kMaxDepth)
+      throw ExprError(fmt::format("expression nested or chained more than {} deep", kMaxDepth),
+                      column);
+  }
+  // Entering a parenthesis or a prefix operator, at `column`: one level deeper.
+  struct Deeper {
+    Deeper(int& depth, int column) : depth_(depth) {
+      if (++depth_ > kMaxDepth)
+        throw ExprError(fmt::format("expression nested more than {} deep", kMaxDepth), column);
+    }
+    ~Deeper() { --depth_; }
+    int& depth_;
+  };
+  static NodePtr binary(std::string op, NodePtr l, NodePtr r, int column) {
     auto n = std::make_shared<Expr::Node>();
     n->kind = Expr::Node::binary;
     n->op = std::move(op);
+    n->height = 1 + std::max(l->height, r->height);
     n->lhs = std::move(l);
     n->rhs = std::move(r);
+    check_height(*n, column);
     return n;
   }
   NodePtr parse_or() {
     NodePtr l = parse_and();
-    while (accept("||")) l = binary("||", l, parse_and());
+    while (int c = accept("||")) l = binary("||", l, parse_and(), c);
     return l;
   }
   NodePtr parse_and() {
     NodePtr l = parse_cmp();
-    while (accept("&&")) l = binary("&&", l, parse_cmp());
+    while (int c = accept("&&")) l = binary("&&", l, parse_cmp(), c);
     return l;
   }
   NodePtr parse_cmp() {
     NodePtr l = parse_add();
     for (const char* op : {"<=", ">=", "==", "!=", "<", ">"}) {
-      if (accept(op)) {
+      if (int c = accept(op)) {
         NodePtr r = parse_add();
         for (const char* op2 : {"<=", ">=", "==", "!=", "<", ">"})
           if (peek().kind == Token::op && peek().text == op2)
             throw ExprError("chained comparison: use && between comparisons", peek().column);
-        return binary(op, l, r);
+        return binary(op, l, r, c);
       }
     }
     return l;
@@ -125,27 +145,30 @@ class Parser {
   NodePtr parse_add() {
     NodePtr l = parse_mul();
     for (;;) {
-      if (accept("+")) l = binary("+", l, parse_mul());
-      else if (accept("-")) l = binary("-", l, parse_mul());
+      if (int c = accept("+")) l = binary("+", l, parse_mul(), c);
+      else if (int c = accept("-")) l = binary("-", l, parse_mul(), c);
       else return l;
     }
   }
   NodePtr parse_mul() {
     NodePtr l = parse_unary();
     for (;;) {
-      if (accept("*")) l = binary("*", l, parse_unary());
-      else if (accept("/")) l = binary("/", l, parse_unary());
-      else if (accept("%")) l = binary("%", l, parse_unary());
+      if (int c = accept("*")) l = binary("*", l, parse_unary(), c);
+      else if (int c = accept("/")) l = binary("/", l, parse_unary(), c);
+      else if (int c = accept("%")) l = binary("%", l, parse_unary(), c);
       else return l;
     }
   }
   NodePtr parse_unary() {
     for (std::string_view op : {"!", "-", "+"}) {
-      if (accept(op)) {
+      if (int c = accept(op)) {
+        Deeper deeper(depth_, c);
         auto n = std::make_shared<Expr::Node>();
         n->kind = Expr::Node::unary;
         n->op = std::string(op);
         n->lhs = parse_unary();
+        n->height = 1 + n->lhs->height;
+        check_height(*n, c);
         return n;
       }
     }
@@ -176,7 +199,8 @@ class Parser {
       n->slot = static_cast<int>(std::find(known_.begin(), known_.end(), tok.text) - known_.begin());
       return n;
     }
-    if (accept("(")) {
+    if (int c = accept("(")) {
+      Deeper deeper(depth_, c);
       NodePtr inner = parse_or();
       if (!accept(")"))
         throw ExprError(peek().kind == Token::end ? "missing ')'"
@@ -190,6 +214,7 @@ class Parser {
 
   std::vector<Token> t_;
   size_t pos_ = 0;
+  int depth_ = 0;  // parentheses and prefix operators open around the parser
   const std::vector<std::string>& known_;
   std::vector<std::string>& names_;
 };

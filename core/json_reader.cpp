@@ -151,11 +151,21 @@ nlohmann::json read_json_file(const std::string& path) {
   if (!in) throw UserError(fmt::format("cannot read '{}': no such file or not readable", path));
   std::stringstream ss;
   ss << in.rdbuf();
+  return parse_json_text(ss.str(), path);
+}
+
+nlohmann::json parse_json_text(const std::string& text, const std::string& origin) {
+  auto depth_check = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
+    if ((event == nlohmann::json::parse_event_t::object_start ||
+         event == nlohmann::json::parse_event_t::array_start) &&
+        depth >= kMaxJsonDepth)
+      throw UserError(fmt::format("{}: JSON nested more than {} deep", origin, kMaxJsonDepth));
+    return true;
+  };
   try {
-    return nlohmann::json::parse(ss.str());
+    return nlohmann::json::parse(text, depth_check);
   } catch (const nlohmann::json::parse_error& e) {
     // e.byte is the offset of the error; turn it into line:column.
-    std::string text = ss.str();
     size_t line = 1, col = 1;
     for (size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
       if (text[i] == '\n') {
@@ -168,7 +178,13 @@ nlohmann::json read_json_file(const std::string& path) {
     std::string what = e.what();
     auto pos = what.find("syntax error");
     if (pos != std::string::npos) what = what.substr(pos);
-    throw UserError(fmt::format("{}:{}:{}: invalid JSON: {}", path, line, col, what));
+    throw UserError(fmt::format("{}:{}:{}: invalid JSON: {}", origin, line, col, what));
+  } catch (const nlohmann::json::exception& e) {
+    // Not a syntax error but a value nlohmann cannot hold (a number beyond
+    // a double's range, 406): found by fuzz_task, it escaped as out_of_range.
+    std::string what = e.what();
+    if (auto pos = what.find("] "); pos != std::string::npos) what = what.substr(pos + 2);
+    throw UserError(fmt::format("{}: invalid JSON: {}", origin, what));
   }
 }
 

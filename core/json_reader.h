@@ -54,7 +54,15 @@ std::string json_to_string(const nlohmann::json& v, const std::string& path);
 // A short rendering of a value for error messages ("\"abc\"", "[1,2,...]").
 std::string json_brief(const nlohmann::json& v);
 
-// Parses a JSON file; a missing file or a syntax error is a UserError.
+// Parses a JSON file; a missing file, a syntax error or nesting deeper than
+// kMaxJsonDepth is a UserError.
 nlohmann::json read_json_file(const std::string& path);
+// The same from text; `origin` names it in messages.
+nlohmann::json parse_json_text(const std::string& text, const std::string& origin);
+
+// nlohmann::json copies, compares, prints and frees a value recursively: a
+// config nested deeper than this is refused before it can exhaust the stack.
+// kevo's own configs are at most 6 deep.
+constexpr int kMaxJsonDepth = 64;
 
 }  // namespace kevo

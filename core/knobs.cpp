@@ -21,6 +21,9 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(b, e - b + 1));
 }
 
+// The longest line that may hold a @kevo directive.
+constexpr size_t kMaxDirectiveLine = 4096;
+
 bool parse_int(std::string_view s, int64_t& out) {
   std::string t = trim(s);
   if (t.empty()) return false;
@@ -75,6 +78,11 @@ KnobSpace KnobSpace::parse_source(std::string_view source, std::string_view orig
     pos = eol + 1;
     ++line_no;
     if (line.find("@kevo") == std::string::npos) continue;
+    // std::regex recurses per character: a longer line (an LLM may have
+    // written the source) could exhaust the stack. No declaration needs it.
+    if (line.size() > kMaxDirectiveLine)
+      throw fail(fmt::format("a line with @kevo of {} characters (at most {})", line.size(),
+                             kMaxDirectiveLine));
     std::smatch m;
     if (!std::regex_match(line, m, directive)) continue;
     std::string kind = m[1];
@@ -111,6 +119,8 @@ KnobSpace KnobSpace::parse_source(std::string_view source, std::string_view orig
         if (std::find(decl.values.begin(), decl.values.end(), v) != decl.values.end())
           throw fail(fmt::format("knob {}: value {} listed twice", decl.name, v));
         decl.values.push_back(v);
+        if (decl.values.size() > kMaxKnobValues)
+          throw fail(fmt::format("knob {}: more than {} values", decl.name, kMaxKnobValues));
       }
       if (std::find(decl.values.begin(), decl.values.end(), decl.default_value) ==
           decl.values.end())

@@ -19,6 +19,10 @@ namespace kevo {
 // One point of a knob space, ordered by name (the canonical form).
 using KnobValues = std::map<std::string, int64_t>;
 
+// The most values one knob may list: a search space keeps a point as one
+// byte per knob (core/space.h).
+constexpr size_t kMaxKnobValues = 256;
+
 struct KnobDecl {
   std::string name;
   int64_t default_value = 0;

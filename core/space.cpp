@@ -84,6 +84,7 @@ SearchSpace::Enumerated SearchSpace::enumerate_family(size_t f) const {
     ++e.count;
     for (const KnobDecl& d : s.knobs()) {
       auto pos = std::find(d.values.begin(), d.values.end(), v.at(d.name));
+      KEVO_ASSERT(pos - d.values.begin() < 256);  // kMaxKnobValues, checked when parsed
       e.index.push_back(static_cast<uint8_t>(pos - d.values.begin()));
     }
     return true;

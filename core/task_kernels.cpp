@@ -3,7 +3,8 @@
 #include <glob.h>
 
 #include <algorithm>
-#include <regex>
+#include <cctype>
+#include <cstring>
 #include <set>
 
 #include <fmt/format.h>
@@ -27,20 +28,34 @@ bool contains(const std::vector<T>& v, const T& x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
+// The strings of a config are checked with plain loops, not std::regex: it
+// recurses per character, and a long value exhausted the stack (found with
+// the tests/fuzz/fuzz_task harness).
+bool is_word_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
+
 // Checks a grid/block expression: integer arithmetic over `known` names and
 // the helper functions only (it is pasted into generated C code).
 void check_launch_expr(const std::string& text, const std::string& path,
                        const std::vector<std::string>& known) {
-  static const std::regex allowed("[A-Za-z0-9_ +\\-*/%(),]+");
-  if (!std::regex_match(text, allowed))
+  const bool allowed = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return is_word_char(c) || (c != '\0' && std::strchr(" +-*/%(),", c));
+  });
+  if (!allowed)
     throw ConfigError(path, fmt::format("'{}': expected an integer expression of sizes, knobs, "
                                         "+ - * / %, ceil_div, min, max",
                                         text));
-  static const std::regex ident("[A-Za-z_][A-Za-z0-9_]*");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), ident);
-       it != std::sregex_iterator(); ++it) {
-    std::string name = it->str();
-    if (it->position() > 0 && std::isdigit(static_cast<unsigned char>(text[it->position() - 1])))
+  // Each name: a letter or _, then letters, digits and _.
+  for (size_t i = 0; i < text.size();) {
+    if (!is_word_char(text[i]) || std::isdigit(static_cast<unsigned char>(text[i]))) {
+      ++i;
+      continue;
+    }
+    const size_t start = i;
+    while (i < text.size() && is_word_char(text[i])) ++i;
+    const std::string name = text.substr(start, i - start);
+    if (start > 0 && std::isdigit(static_cast<unsigned char>(text[start - 1])))
       continue;  // a literal's suffix, e.g. 1u
     if (!contains(known, name) && !contains(entry_functions(), name))
       throw ConfigError(path, fmt::format("'{}' names '{}', which is neither a size of \"sizes\" "
@@ -80,10 +95,9 @@ ConfigKnobs parse_config_knobs(const nlohmann::json* tune_params, const std::str
   std::vector<std::string> names;
   if (tune_params) {
     JsonObject o(*tune_params, tune_path);
-    static const std::regex name_re("[A-Za-z_][A-Za-z0-9_]*");
     for (auto it = tune_params->begin(); it != tune_params->end(); ++it) {
       const std::string path = o.path_of(it.key());
-      if (!std::regex_match(it.key(), name_re))
+      if (!is_identifier(it.key()))
         throw ConfigError(path, "a knob name must be a C identifier (it becomes a -D define)");
       if (contains(KnobSpace::builtin_names(), it.key()))
         throw ConfigError(path, "this is a builtin name and cannot be a knob");
@@ -139,7 +153,7 @@ KernelEntry parse_entry(const nlohmann::json& v, const std::string& path, const 
     throw ConfigError(o.path_of("kind"), fmt::format("expected \"{}\" on the {} target, got '{}'",
                                                      want, target, e.kind));
   e.function = o.get_string("function");
-  if (!std::regex_match(e.function, std::regex("[A-Za-z_][A-Za-z0-9_]*")))
+  if (!is_identifier(e.function))
     throw ConfigError(o.path_of("function"), "expected a C identifier");
 
   std::vector<std::string> tensors, scalars, knob_names, size_names;
@@ -149,19 +163,22 @@ KernelEntry parse_entry(const nlohmann::json& v, const std::string& path, const 
 
   if (const nlohmann::json* sizes = o.get_raw("sizes")) {
     JsonObject s(*sizes, o.path_of("sizes"));
-    static const std::regex ref("([A-Za-z_][A-Za-z0-9_]*)\\[([0-7])\\]");
     for (auto it = sizes->begin(); it != sizes->end(); ++it) {
       const std::string p = s.path_of(it.key());
-      std::smatch m;
+      // "TENSOR[DIM]", DIM a digit 0 to 7.
       const std::string text = it.value().is_string() ? it.value().get<std::string>() : "";
-      if (!std::regex_match(text, m, ref) || !contains(tensors, m[1].str()))
+      const size_t n = text.size();
+      const std::string tensor = n >= 4 ? text.substr(0, n - 3) : "";
+      const bool ref = n >= 4 && text[n - 3] == '[' && text[n - 2] >= '0' && text[n - 2] <= '7' &&
+                       text[n - 1] == ']' && is_identifier(tensor);
+      if (!ref || !contains(tensors, tensor))
         throw ConfigError(
             p, fmt::format("expected \"TENSOR[DIM]\" with a tensor of {} ({}), got {}", op.name(),
                            fmt::join(tensors, ", "), json_brief(it.value())));
       if (contains(tensors, it.key()) || contains(scalars, it.key()) ||
           contains(knob_names, it.key()))
         throw ConfigError(p, "this name is already a tensor, scalar or knob");
-      e.sizes.push_back({it.key(), m[1].str(), std::stoi(m[2].str())});
+      e.sizes.push_back({it.key(), tensor, text[n - 2] - '0'});
       size_names.push_back(it.key());
       s.get_raw(it.key());
     }

@@ -98,10 +98,52 @@ std::string strip_comments_and_strings(const std::string& s) {
   return out;
 }
 
+namespace {
+
+bool is_word(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
+size_t skip_space(const std::string& s, size_t i) {
+  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  return i;
+}
+
+// Whether `code` holds the word `name` followed by `(`, spaces between. A
+// scan, not std::regex: its executor recurses per character, and a kernel
+// (an LLM's, say) with a long run of spaces there overflowed kevo's stack.
+bool has_call_of(const std::string& code, const std::string& name) {
+  for (size_t pos = code.find(name); pos != std::string::npos; pos = code.find(name, pos + 1)) {
+    const size_t after = pos + name.size();
+    if ((pos > 0 && is_word(code[pos - 1])) || (after < code.size() && is_word(code[after])))
+      continue;
+    const size_t paren = skip_space(code, after);
+    if (paren < code.size() && code[paren] == '(') return true;
+  }
+  return false;
+}
+
+// Whether `source` at `pos` is a call of a word with a literal
+// "cuTensorMapEncode..." first argument. A scan, as above.
+bool looks_up_tensor_map_encoder(const std::string& source, size_t pos) {
+  size_t i = pos;
+  while (i < source.size() && is_word(source[i])) ++i;
+  if (i == pos) return false;
+  i = skip_space(source, i);
+  if (i >= source.size() || source[i] != '(') return false;
+  i = skip_space(source, i + 1);
+  const std::string prefix = "\"cuTensorMapEncode";
+  if (source.compare(i, prefix.size(), prefix) != 0) return false;
+  i += prefix.size();
+  while (i < source.size() && is_word(source[i])) ++i;
+  return i < source.size() && source[i] == '"';
+}
+
+}  // namespace
+
 std::optional<std::string> static_check(const std::string& source, const std::string& entry_point,
                                         const std::string& language) {
   const std::string code = strip_comments_and_strings(source);
-  if (!std::regex_search(code, std::regex("\\b" + entry_point + "\\s*\\(")))
+  if (!has_call_of(code, entry_point))
     return fmt::format("does not define the entry point {}()", entry_point);
   // A banned name anywhere in the code, not only in a call: a function
   // pointer (`= fopen`, `(fn)fork`) and `::fork()` reach the same function.
@@ -130,12 +172,10 @@ std::optional<std::string> static_check(const std::string& source, const std::st
   {
     std::regex lookup("(^|[^A-Za-z0-9_])(cudaGetDriverEntryPoint(ByVersion)?|cuGetProcAddress(_v2)?)"
                       "(?![A-Za-z0-9_])");
-    const std::regex literal("^[A-Za-z0-9_]+\\s*\\(\\s*\"(cuTensorMapEncode[A-Za-z0-9_]*)\"");
     for (std::sregex_iterator it(code.begin(), code.end(), lookup), end; it != end; ++it) {
       const size_t pos = static_cast<size_t>(it->position(2));
       // strip_comments_and_strings keeps positions: the literal is in `source`.
-      if (std::regex_search(source.begin() + static_cast<std::ptrdiff_t>(pos), source.end(), literal))
-        continue;
+      if (looks_up_tensor_map_encoder(source, pos)) continue;
       return fmt::format(
           "line {}: looks up a driver entry point with {}, which reaches driver calls the checks "
           "cannot see (only cuTensorMapEncode* may be looked up, by a literal name)",

@@ -16,12 +16,14 @@ packages=(
 )
 # Extra groups, asked for by name: `setup.sh bench` for the peer baselines,
 # `setup.sh test-browser` for the test that renders a report in headless
-# Chromium (`make test` asks for it; the test skips where it is missing).
+# Chromium (`make test` asks for it; the test skips where it is missing),
+# `setup.sh fuzz` for clang and its libFuzzer runtime (`make fuzz`).
 for group in "$@"; do
   case "$group" in
     bench) packages+=(libdnnl-dev libopenblas-dev) ;;
     test-browser) packages+=(chromium) ;;
-    *) echo "setup.sh: unknown package group '$group' (known: bench, test-browser)" >&2; exit 2 ;;
+    fuzz) packages+=(clang libclang-rt-dev) ;;
+    *) echo "setup.sh: unknown package group '$group' (known: bench, test-browser, fuzz)" >&2; exit 2 ;;
   esac
 done
 

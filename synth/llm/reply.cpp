@@ -130,25 +130,6 @@ std::optional<std::string> apply_edit(std::vector<std::string>& parent, const Ed
   return std::nullopt;
 }
 
-ParsedReply apply_edits(std::vector<Edit> edits, const std::string& parent_source) {
-  ParsedReply out;
-  std::vector<std::string> lines = split_lines(parent_source);
-  bool final_newline = !parent_source.empty() && parent_source.back() == '\n';
-  for (size_t k = 0; k < edits.size(); ++k) {
-    if (auto why = apply_edit(lines, edits[k])) {
-      out.refusal = fmt::format("edit {} of {}: {}", k + 1, edits.size(), *why);
-      return out;  // `lines` is a copy: the parent is untouched
-    }
-  }
-  for (size_t k = 0; k < lines.size(); ++k) {
-    out.source += lines[k];
-    if (k + 1 < lines.size() || final_newline) out.source += '\n';
-  }
-  out.kind = ParsedReply::Kind::edits;
-  out.edits = std::move(edits);
-  return out;
-}
-
 // ---- fenced blocks -------------------------------------------------------
 
 const std::set<std::string> kCodeTags = {"",    "c",   "h",    "cc", "cpp", "c++",
@@ -206,6 +187,25 @@ ParsedReply largest_block(const std::vector<std::string>& lines) {
 }
 
 }  // namespace
+
+ParsedReply apply_edits(std::vector<Edit> edits, const std::string& parent_source) {
+  ParsedReply out;
+  std::vector<std::string> lines = split_lines(parent_source);
+  bool final_newline = !parent_source.empty() && parent_source.back() == '\n';
+  for (size_t k = 0; k < edits.size(); ++k) {
+    if (auto why = apply_edit(lines, edits[k])) {
+      out.refusal = fmt::format("edit {} of {}: {}", k + 1, edits.size(), *why);
+      return out;  // `lines` is a copy: the parent is untouched
+    }
+  }
+  for (size_t k = 0; k < lines.size(); ++k) {
+    out.source += lines[k];
+    if (k + 1 < lines.size() || final_newline) out.source += '\n';
+  }
+  out.kind = ParsedReply::Kind::edits;
+  out.edits = std::move(edits);
+  return out;
+}
 
 ParsedReply parse_reply(const std::string& reply_text, const std::string& parent_source) {
   std::vector<std::string> lines = split_lines(reply_text);

@@ -35,4 +35,9 @@ struct ParsedReply {
 // or CUDA block (or untagged block) is the kernel.
 ParsedReply parse_reply(const std::string& reply_text, const std::string& parent_source);
 
+// Applies `edits` in order to `parent_source`, all or nothing: kind `edits`
+// with the new source, or kind `none` with the refusal of the first edit that
+// does not apply. parse_reply's second half, for edits already scanned.
+ParsedReply apply_edits(std::vector<Edit> edits, const std::string& parent_source);
+
 }  // namespace kevo::llm

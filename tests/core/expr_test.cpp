@@ -74,5 +74,27 @@ TEST(Expr, ErrorsSayWhatAndWhere) {
   expect_error("system(1)", "unknown name 'system'", 1);
 }
 
+// Found with the fuzz harness tests/fuzz/fuzz_expr (a hand-made input):
+// parsing, evaluating and freeing recursed once per level, so a `@kevo require`
+// line nested or chained a few ten thousand deep overflowed kevo's stack. Now a
+// depth limit refuses it.
+TEST(Expr, DeepNestingIsAnErrorNotACrash) {
+  const std::string parens = std::string(100000, '(') + "1" + std::string(100000, ')');
+  const std::string prefix = std::string(100000, '-') + "1";
+  std::string chain = "1";
+  for (int i = 0; i < 100000; ++i) chain += "+1";
+  for (const std::string& text : {parens, prefix, chain}) {
+    try {
+      Expr::parse(text, {});
+      ADD_FAILURE() << "no error for " << text.substr(0, 20) << "...";
+    } catch (const ExprError& e) {
+      EXPECT_NE(std::string(e.what()).find("more than 128 deep"), std::string::npos) << e.what();
+    }
+  }
+  // What real constraints need stays well inside the limit.
+  std::string nested = std::string(100, '(') + "1" + std::string(100, ')');
+  EXPECT_EQ(eval(nested + " + " + chain.substr(0, 2 * 100 + 1)), 102);
+}
+
 }  // namespace
 }  // namespace kevo

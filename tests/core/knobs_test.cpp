@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "core/space.h"
 
 namespace kevo {
 namespace {
@@ -123,6 +124,36 @@ TEST(Knobs, ErrorsNameFileAndLine) {
                "bad.c:2: in '@kevo require A * B > 1' at column 5: unknown name 'B'");
   expect_error("// @kevo knob A 1 {1, 2}\n// @kevo require A >\n", "unexpected end of expression");
   expect_error("// @kevo knob A 1 {1, 2}\n// @kevo require A > 1\n", "default knob values (A=1) violate");
+}
+
+// Found while writing fuzz_knobs: a search space keeps a point as one byte
+// per knob, so the 300th value of a knob came back as the 44th (300 mod 256)
+// and the search measured points nobody asked for. More than 256 values is
+// now a declaration error; 256 still index correctly.
+TEST(Knobs, AtMost256ValuesPerKnobAndEachIndexesBack) {
+  auto source = [](int n) {
+    std::string list;
+    for (int v = 0; v < n; ++v) list += (v ? ", " : "") + std::to_string(v);
+    return "// @kevo knob A 0 {" + list + "}\n";
+  };
+  expect_error(source(300), "bad.c:1: knob A: more than 256 values");
+  SearchSpace space({make_family("f", "f.c", source(256), "c")});
+  ASSERT_EQ(space.size(), 256u);
+  for (uint64_t i = 0; i < space.size(); ++i)
+    EXPECT_EQ(space.at(i).knobs.at("A"), static_cast<int64_t>(i));
+}
+
+// Found with the fuzz harness tests/fuzz/fuzz_knobs (a hand-made input): the
+// directive is matched with std::regex, which recurses per character, and a
+// long @kevo line (from an LLM's kernel, say) overflowed kevo's stack. Such a
+// line is now refused.
+TEST(Knobs, OverlongDirectiveLineIsAnErrorNotACrash) {
+  expect_error("// @kevo require " + std::string(1 << 20, 'A') + "\n",
+               "bad.c:1: a line with @kevo of 1048593 characters (at most 4096)");
+  expect_error("// @kevo knob A 1 {1" + std::string(1 << 20, ' ') + "}\n", "at most 4096");
+  // A line of code without @kevo may be as long as it likes.
+  KnobSpace s = KnobSpace::parse_source("int x = 0;" + std::string(1 << 20, ' ') + "\n", "ok.c");
+  EXPECT_TRUE(s.empty());
 }
 
 TEST(Knobs, JsonRoundTripAndAssignments) {

@@ -158,5 +158,31 @@ TEST(TaskKernels, EntryNamesMustBeDeclared) {
   EXPECT_EQ(config_error(cpu_kind).rfind("$.entry.kind: ", 0), 0u);
 }
 
+// Found with the fuzz harness tests/fuzz/fuzz_task (a hand-made input): launch
+// expressions, knob names, the entry's function and its sizes were matched with
+// std::regex, which recurses per character: a long string in the config
+// overflowed kevo's stack.
+TEST(TaskKernels, LongStringsAreCheckedNotACrash) {
+  const nlohmann::json args = {"y", "g", "u", "M", "N"};
+  const std::string huge(1 << 20, 'N');
+  EXPECT_EQ(config_error(cuda_entry(nlohmann::json::array({"1 + " + huge + "$"}), args))
+                .rfind("$.entry.grid[0]: ", 0),
+            0u);
+  EXPECT_EQ(
+      config_error(cuda_entry(nlohmann::json::array({huge}), args)).rfind("$.entry.grid[0]: ", 0),
+      0u);  // names 'NNN...', neither a size nor a knob
+  std::string sum = "M";
+  for (int i = 0; i < 100000; ++i) sum += " + 1u";
+  EXPECT_EQ(config_error(cuda_entry(nlohmann::json::array({sum}), args)), "");
+  nlohmann::json long_size = cuda_entry(nlohmann::json::array({"M"}), args);
+  long_size["entry"]["sizes"]["K"] = huge + "[0]";
+  EXPECT_EQ(config_error(long_size).rfind("$.entry.sizes.K: ", 0), 0u);
+  nlohmann::json long_function = cuda_entry(nlohmann::json::array({"M"}), args);
+  long_function["entry"]["function"] = huge + "-";
+  EXPECT_EQ(config_error(long_function).rfind("$.entry.function: ", 0), 0u);
+  EXPECT_EQ(config_error(swiglu({{"tune_params", {{huge + "-", {1}}}}})).rfind("$.tune_params.", 0),
+            0u);
+}
+
 }  // namespace
 }  // namespace kevo

@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "core/error.h"
+#include "core/json_reader.h"
+#include "support/test_support.h"
 
 namespace kevo {
 namespace {
@@ -101,6 +105,47 @@ TEST(Task, KnobRestrictions) {
 
 TEST(Task, FileErrors) {
   EXPECT_THROW(load_task("/nonexistent/task.json"), UserError);
+}
+
+// Found with the fuzz harness tests/fuzz/fuzz_task (a hand-made input):
+// nlohmann::json parses any depth but copies values recursively, and parse_task
+// copies the config, so a config nested a few hundred thousand deep overflowed
+// kevo's stack. The loader now refuses JSON nested more than kMaxJsonDepth
+// deep.
+TEST(Task, DeeplyNestedConfigIsAnErrorNotACrash) {
+  const auto file = test::temp_dir("deep-config") / "deep.json";
+  {
+    std::ofstream out(file);
+    out << R"({"operator": "scaled_softmax", "shapes": {"x": )" << std::string(300000, '[')
+        << std::string(300000, ']') << "}}";
+  }
+  try {
+    load_task(file);
+    ADD_FAILURE() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("deep.json: JSON nested more than 64 deep"),
+              std::string::npos)
+        << e.what();
+  }
+  // 64 levels parse; the 65th is refused.
+  EXPECT_NO_THROW(parse_json_text(std::string(64, '[') + std::string(64, ']'), "t"));
+  EXPECT_THROW(parse_json_text(std::string(65, '[') + std::string(65, ']'), "t"), UserError);
+}
+
+// Found by fuzz_task (a random run, in CI's smoke run): a number beyond a
+// double's range is no syntax error to nlohmann but an out_of_range
+// exception, which escaped the loader as something other than a UserError.
+TEST(Task, NumberOutOfRangeIsAUserError) {
+  const auto file = test::temp_dir("number-overflow") / "big.json";
+  std::ofstream(file) << R"({"operator": "gemm", "shapes": {"A": [1021e308, 4]}})";
+  try {
+    load_task(file);
+    ADD_FAILURE() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("big.json: invalid JSON: number overflow parsing"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

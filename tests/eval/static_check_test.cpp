@@ -15,6 +15,19 @@ TEST(StaticCheck, MissingEntryPoint) {
   EXPECT_NE(why->find("does not define the entry point kevo_kernel()"), std::string::npos);
 }
 
+// Found reviewing std::regex uses on LLM-written text: the entry point and the
+// tensor-map lookup were matched with std::regex ("\\s*"), which recurses per
+// character, so an LLM's kernel with a long run of spaces before a '('
+// overflowed kevo's stack during the static check.
+TEST(StaticCheck, LongWhitespaceIsScannedNotACrash) {
+  const std::string spaces(1 << 20, ' ');
+  EXPECT_FALSE(static_check("int kevo_kernel" + spaces + "(void) { return 0; }\n", "kevo_kernel"));
+  EXPECT_TRUE(static_check("int kevo_kernel2" + spaces + "(void) { return 0; }\n", "kevo_kernel"));
+  const std::string lookup = kEntry + "void f(void** p, void* q) { cuGetProcAddress" + spaces +
+                             "(" + spaces + "\"cuTensorMapEncodeTiled\", p, 12000, 0, q); }\n";
+  EXPECT_FALSE(static_check(lookup, "kevo_kernel", "cuda"));
+}
+
 TEST(StaticCheck, RefusesEscapes) {
   for (const char* call : {"fork()", "system(\"ls\")", "execve(a, b, c)", "fopen(p, \"w\")",
                            "socket(2, 1, 0)", "getenv(\"HOME\")", "dlopen(p, 1)", "syscall(39)",

@@ -689,7 +689,8 @@ TEST(Search, ResumeTellsTheSearchMeasurementNotTheConfirmation) {
     if (o.point == f.space.seed(0)) {
       EXPECT_DOUBLE_EQ(o.seconds, 0.5e-3);
       // So does the stored tree (kevo tree, the report's lineage).
-      const TreeNode* n = CandidateTree::load(f.store, run).find(o.candidate);
+      const CandidateTree tree = CandidateTree::load(f.store, run);  // n points into it
+      const TreeNode* n = tree.find(o.candidate);
       ASSERT_NE(n, nullptr);
       EXPECT_DOUBLE_EQ(n->seconds, 0.5e-3);
     }
