@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "core/error.h"
+#include "core/json_reader.h"
 #include "core/paths.h"
 #include "report/compare.h"
 #include "report/export.h"
@@ -18,12 +19,13 @@ namespace {
 // A side: an export file, else run ids of the store ("12" or "12,13,14").
 nlohmann::json load_side(const std::string& arg, const Args& a, const char* which) {
   if (std::filesystem::is_regular_file(arg)) {
+    // The reader every kevo config goes through: a syntax error, a number no
+    // double holds or nesting too deep is the file's fault, said as such.
     nlohmann::json doc;
     try {
-      doc = nlohmann::json::parse(read_text_file(arg));
-    } catch (const nlohmann::json::parse_error& e) {
-      throw UserError(fmt::format("{}: not JSON (byte {}); expected a file written by kevo export",
-                                  arg, e.byte));
+      doc = parse_json_text(read_text_file(arg), arg);
+    } catch (const UserError& e) {
+      throw UserError(fmt::format("{}; expected a file written by kevo export", e.what()));
     }
     check_export(doc, arg);
     return doc;

@@ -534,6 +534,17 @@ TEST(Export, ARealRunAsKevoJsonAndT4AndComparedWithItself) {
   auto fails = kevo(dir, db, {"compare", std::to_string(run), "broken.json"});
   EXPECT_EQ(fails.exit_code, 1);
   EXPECT_EQ(table_rows(fails.out).at(0)["verdict"], "now-failing") << fails.out;
+  // A file that is not a kevo export, however it is broken, is bad input
+  // (exit 2, one line naming the file), never an internal error.
+  for (const char* text : {"{\"runs\": [1e309]}", "{\"runs\": ", "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
+                                                              "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]"}) {
+    std::ofstream(dir / "bad.json") << text;
+    auto bad = kevo(dir, db, {"compare", std::to_string(run), "bad.json"});
+    EXPECT_EQ(bad.exit_code, 2) << text << ": " << bad.err;
+    EXPECT_NE(bad.err.find("bad.json"), std::string::npos) << bad.err;
+    EXPECT_NE(bad.err.find("expected a file written by kevo export"), std::string::npos) << bad.err;
+    EXPECT_EQ(bad.err.find("internal error"), std::string::npos) << bad.err;
+  }
 }
 
 // A second run of a task reuses the first run's measurements of the points it
