@@ -192,7 +192,12 @@ TEST_P(LlmClient, MalformedJsonIsAParseError) {
   EXPECT_EQ(llm_error([&] { client()->complete(ask("x")); }).kind, "parse");
   server.script({Step::raw(200, "{\"id\": \"x\"}")});
   EXPECT_EQ(llm_error([&] { client()->complete(ask("x")); }).kind, "parse");
-  EXPECT_EQ(server.requests().size(), 2u);
+  // A hostile endpoint's reply nested 100,000 deep: a parse error, not a
+  // stack that runs out.
+  server.script({Step::raw(200, "{\"choices\": " + std::string(100000, '[') +
+                                    std::string(100000, ']') + "}")});
+  EXPECT_EQ(llm_error([&] { client()->complete(ask("x")); }).kind, "parse");
+  EXPECT_EQ(server.requests().size(), 3u);
 }
 
 TEST_P(LlmClient, DroppedConnectionIsRetried) {
