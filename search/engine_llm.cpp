@@ -171,6 +171,17 @@ int Engine::llm_family(const std::string& source, const std::string& model,
     why_not = fmt::format("its knob declarations cannot be read: {}", e.what());
     return -1;
   }
+  // The family joins the space enumerated in full: knobs that span more
+  // points than any seed family does (the largest, ~9 million) would hang
+  // the search or exhaust memory.
+  constexpr double kMaxLlmFamilyPoints = 1 << 24;
+  double points = 1;
+  for (const KnobDecl& d : fam.space.knobs()) points *= static_cast<double>(d.values.size());
+  if (points > kMaxLlmFamilyPoints) {
+    why_not = fmt::format("its knobs span {:.3g} points; a kernel the model writes may span at most {}",
+                          points, static_cast<int64_t>(kMaxLlmFamilyPoints));
+    return -1;
+  }
   {
     Timed t(stats_.store_s);
     store_.put_source(fam.text, fam.origin.string(), fam.language);

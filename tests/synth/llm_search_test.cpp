@@ -246,6 +246,27 @@ TEST_F(LlmSearch, SandboxEscapeIsRejected) {
   EXPECT_NE(std::get<std::string>(q.rows[0][1]).find("getenv"), std::string::npos);
 }
 
+// A kernel whose knobs span billions of points (30 knobs of two values more) would
+// hang the search while its family is enumerated: it is refused, said once
+// per reply, and the search goes on.
+TEST_F(LlmSearch, AKernelWithAnEnormousKnobSpaceIsRefused) {
+  FakeLlmServer server;
+  server.set_responder([](const RecordedRequest&) {
+    std::string knobs;
+    for (int i = 0; i < 30; ++i) knobs += "// @kevo knob K" + std::to_string(i) + " 0 {0, 1}\n";
+    return Step::reply("```c\n" + knobs + unrolled_swiglu(false) + "```\n");
+  });
+  write_task(server.base_url(), "use", {{"repair_attempts", 0}}, 4);
+  auto r = kevo({"run", "task.json", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("points; a kernel the model writes may span at most 16777216"),
+            std::string::npos)
+      << r.err;
+  Store s(db_, true);
+  QueryResult q = s.query("SELECT COUNT(*) FROM candidates WHERE synthesizer LIKE 'llm%'");
+  EXPECT_EQ(std::get<int64_t>(q.rows[0][0]), 0);
+}
+
 // Once the budget is spent no more requests are made, and the search goes on.
 TEST_F(LlmSearch, SpentBudgetStopsTheRequests) {
   FakeLlmServer server;
