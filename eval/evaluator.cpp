@@ -155,15 +155,21 @@ EvalResult Evaluator::measure(PreparedCandidate prepared) {
   return r;
 }
 
+// A synchronize on a device with nothing left to do returns in a few
+// microseconds; work the end event missed keeps it busy for longer.
+constexpr double kEscapedWorkAllowance_s = 20e-6;
+
+// The middle value of `v` (not empty).
+static double middle(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
 // How far kevo's own clock around the samples may exceed what the runner
 // reports of them: the runner's work between "go" and its timing event
 // besides the samples (one poisoning of the outputs, the canaries, the
 // event itself: at most about two calls), a pipe's wake-ups and a busy
 // machine's scheduling, with a quarter on top for the clocks' noise.
-// A synchronize on a device with nothing left to do returns in a few
-// microseconds; work the end event missed keeps it busy for longer.
-constexpr double kEscapedWorkAllowance_s = 20e-6;
-
 static bool clock_confirms(double wall_s, double reported_s, size_t samples) {
   const double per_sample = reported_s / static_cast<double>(std::max<size_t>(samples, 1));
   return wall_s <= 1.25 * reported_s + 2 * per_sample + 0.02 && reported_s <= 1.05 * wall_s + 1e-3;
@@ -253,9 +259,7 @@ EvalResult Evaluator::run_and_judge(const CompiledCandidate& c, EvalResult r,
   // not in the samples: the device busy after the end event, beyond what a
   // synchronize costs on an idle device, is such work.
   if (clock_doubt.empty() && !run.after_end_s.empty()) {
-    std::vector<double> after = run.after_end_s;
-    std::nth_element(after.begin(), after.begin() + after.size() / 2, after.end());
-    const double busy = after[after.size() / 2];
+    const double busy = middle(run.after_end_s);
     if (busy > kEscapedWorkAllowance_s + 0.05 * r.timing->median_s)
       clock_doubt = fmt::format(
           "the device stayed busy {} (median) after the end event of {} samples: work on a "
@@ -268,9 +272,7 @@ EvalResult Evaluator::run_and_judge(const CompiledCandidate& c, EvalResult r,
   // its samples (allowing what the host takes to launch it, which the idle
   // device waits for).
   if (clock_doubt.empty() && !run.fenced_s.empty()) {
-    std::vector<double> fenced = run.fenced_s;
-    std::nth_element(fenced.begin(), fenced.begin() + fenced.size() / 2, fenced.end());
-    const double f = fenced[fenced.size() / 2], m = r.timing->median_s;
+    const double f = middle(run.fenced_s), m = r.timing->median_s;
     if (f > m + std::max(run.host_call_s, 0.0) + kEscapedWorkAllowance_s + 0.1 * m)
       clock_doubt = fmt::format(
           "timed with the device otherwise idle the kernel takes {}, in its samples {}: work ran "
