@@ -242,7 +242,7 @@ int run_kernel(const Job& job) {
   // evaluation's stderr), and the run goes on with the others.
   ContainmentSteps why_not;
   why_not.network = enter_network_namespace();
-  why_not.landlock = confine_file_system(runner_readable_paths(job.artifact));
+  why_not.landlock = confine_file_system(cpu_runner_files(job.artifact));
   why_not.filter = install_syscall_filter(FilterProfile::cpu);
   emit(containment_event(containment_got(FilterProfile::cpu, why_not)));
   void* lib = dlopen(job.artifact.c_str(), RTLD_NOW | RTLD_LOCAL);

@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <condition_variable>
@@ -151,6 +152,11 @@ struct Slot {
   std::unique_ptr<EventReader> events;
   nlohmann::json info;
   std::filesystem::path output_path;
+  // The one directory (beside the compile cache, so on a file system that
+  // runs code) the runner may read candidates from: each is linked in for
+  // its job and removed after it.
+  std::filesystem::path files_dir;
+  unsigned long jobs = 0;
   bool busy = false;
 
   bool alive() { return child && events && events->open() && !child->try_wait(); }
@@ -170,6 +176,7 @@ class CudaTarget final : public Target {
       s->stop();
       std::error_code ec;
       std::filesystem::remove(s->output_path, ec);
+      std::filesystem::remove_all(s->files_dir, ec);
     }
   }
 
@@ -256,13 +263,13 @@ class CudaTarget final : public Target {
   bool can_profile() override { return ncu_.has_value(); }
 
   // KEVO_CUDA_NO_FILTER=1 (for kevo, and so for its runners) turns the
-  // filter and the network namespace off.
+  // filter, Landlock and the network namespace off.
   std::vector<runner::ContainmentLayer> containment() override {
     std::vector<runner::ContainmentLayer> layers =
         runner::probe_containment(runner::FilterProfile::cuda);
     if (runner::cuda_filter_disabled())
       for (auto& l : layers)
-        if (l.name == "seccomp" || l.name == "network namespace")
+        if (l.name == "seccomp" || l.name == "network namespace" || l.name == "landlock")
           l = {l.name, false, "KEVO_CUDA_NO_FILTER=1"};
     return layers;
   }
@@ -346,21 +353,71 @@ class CudaTarget final : public Target {
     }
   }
 
-  static std::filesystem::path output_file(int device) {
+  std::filesystem::path output_file(int device) const {
     std::filesystem::path dir = std::filesystem::exists("/dev/shm") ? std::filesystem::path("/dev/shm")
                                                                     : std::filesystem::temp_directory_path();
-    return dir / fmt::format("kevo-cuda-{}-{}.out", getpid(), device);
+    return dir / fmt::format("kevo-cuda-{}-{}-{}.out", getpid(), instance_, device);
   }
 
-  // Spawns the slot's runner and waits for its "ready". Throws UserError
-  // when it cannot start (no GPU, no driver): that is kevo's environment,
-  // not a candidate's fault.
+  // The slot's directory for candidates, in the cache (which may be shared
+  // by several hosts): named by host, process, target and GPU. Those of this
+  // host's processes that are gone (killed before they could clean up) are
+  // removed on the way.
+  std::filesystem::path files_dir(int device) const {
+    char host[256] = "host";
+    gethostname(host, sizeof(host) - 1);
+    const auto root = cache_dir() / "cuda" / "runners";
+    const std::string here = std::string("@") + host;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(root, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.size() <= here.size() || name.compare(name.size() - here.size(), here.size(), here) != 0)
+        continue;
+      const long pid = std::atol(name.c_str());
+      if (pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+        std::filesystem::remove_all(e.path(), ec);
+    }
+    return root / fmt::format("{}-{}-{}{}", getpid(), instance_, device, here);
+  }
+
+  // Spawns the slot's runner and waits for its "ready". The runner confines
+  // itself to its files (--files, --output) before the driver starts; where
+  // the driver cannot start so confined (a driver or system that needs more
+  // than kevo allows), it is started once more without, and says why in each
+  // evaluation's stderr. Throws UserError when it cannot start at all (no GPU,
+  // no driver): that is kevo's environment, not a candidate's fault.
   void start_runner(Slot& s) {
     s.stop();
     s.output_path = output_file(s.device);
+    s.files_dir = files_dir(s.device);
+    std::error_code ec;
+    std::filesystem::remove_all(s.files_dir, ec);
+    std::filesystem::create_directories(s.files_dir);
+    {  // made here: the runner may write it, not create it
+      const int fd = open(s.output_path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      if (fd < 0)
+        throw UserError(fmt::format("kevo cannot create {}: {}", s.output_path.string(),
+                                    std::strerror(errno)));
+      close(fd);
+    }
+    try {
+      spawn_runner(s, {"--files", s.files_dir.string(), "--output", s.output_path.string()});
+    } catch (const UserError& confined) {
+      try {
+        spawn_runner(s, {"--no-landlock", fmt::format("the driver did not start under it: {}",
+                                                      confined.what())});
+      } catch (const UserError&) {
+        throw confined;
+      }
+    }
+  }
+
+  void spawn_runner(Slot& s, const std::vector<std::string>& files) {
+    s.stop();
     const runner::EventPipe ev = runner::make_event_pipe();
     SpawnOptions opt;
     opt.argv = {cuda_runner_path().string(), "--device", std::to_string(s.device)};
+    opt.argv.insert(opt.argv.end(), files.begin(), files.end());
     opt.inherit_env = false;  // nothing of the user's: see runner_environment
     opt.env = runner::runner_environment();
     opt.extra_fds = {ev.write_fd};
@@ -444,6 +501,9 @@ class CudaTarget final : public Target {
   Spawner spawner_;  // before slots_: destroyed after the runners are stopped
   std::vector<std::unique_ptr<Slot>> slots_;
   std::map<std::string, std::string> versions_;
+  // Tells this target's files from another's in the same process.
+  const unsigned instance_ = next_instance_++;
+  static inline std::atomic<unsigned> next_instance_{0};
 };
 
 RunOutcome CudaTarget::run(const Task& task, const std::filesystem::path& artifact,
@@ -456,9 +516,27 @@ RunOutcome CudaTarget::run(const Task& task, const std::filesystem::path& artifa
   if (!slot.alive()) {
     start_runner(slot);
   }
+  // The candidate, where the runner may read it: a link (else a copy) in
+  // the slot's directory, removed when the job ends.
+  const auto linked = slot.files_dir / fmt::format("{}.so", ++slot.jobs);
+  {
+    std::error_code ec;
+    std::filesystem::create_hard_link(artifact, linked, ec);
+    if (ec) std::filesystem::copy_file(artifact, linked, ec);
+    if (ec)
+      throw UserError(fmt::format("kevo cannot put {} where the cuda runner reads it ({}): {}",
+                                  artifact.string(), linked.string(), ec.message()));
+  }
+  struct Unlink {
+    std::filesystem::path path;
+    ~Unlink() {
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+    }
+  } unlink_after{linked};
   runner::Job job;
   job.mode = "kernel";
-  job.artifact = std::filesystem::absolute(artifact).string();
+  job.artifact = linked.string();
   job.entry = "kevo_launch";
   job.op = std::string(task.op->name());
   job.op_definition = operator_definition(*task.op);

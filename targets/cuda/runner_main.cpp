@@ -804,28 +804,46 @@ nlohmann::json device_info() {
 int main(int argc, char** argv) {
   using namespace kevo::cuda_runner;
   signal(SIGPIPE, SIG_DFL);
-  std::string profile_job;
+  std::string profile_job, files_dir, output_file, no_landlock;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--device" && i + 1 < argc) g.device = std::atoi(argv[++i]);
     else if (a == "--profile" && i + 1 < argc) profile_job = argv[++i];
+    else if (a == "--files" && i + 1 < argc) files_dir = argv[++i];
+    else if (a == "--output" && i + 1 < argc) output_file = argv[++i];
+    else if (a == "--no-landlock" && i + 1 < argc) no_landlock = argv[++i];
     else {
-      std::fprintf(stderr, "usage: kevo-cuda-runner [--device N] [--profile JOBFILE]\n");
+      std::fprintf(stderr,
+                   "usage: kevo-cuda-runner [--device N] [--files DIR --output FILE | "
+                   "--no-landlock WHY] [--profile JOBFILE]\n");
       return 2;
     }
   }
   // Under a profiler the events go to stderr: there is no descriptor 3.
   if (!profile_job.empty()) g_events_fd = 2;
-  // A network namespace of its own, while the process has one thread (a
-  // user namespace needs that; the driver starts threads). The driver
-  // reaches the GPU through /dev/nvidia* and MPS through a unix socket's
-  // path, neither of which a network namespace hides: so it should keep
-  // working, but this is not verified on a GPU host yet. KEVO_CUDA_NO_FILTER=1
-  // (which kevo sets under ncu) leaves it out, with the filter.
+  // A network namespace of its own, then the file system confined to what
+  // the driver and the runner need (--files: the directory kevo puts each
+  // candidate in; --output: the file the checks' outputs go to), while the
+  // process has one thread: a user namespace needs that, and Landlock binds
+  // only the threads started after it, so every thread the driver starts is
+  // confined too. The driver reaches the GPU through /dev/nvidia* and MPS
+  // through a unix socket's path, neither of which a network namespace
+  // hides. KEVO_CUDA_NO_FILTER=1 (which kevo sets under ncu, whose injection
+  // writes its own files and talks to ncu over the network) leaves all three
+  // layers out.
   const bool contain = !kevo::runner::cuda_filter_disabled();
   kevo::runner::ContainmentSteps why_not;
   why_not.network =
       contain ? kevo::runner::enter_network_namespace() : "KEVO_CUDA_NO_FILTER=1";
+  if (!contain)
+    why_not.landlock = "KEVO_CUDA_NO_FILTER=1";
+  else if (!no_landlock.empty())
+    why_not.landlock = no_landlock;  // kevo's retry, where the driver failed under it
+  else if (files_dir.empty() || output_file.empty())
+    why_not.landlock = "started without --files and --output";
+  else
+    why_not.landlock = kevo::runner::confine_file_system(
+        kevo::runner::cuda_runner_files(files_dir, output_file));
   // Timing options, read before the device so that a bad one is reported anywhere.
   if (const char* f = std::getenv("KEVO_CUDA_FLUSH")) {
     const std::string m = f;
@@ -898,10 +916,6 @@ int main(int argc, char** argv) {
                        ? kevo::runner::install_syscall_filter(kevo::runner::FilterProfile::cuda)
                        : "KEVO_CUDA_NO_FILTER=1";
   g_containment = kevo::runner::containment_got(kevo::runner::FilterProfile::cuda, why_not);
-  // No cuda runner has Landlock yet (kevo targets and the README say so): an
-  // evaluation's stderr names only what this machine or the user took away.
-  std::erase_if(g_containment,
-                [](const kevo::runner::ContainmentLayer& l) { return l.name == "landlock"; });
   if (!profile_job.empty()) {
     std::ifstream in(profile_job);
     nlohmann::json j = nlohmann::json::parse(in, nullptr, false);

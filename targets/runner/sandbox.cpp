@@ -12,12 +12,15 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <iterator>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -185,11 +188,50 @@ std::string enter_network_namespace() {
 
 // ---- the file system ------------------------------------------------------------
 
-std::vector<std::string> runner_readable_paths(const std::string& artifact) {
-  return {"/usr",          "/lib",           "/lib64",          "/etc/ld.so.cache",
-          "/etc/localtime", "/proc/cpuinfo", "/proc/meminfo",   "/proc/stat",
-          "/proc/self",     "/sys/devices/system/cpu",          "/sys/fs/cgroup",
-          "/dev/null",      "/dev/zero",     "/dev/urandom",    artifact};
+namespace {
+
+const char* const kSystemReadable[] = {
+    "/usr", "/lib", "/lib64", "/etc/ld.so.cache", "/etc/localtime", "/proc/cpuinfo",
+    "/proc/meminfo", "/proc/stat", "/proc/self", "/sys/devices/system/cpu", "/sys/fs/cgroup",
+    "/dev/null", "/dev/zero", "/dev/urandom"};
+
+}  // namespace
+
+FileRules cpu_runner_files(const std::string& artifact) {
+  FileRules r;
+  r.readable.assign(std::begin(kSystemReadable), std::end(kSystemReadable));
+  r.readable.push_back(artifact);
+  return r;
+}
+
+FileRules cuda_runner_files(const std::string& files, const std::string& output) {
+  FileRules r;
+  r.readable.assign(std::begin(kSystemReadable), std::end(kSystemReadable));
+  for (const char* p : {"/sys", "/proc/driver/nvidia", "/proc/devices", "/proc/modules",
+                        "/proc/sys/vm", "/etc/nvidia", "/opt"})
+    r.readable.emplace_back(p);
+  if (const char* ld = std::getenv("LD_LIBRARY_PATH")) {
+    const std::string list = ld;
+    for (size_t pos = 0; pos <= list.size();) {
+      size_t end = list.find(':', pos);
+      if (end == std::string::npos) end = list.size();
+      if (end > pos && list[pos] == '/') r.readable.push_back(list.substr(pos, end - pos));
+      pos = end + 1;
+    }
+  }
+  r.readable.push_back(files);
+  r.writable.push_back(output);
+  // The driver names its threads (/proc/self/task/<tid>/comm) and fails to
+  // start where it cannot: its own threads' files, no other process's.
+  r.writable.emplace_back("/proc/self/task");
+  // The driver's devices: nvidiactl, nvidia0.., nvidia-uvm, nvidia-caps/ ...
+  if (DIR* dev = opendir("/dev")) {
+    while (const dirent* e = readdir(dev))
+      if (std::strncmp(e->d_name, "nvidia", 6) == 0)
+        r.devices.push_back(std::string("/dev/") + e->d_name);
+    closedir(dev);
+  }
+  return r;
 }
 
 #if defined(SYS_landlock_create_ruleset) && defined(SYS_landlock_add_rule) && \
@@ -228,7 +270,7 @@ struct Fd {
 
 }  // namespace
 
-std::string confine_file_system(const std::vector<std::string>& readable) {
+std::string confine_file_system(const FileRules& rules) {
   const long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0, kCreateRulesetVersion);
   if (abi < 1) return std::string("Landlock is not available: ") + strerror(errno);
   uint64_t fs = kExecute | kWriteFile | kReadFile | kReadDir | kRemoveDir | kRemoveFile |
@@ -240,17 +282,28 @@ std::string confine_file_system(const std::vector<std::string>& readable) {
                    abi >= 6 ? kScopeAbstractUnix | kScopeSignal : 0};
   Fd ruleset{static_cast<int>(syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr), 0))};
   if (ruleset.fd < 0) return std::string("landlock_create_ruleset: ") + strerror(errno);
-  const uint64_t read_dir = kExecute | kReadFile | kReadDir;
-  const uint64_t read_file = kExecute | kReadFile;
-  for (const std::string& path : readable) {
+  // A rule on a file may carry only the rights that apply to files; each
+  // right is one this kernel's Landlock handles.
+  constexpr uint64_t kFileRights = kExecute | kWriteFile | kReadFile | kTruncate | kIoctlDev;
+  auto allow = [&](const std::string& path, uint64_t rights) -> std::string {
     Fd target{open(path.c_str(), O_PATH | O_CLOEXEC)};
-    if (target.fd < 0) continue;  // not on this machine: nothing to allow
+    if (target.fd < 0) return "";  // not on this machine: nothing to allow
     struct stat st;
-    if (fstat(target.fd, &st) != 0) continue;
-    PathBeneathAttr rule{S_ISDIR(st.st_mode) ? read_dir : read_file, target.fd};
+    if (fstat(target.fd, &st) != 0) return "";
+    if (!S_ISDIR(st.st_mode)) rights &= kFileRights;
+    PathBeneathAttr rule{rights & fs, target.fd};
     if (syscall(SYS_landlock_add_rule, ruleset.fd, kRulePathBeneath, &rule, 0) != 0)
       return "landlock_add_rule " + path + ": " + strerror(errno);
-  }
+    return "";
+  };
+  const uint64_t read = kExecute | kReadFile | kReadDir;
+  const uint64_t write = kReadFile | kWriteFile | kTruncate;
+  const uint64_t device = kReadFile | kReadDir | kWriteFile | kIoctlDev;
+  for (const auto& [paths, rights] : {std::pair{&rules.readable, read},
+                                      std::pair{&rules.writable, write},
+                                      std::pair{&rules.devices, device}})
+    for (const std::string& path : *paths)
+      if (std::string why = allow(path, rights); !why.empty()) return why;
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
     return std::string("PR_SET_NO_NEW_PRIVS: ") + strerror(errno);
   if (syscall(SYS_landlock_restrict_self, ruleset.fd, 0) != 0)
@@ -260,7 +313,7 @@ std::string confine_file_system(const std::vector<std::string>& readable) {
 
 #else
 
-std::string confine_file_system(const std::vector<std::string>&) {
+std::string confine_file_system(const FileRules&) {
   return "built without Landlock's system calls";
 }
 
@@ -270,9 +323,7 @@ std::string confine_file_system(const std::vector<std::string>&) {
 
 namespace {
 
-ContainmentLayer probe_landlock(FilterProfile profile) {
-  if (profile == FilterProfile::cuda)
-    return {"landlock", false, "the cuda runner is not confined to its files yet"};
+ContainmentLayer probe_landlock() {
 #if defined(SYS_landlock_create_ruleset) && defined(SYS_landlock_add_rule) && \
     defined(SYS_landlock_restrict_self)
   const long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0, kCreateRulesetVersion);
@@ -325,7 +376,7 @@ ContainmentLayer probe_seccomp(FilterProfile profile) {
 
 std::vector<ContainmentLayer> probe_containment(FilterProfile profile) {
   return {{"environment", true, "clean"},
-          probe_landlock(profile),
+          probe_landlock(),
           probe_network_namespace(),
           probe_seccomp(profile),
           {"limits", true, profile == FilterProfile::cpu ? "" : "wall clock only"}};
@@ -340,7 +391,7 @@ std::vector<ContainmentLayer> containment_got(FilterProfile profile,
   };
   const bool cpu = profile == FilterProfile::cpu;
   return {{"environment", true, "clean"},
-          cpu ? layer("landlock", why_not.landlock, "") : probe_landlock(profile),
+          layer("landlock", why_not.landlock, ""),
           layer("network namespace", why_not.network, ""),
           layer("seccomp", why_not.filter, cpu ? "deny-by-default" : "deny list"),
           {"limits", true, cpu ? "" : "wall clock only"}};

@@ -1,6 +1,6 @@
 // The containment of a runner, in layers, applied by the runner to itself
 // before it loads a candidate: a network namespace of its own, Landlock (the
-// cpu runner) and a system-call filter (libseccomp); and what a runner of each
+// file system) and a system-call filter (libseccomp); and what a runner of each
 // target gets on this machine, for `kevo targets` and the evaluation's stderr.
 #pragma once
 
@@ -42,20 +42,41 @@ bool cuda_filter_disabled();
 // single-threaded process). Returns an empty string on success, else why not.
 std::string enter_network_namespace();
 
+// What a confined runner may touch on the file system: read, and run code
+// from, `readable` (each a directory with everything beneath it, or a file);
+// read and write the existing files in `writable`; read, write and ioctl the
+// device files in `devices` (a directory: everything beneath it). A path
+// that is not on this machine is skipped.
+struct FileRules {
+  std::vector<std::string> readable;
+  std::vector<std::string> writable;
+  std::vector<std::string> devices;
+};
+
 // Confines the file system for this process and every thread it starts later
-// (Landlock): it may read, and run code from, the paths in `readable` (each a
-// directory with everything beneath it, or a file) and nothing else; it may
-// write, create, remove or rename nothing, and (where the kernel's Landlock
-// knows them) bind or connect no TCP port and signal no process outside its
-// own. Files already open stay usable. Returns an empty string on success,
-// else why not (the runner then goes on without: the other layers apply).
-std::string confine_file_system(const std::vector<std::string>& readable);
+// (Landlock) to `rules`: it may create, remove or rename nothing, write no
+// other file, and (where the kernel's Landlock knows them) bind or connect no
+// TCP port, reach no abstract unix socket and signal no process outside its
+// own domain. Files already open stay usable; threads already running are
+// not confined (Landlock binds the calling thread and what it starts), so a
+// runner calls it while it has one thread. Returns an empty string on
+// success, else why not (the runner then goes on without: the other layers
+// apply).
+std::string confine_file_system(const FileRules& rules);
 
 // What a kevo-runner of the cpu target needs to read: the system's libraries
 // and loader cache, the time zone, the kernel's CPU and memory figures, this
 // process's own /proc directory, CPU topology, /dev/null and friends, and
 // `artifact` (the candidate).
-std::vector<std::string> runner_readable_paths(const std::string& artifact);
+FileRules cpu_runner_files(const std::string& artifact);
+
+// What a kevo-cuda-runner needs: the cpu runner's reading, all of /sys (the
+// driver walks the PCI tree and its module's parameters), the driver's /proc
+// files and /etc/nvidia, /opt and the LD_LIBRARY_PATH directories (where
+// CUDA may be installed); the devices /dev/nvidia*; `files` (the directory
+// kevo puts each candidate in); `output` and its own threads' files in
+// /proc (the driver names its threads) to write.
+FileRules cuda_runner_files(const std::string& files, const std::string& output);
 
 // One layer of containment and whether a runner has it: `name` is one of
 // "environment", "landlock", "network namespace", "seccomp", "limits";
@@ -67,14 +88,12 @@ struct ContainmentLayer {
 };
 
 // The layers a runner with `profile` gets on this machine, in the order
-// above. The cuda runner has no Landlock (it needs the driver's devices and
-// caches). Tries what can only be known by trying (a network namespace) in a
+// above. Tries what can only be known by trying (a network namespace) in a
 // short-lived child process.
 std::vector<ContainmentLayer> probe_containment(FilterProfile profile);
 
 // The layers a runner reports it got, from what its steps returned: each
-// string is empty where the step succeeded, else why not (the cuda runner
-// takes no Landlock step: its `landlock` is not looked at).
+// string is empty where the step succeeded, else why not.
 struct ContainmentSteps {
   std::string network;
   std::string landlock;

@@ -6,6 +6,8 @@
 //  - the real thing on a GPU: the hostile set and every seed family. These
 //    skip, saying why, where no GPU answers.
 #include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -213,7 +215,7 @@ class FakeCuda : public ::testing::Test {
     setenv("KEVO_CUDA_RUNNER", KEVO_FAKE_CUDA_RUNNER, 1);
     setenv("KEVO_NVCC", (test::source_dir() / "targets" / "fake_nvcc.sh").c_str(), 1);
     // The fake runner's own settings, which a runner sees only when named.
-    setenv("KEVO_RUNNER_ENV", "FAKE_GPUS,FAKE_PIDFILE", 1);
+    setenv("KEVO_RUNNER_ENV", "FAKE_GPUS,FAKE_PIDFILE,FAKE_LANDLOCK_FAILS", 1);
     task_ = test::quick_task("swiglu", {{"g", {8, 100}}},
                              {{"target", "cuda"}, {"limits", {{"timeout_s", 2}}}});
     target_ = make_target("cuda");
@@ -285,6 +287,67 @@ TEST_F(FakeCuda, RoundTrip) {
     if (m.metric.rfind("machine.", 0) == 0) machine[m.metric] = m.value;
   EXPECT_EQ(machine, (std::map<std::string, double>{
                          {"machine.sm_mhz", 1980}, {"machine.gpu_temp_c", 41}, {"machine.throttle", 0}}));
+}
+
+// The runner reads candidates from one directory of its own (the fake
+// refuses any other): kevo links each one in for its job and removes it
+// after; the directories of this host's runs that are gone are swept, a
+// live one's and another host's are left.
+TEST_F(FakeCuda, EachCandidateIsPutWhereItsRunnerMayReadIt) {
+  const auto root = cache_dir() / "cuda" / "runners";
+  char host[256] = "host";
+  gethostname(host, sizeof(host) - 1);
+  const pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  waitpid(gone, nullptr, 0);
+  const auto stale = root / fmt::format("{}-0-0@{}", gone, host);
+  const auto live = root / fmt::format("1-0-0@{}", host);  // init's: always there
+  const auto elsewhere = root / fmt::format("{}-0-0@another-{}", gone, host);
+  for (const auto& d : {stale, live, elsewhere}) {
+    std::filesystem::create_directories(d);
+    test::write_file(d / "1.so", "x");
+  }
+  EvalResult r = eval("ok");
+  EXPECT_STATUS(r, Status::ok);
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  EXPECT_TRUE(std::filesystem::exists(live / "1.so"));
+  EXPECT_TRUE(std::filesystem::exists(elsewhere / "1.so"));
+  const auto mine = root / fmt::format("{}-", getpid());
+  int dirs = 0, files = 0;
+  for (const auto& d : std::filesystem::directory_iterator(root))
+    if (d.path().string().rfind(mine.string(), 0) == 0) {
+      ++dirs;
+      for ([[maybe_unused]] const auto& f : std::filesystem::directory_iterator(d.path())) ++files;
+    }
+  EXPECT_EQ(dirs, 1);
+  EXPECT_EQ(files, 0);  // the candidate was removed after its job
+  // Nothing of the target's is left when it ends.
+  target_.reset();
+  dirs = 0;
+  for (const auto& d : std::filesystem::directory_iterator(root))
+    dirs += d.path().string().rfind(mine.string(), 0) == 0;
+  EXPECT_EQ(dirs, 0);
+  std::filesystem::remove_all(live);
+  std::filesystem::remove_all(elsewhere);
+}
+
+// Where the driver does not start with the runner confined to its files,
+// kevo starts it once more without, and every evaluation says so.
+TEST_F(FakeCuda, ARunnerThatCannotStartConfinedIsStartedWithoutAndSaysSo) {
+  setenv("FAKE_LANDLOCK_FAILS", "1", 1);
+  EvalResult r = eval("ok");
+  unsetenv("FAKE_LANDLOCK_FAILS");
+  EXPECT_STATUS(r, Status::ok);
+  EXPECT_NE(r.stderr_text.find("kevo: containment: no landlock (the driver did not start under "
+                               "it: the cuda target cannot start on GPU 0: no usable CUDA "
+                               "device 0: operation not permitted)"),
+            std::string::npos)
+      << r.stderr_text;
+  // A runner that starts confined says nothing of Landlock.
+  target_ = make_target("cuda");
+  EvalResult confined = eval("ok");
+  EXPECT_STATUS(confined, Status::ok);
+  EXPECT_EQ(confined.stderr_text.find("landlock"), std::string::npos) << confined.stderr_text;
 }
 
 // Tensors of several dtypes (bf16 x and z, f32 s and y): the job carries each
@@ -648,7 +711,7 @@ TEST(CudaCompile, SeedFamiliesAndHostileKernels) {
       if (auto p = random_point(space, 0, rng)) build(f, p->knobs, "-" + std::to_string(i));
   }
   auto hostile = test::source_dir() / "eval" / "kernels" / "cuda" / "hostile.cu";
-  for (int mode = 0; mode <= 9; ++mode) build(hostile, {{"MODE", mode}}, "-" + std::to_string(mode));
+  for (int mode = 0; mode <= 10; ++mode) build(hostile, {{"MODE", mode}}, "-" + std::to_string(mode));
 }
 
 // A family's register budget (its last two require lines) admits the points
@@ -995,6 +1058,39 @@ TEST_F(OnGpu, HostileSetIsClassified) {
     const size_t at = e.find("device busy after the end event");
     if (at != std::string::npos) std::cout << e.substr(at, e.find('\n', at) - at) << "\n";
   }
+}
+
+// The runner is confined to its files before the driver starts, so the
+// candidate's code is refused the user's files on every thread: its own and
+// the driver's (a host function on the stream).
+TEST_F(OnGpu, TheFileSystemIsOutOfReach) {
+  std::string landlock;
+  for (const auto& l : target_->containment())
+    if (l.name == "landlock" && !l.on) landlock = l.detail;
+  if (!landlock.empty()) GTEST_SKIP() << "no Landlock for the cuda runner here: " << landlock;
+  const std::filesystem::path secret = "/tmp/kevo_hostile_secret.txt";
+  const std::filesystem::path created = "/tmp/kevo_hostile_created.txt";
+  test::write_file(secret, "the-user-s-secret-51c4\n");
+  std::filesystem::remove(created);
+  Task task = test::quick_task("swiglu", {{"g", {64, 1000}}},
+                               {{"target", "cuda"}, {"dtype", "bf16"}, {"limits", {{"timeout_s", 10}}}});
+  EvalResult r = eval(test::source_dir() / "eval" / "kernels" / "cuda" / "hostile.cu",
+                      {{"MODE", 10}}, task);
+  std::filesystem::remove(secret);
+  EXPECT_STATUS(r, Status::ok);
+  EXPECT_FALSE(std::filesystem::exists(created)) << r.stderr_text;
+  std::filesystem::remove(created);
+  EXPECT_EQ(r.stderr_text.find("the-user-s-secret-51c4"), std::string::npos) << r.stderr_text;
+  for (const char* who : {"candidate's", "driver's"})
+    for (const char* file : {"secret", "created"}) {
+      const std::string said =
+          fmt::format("hostile: from the {} thread, cannot open /tmp/kevo_hostile_{}.txt: "
+                      "Permission denied",
+                      who, file);
+      EXPECT_NE(r.stderr_text.find(said), std::string::npos) << said << "\n" << r.stderr_text;
+    }
+  // The evaluation's stderr would name Landlock if the runner had gone without.
+  EXPECT_EQ(r.stderr_text.find("no landlock"), std::string::npos) << r.stderr_text;
 }
 
 // Every seed family's default point on small ragged shapes and a medium one.

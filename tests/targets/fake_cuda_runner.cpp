@@ -16,6 +16,12 @@
 //   skip_timed  as `ok`, but the last timed call's outputs are wrong
 //   hides_before  as `ok`, but its fenced samples (the device idle before the
 //             start event) take 3 ms: work ran before the samples' start event
+// Started with --files DIR --output FILE, as kevo starts the real one, it
+// reads only candidates in DIR and writes only FILE (a load_error or
+// setup_error otherwise); with FAKE_LANDLOCK_FAILS=1 in its environment it
+// fails at start so, as a driver that cannot start confined would. Each job
+// begins with the containment note: Landlock off where started with
+// --no-landlock WHY.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -34,6 +40,7 @@
 #include "core/defined_operator.h"
 #include "core/operator.h"
 #include "targets/runner/protocol.h"
+#include "targets/runner/sandbox.h"
 
 using namespace kevo;
 
@@ -61,8 +68,24 @@ std::string mode_of(const std::string& artifact) {
 
 int main(int argc, char** argv) {
   int device = 0;
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::string(argv[i]) == "--device") device = std::atoi(argv[i + 1]);
+  std::string files, output;
+  runner::ContainmentSteps why_not;
+  why_not.landlock = "started without --files and --output";
+  for (int i = 1; i + 1 < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--device") device = std::atoi(argv[i + 1]);
+    if (a == "--files") files = argv[i + 1];
+    if (a == "--output") output = argv[i + 1];
+    if (a == "--no-landlock") why_not.landlock = argv[i + 1];
+  }
+  if (!files.empty() && !output.empty()) {
+    const char* fails = std::getenv("FAKE_LANDLOCK_FAILS");
+    if (fails && std::string(fails) == "1") {
+      emit({{"event", "setup_error"}, {"what", "no usable CUDA device 0: operation not permitted"}});
+      return 4;
+    }
+    why_not.landlock = "";
+  }
   int count = std::getenv("FAKE_GPUS") ? std::atoi(std::getenv("FAKE_GPUS")) : 1;
   if (const char* pids = std::getenv("FAKE_PIDFILE")) {  // one line per runner started
     std::ofstream(pids, std::ios::app) << getpid() << "\n";
@@ -78,6 +101,15 @@ int main(int argc, char** argv) {
       for (size_t i = 0; i < job.points.size(); ++i)
         emit({{"event", "point"}, {"index", i}, {"value", job.points[i].kind == "copy" ? 4000.0 : 7e5}});
       emit({{"event", "done"}});
+      continue;
+    }
+    emit(runner::containment_event(runner::containment_got(runner::FilterProfile::cuda, why_not)));
+    if (!files.empty() && job.artifact.rfind(files + "/", 0) != 0) {
+      emit({{"event", "load_error"}, {"what", "the candidate is outside --files: " + job.artifact}});
+      continue;
+    }
+    if (!output.empty() && job.output_path != output) {
+      emit({{"event", "setup_error"}, {"what", "the output file is not --output: " + job.output_path}});
       continue;
     }
     const std::string mode = mode_of(job.artifact);

@@ -10,12 +10,14 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <thread>
@@ -54,9 +56,9 @@ TEST(TargetContainment, ProbeNamesEveryLayerInOrderAndWhyOneIsMissing) {
       EXPECT_EQ(layers[1].detail.rfind("ABI ", 0), 0u) << layers[1].detail;
     }
   }
-  // The cuda runner is not confined to its files (yet), whatever the kernel.
+  // Both runners confine their files where the kernel has Landlock.
   const auto cuda = probe_containment(FilterProfile::cuda);
-  EXPECT_FALSE(cuda[1].on);
+  EXPECT_EQ(cuda[1].on, probe_containment(FilterProfile::cpu)[1].on);
   EXPECT_EQ(cuda[4].detail, "wall clock only");
 }
 
@@ -90,9 +92,10 @@ TEST(TargetContainment, ContainmentGotSaysWhatTheStepsAnswered) {
   EXPECT_EQ(containment_line(cpu),
             "environment clean · landlock · no network namespace (unshare: Operation not "
             "permitted) · seccomp deny-by-default · limits");
-  steps = {"", "", "seccomp_load: Invalid argument"};
+  steps = {"", "the driver did not start under it: no device", "seccomp_load: Invalid argument"};
   const auto cuda = containment_got(FilterProfile::cuda, steps);
-  EXPECT_FALSE(cuda[1].on);  // no Landlock step in the cuda runner
+  EXPECT_FALSE(cuda[1].on);
+  EXPECT_EQ(cuda[1].detail, "the driver did not start under it: no device");
   EXPECT_TRUE(cuda[2].on);
   EXPECT_FALSE(cuda[3].on);
   EXPECT_EQ(cuda[3].detail, "seccomp_load: Invalid argument");
@@ -208,6 +211,62 @@ TEST(TargetContainment, ANetworkNamespaceHasOnlyLoopback) {
     return std::string(rc == 0 ? "connected" : strerror(errno));
   });
   EXPECT_EQ(out, strerror(ENETUNREACH));
+}
+
+// The cuda runner's file rules, tried in a child: the candidates' directory
+// and the system's libraries read, the output file written, nothing created,
+// nothing else of the user's read or written, /dev/null usable.
+TEST(TargetContainment, TheCudaRunnerTouchesOnlyItsFiles) {
+  if (!probe_containment(FilterProfile::cuda)[1].on) GTEST_SKIP() << "no Landlock here";
+  char tmpl[] = "/tmp/kevo-landlock-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl;
+  const std::string files = root + "/files", output = root + "/out", secret = root + "/secret";
+  ASSERT_EQ(mkdir(files.c_str(), 0700), 0);
+  auto plant = [](const std::string& path) {
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const bool ok = fd >= 0 && write(fd, "x", 1) == 1;
+    if (fd >= 0) close(fd);
+    return ok;
+  };
+  ASSERT_TRUE(plant(files + "/1.so"));
+  ASSERT_TRUE(plant(output));
+  ASSERT_TRUE(plant(secret));
+  const std::string out = in_child([&] {
+    const std::string why = confine_file_system(cuda_runner_files(files, output));
+    if (!why.empty()) return "confine: " + why;
+    std::string r;
+    auto try_open = [&](const char* name, const std::string& path, int flags) {
+      const int fd = open(path.c_str(), flags | O_CLOEXEC, 0600);
+      r += verdict(name, fd);
+      if (fd >= 0) close(fd);
+    };
+    try_open("read_candidate", files + "/1.so", O_RDONLY);
+    try_open("write_candidate", files + "/1.so", O_WRONLY);
+    try_open("create_beside", files + "/2.so", O_WRONLY | O_CREAT);
+    try_open("write_output", output, O_RDWR | O_CREAT);
+    const int fd = open(output.c_str(), O_RDWR | O_CLOEXEC);
+    r += verdict("truncate_output", fd >= 0 ? ftruncate(fd, 4096) : -1);
+    if (fd >= 0) close(fd);
+    try_open("read_secret", secret, O_RDONLY);
+    try_open("create_in_tmp", root + "/new", O_WRONLY | O_CREAT);
+    try_open("read_passwd", "/etc/passwd", O_RDONLY);
+    try_open("read_library", "/etc/ld.so.cache", O_RDONLY);
+    try_open("dev_null", "/dev/null", O_RDONLY);
+    try_open("name_own_thread",
+             "/proc/self/task/" + std::to_string(syscall(SYS_gettid)) + "/comm",
+             O_WRONLY | O_TRUNC);
+    try_open("name_parent", "/proc/" + std::to_string(getppid()) + "/comm", O_WRONLY | O_TRUNC);
+    r += verdict("rename_output", rename(output.c_str(), (root + "/moved").c_str()));
+    return r;
+  });
+  EXPECT_EQ(out,
+            "read_candidate ok\nwrite_candidate Permission denied\ncreate_beside Permission "
+            "denied\nwrite_output ok\ntruncate_output ok\nread_secret Permission denied\n"
+            "create_in_tmp Permission denied\nread_passwd Permission denied\nread_library ok\n"
+            "dev_null ok\nname_own_thread ok\nname_parent Permission denied\n"
+            "rename_output Permission denied\n");
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace

@@ -17,13 +17,23 @@
  *   9  launches nothing when its input (address, size, first element) has not
  *      changed since its last call
  *      (every timed call repeats it)           -> mismatch on the last timed calls
+ *  10  correct, but on its first call tries, from its own thread and from a
+ *      driver thread (a host function on the stream), to read a file of the
+ *      user's (/tmp/kevo_hostile_secret.txt, planted by the test) and to create one
+ *      beside it (open bound by an assembler label, past the static check);
+ *      says what it got on stderr               -> ok, and both refused
  */
-// @kevo knob MODE 0 {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+// @kevo knob MODE 0 {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
 #ifndef MODE
 #define MODE 0
 #endif
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "kevo_kernel.h"
 
@@ -54,6 +64,28 @@ static const void* g_last_in = nullptr;
 static long g_last_n = 0;
 static unsigned short g_last_first = 0;
 
+// MODE 10: open() under another name, tried from `who`'s thread.
+extern "C" int kevo_hostile_open(const char* path, int flags, ...) __asm__("open");
+static void try_files(void* who) {
+  const char* names[2] = {"/tmp/kevo_hostile_secret.txt", "/tmp/kevo_hostile_created.txt"};
+  const int flags[2] = {O_RDONLY, O_WRONLY | O_CREAT};
+  for (int k = 0; k < 2; ++k) {
+    const int fd = kevo_hostile_open(names[k], flags[k] | O_CLOEXEC, 0600);
+    const int e = errno;
+    if (fd >= 0) {
+      char buf[64] = {0};
+      const ssize_t got = k == 0 ? read(fd, buf, sizeof(buf) - 1) : 0;
+      fprintf(stderr, "hostile: from the %s thread, opened %s%s%s\n", (const char*)who, names[k],
+              got > 0 ? ": " : "", got > 0 ? buf : "");
+      close(fd);
+    } else {
+      fprintf(stderr, "hostile: from the %s thread, cannot open %s: %s\n", (const char*)who,
+              names[k], strerror(e));
+    }
+  }
+}
+static bool g_tried = false;
+
 static __nv_bfloat16* g_saved = nullptr;  // MODE 5: the first answer, kept
 static long g_saved_n = 0;
 
@@ -62,6 +94,12 @@ extern "C" KEVO_EXPORT int kevo_launch(const kevo_tensor* in, int n_in, kevo_ten
   if (n_in != 2 || n_out != 1 || in[0].dtype != KEVO_BF16) return KEVO_ERR_UNSUPPORTED;
   long n = (long)kevo_numel(&in[0]);
   if (MODE == 4) return KEVO_OK;
+  if (MODE == 10 && !g_tried) {
+    g_tried = true;
+    try_files((void*)"candidate's");
+    cudaLaunchHostFunc(stream, try_files, (void*)"driver's");
+    cudaStreamSynchronize(stream);
+  }
   if (MODE == 9) {
     unsigned short first = 0;
     cudaMemcpy(&first, in[0].data, 2, cudaMemcpyDeviceToHost);
