@@ -48,21 +48,26 @@ nlohmann::json load_side(const std::string& arg, const Args& a, const char* whic
 
 int cmd_compare(const Argv& argv) {
   Args a("compare",
-         "compare BASELINE CURRENT [--threshold PCT] [--confidence C] [--junit FILE] [--json] "
-         "[--db PATH]",
+         "compare BASELINE CURRENT [--threshold PCT] [--confidence C] [--fail-inconclusive] "
+         "[--junit FILE] [--json] [--db PATH]",
          "Compares two sets of results task by task, for a CI regression gate. Each side is a\n"
          "file written by kevo export, or run ids of the store (RUN or RUN,RUN,...). Tasks are\n"
-         "matched by hash, then by name. For each, the raw timing samples of its best kernel on\n"
-         "either side give the ratio of medians (current / baseline) and its bootstrap\n"
-         "confidence interval: faster or slower when the whole interval lies beyond the\n"
-         "threshold, unchanged otherwise; new, missing, now-failing, now-passing and\n"
-         "still-failing by which side found a correct kernel. A task whose own p20-p80 spread\n"
-         "is wider than the threshold is marked noisy. Prints a Markdown table. Exit status:\n"
-         "1 when a task is slower beyond the threshold with confidence or now fails, 0\n"
+         "matched by hash, then by name. For each, its best kernel's independent rounds on\n"
+         "either side (the search's confirmation rounds, each in a runner of its own) give the\n"
+         "ratio of medians (current / baseline) and its range over every pairing of rounds;\n"
+         "where a side has one round, the raw samples give a bootstrap interval instead, and\n"
+         "the verdict says the run-to-run spread is not known. Faster or slower when the whole\n"
+         "range lies beyond the threshold, unchanged when it lies within, inconclusive when it\n"
+         "straddles a bound (the noise is larger than the change); new, missing, now-failing,\n"
+         "now-passing and still-failing by which side found a correct kernel. Every verdict\n"
+         "shows the spread it was judged against; a side spread wider than the threshold is\n"
+         "marked noisy. Prints a Markdown table. Exit status: 1 when a task is slower beyond\n"
+         "the threshold or now fails (or is inconclusive, with --fail-inconclusive), 0\n"
          "otherwise, 2 for bad input.",
          {db_option(),
           {"--threshold", "PCT", "the smallest change that counts, in percent (default 5)"},
           {"--confidence", "C", "of the bootstrap interval, between 0 and 1 (default 0.95)"},
+          {"--fail-inconclusive", "", "an inconclusive task fails the gate too (exit 1)"},
           {"--junit", "FILE", "also write JUnit XML there: one test case per task"},
           json_option()},
          2, 2);
@@ -83,6 +88,7 @@ int cmd_compare(const Argv& argv) {
       throw UserError(
           fmt::format("--confidence expects a number between 0 and 1 (e.g. 0.95), got '{}'", *v));
   }
+  o.fail_inconclusive = a.flag("--fail-inconclusive");
   const nlohmann::json baseline = load_side(a.positional()[0], a, "BASELINE");
   const nlohmann::json current = load_side(a.positional()[1], a, "CURRENT");
   std::vector<TaskComparison> rows =

@@ -1,6 +1,6 @@
 // Start at compare_tasks(): match the tasks of both sides, then
-// bootstrap_median_ratio() per task with a correct kernel on both; the
-// renderers at the end only format what it decided.
+// round_ratio_range() (else bootstrap_median_ratio()) per task with a correct
+// kernel on both; the renderers at the end only format what it decided.
 #include "report/compare.h"
 
 #include <algorithm>
@@ -91,6 +91,10 @@ TaskResult task_of_run(const nlohmann::json& run) {
   for (const auto& s : m["timing"].value("samples_s", nlohmann::json::array()))
     if (s.is_number()) t.samples_s.push_back(s.get<double>());
   if (t.samples_s.empty()) t.samples_s.push_back(median_s(m));  // an export without raw samples
+  for (const auto& round : best->value("rounds", nlohmann::json::array()))
+    if (round.is_object() && round.value("status", "") == "ok" && round.contains("median_s") &&
+        round["median_s"].is_number())
+      t.rounds_s.push_back(round["median_s"].get<double>());
   std::vector<double> sorted = t.samples_s;
   std::sort(sorted.begin(), sorted.end());
   t.median_s = quantile(sorted, 0.5);
@@ -112,13 +116,19 @@ std::string side_text(const std::optional<TaskResult>& s) {
                      s->knobs.empty() ? "" : " ", s->knobs, s->origin);
 }
 
+// The spread a verdict was judged against: each side's rounds' (max - min) /
+// median and how many rounds, else its one round's (p80 - p20) / median.
 std::string noise_text(const TaskComparison& r, double threshold) {
-  auto spread = [](const std::optional<TaskResult>& s) {
-    return s && s->ok ? fmt::format("{:.1f}%", 100 * s->spread()) : std::string("-");
+  const bool rounds = r.by_rounds;
+  auto spread = [&](const std::optional<TaskResult>& s) {
+    if (!s || !s->ok) return std::string("-");
+    if (rounds) return fmt::format("{:.1f}% ({} rounds)", 100 * s->round_spread(), s->rounds_s.size());
+    return fmt::format("{:.1f}%", 100 * s->spread());
   };
   if (!(r.baseline && r.baseline->ok) && !(r.current && r.current->ok)) return "";
-  std::string s = fmt::format("{} / {}", spread(r.baseline), spread(r.current));
-  return r.noisy ? fmt::format("noisy: spread {} > {:.0f}%", s, 100 * threshold) : s;
+  std::string s = fmt::format("{} {} / {}", rounds ? "rounds" : "samples p20-p80",
+                              spread(r.baseline), spread(r.current));
+  return r.noisy ? fmt::format("noisy: {} > {:.0f}%", s, 100 * threshold) : s;
 }
 
 std::string md_cell(std::string s) {
@@ -140,12 +150,19 @@ std::string explanation(const TaskComparison& r, const CompareOptions& o) {
     case Verdict::faster:
     case Verdict::slower:
     case Verdict::unchanged:
-      return fmt::format("{}: {} -> {}, {} ({:.0f}% interval {} .. {}; threshold {:.0f}%){}{}",
-                         verdict_name(r.verdict), format_seconds(r.baseline->median_s),
-                         format_seconds(r.current->median_s), pct(r.interval.ratio), 100 * o.confidence,
-                         pct(r.interval.low), pct(r.interval.high), 100 * o.threshold,
-                         r.noisy ? "; noisy: " + noise_text(r, o.threshold) : "",
-                         r.note.empty() ? "" : "; " + r.note);
+    case Verdict::inconclusive:
+      return fmt::format(
+          "{}: {} -> {}, {} ({} {} .. {}; threshold {:.0f}%); spread {}{}{}",
+          verdict_name(r.verdict), format_seconds(r.baseline->median_s),
+          format_seconds(r.current->median_s), pct(r.interval.ratio),
+          r.by_rounds ? std::string("range over the rounds")
+                      : fmt::format("{:.0f}% interval", 100 * o.confidence),
+          pct(r.interval.low), pct(r.interval.high), 100 * o.threshold,
+          noise_text(r, o.threshold),
+          r.by_rounds ? ""
+                      : "; judged from one round's samples a side: the run-to-run spread is "
+                        "not known and may be larger",
+          r.note.empty() ? "" : "; " + r.note);
     case Verdict::added:
       return "new: only in the current results";
     case Verdict::missing:
@@ -173,6 +190,8 @@ std::string_view verdict_name(Verdict v) {
       return "slower";
     case Verdict::unchanged:
       return "unchanged";
+    case Verdict::inconclusive:
+      return "inconclusive";
     case Verdict::added:
       return "new";
     case Verdict::missing:
@@ -189,11 +208,32 @@ std::string_view verdict_name(Verdict v) {
 
 bool TaskComparison::failed() const {
   return verdict == Verdict::slower || verdict == Verdict::now_failing ||
-         verdict == Verdict::missing;
+         verdict == Verdict::missing || (gate_inconclusive && verdict == Verdict::inconclusive);
 }
 
 bool TaskComparison::regressed() const {
-  return verdict == Verdict::slower || verdict == Verdict::now_failing;
+  return verdict == Verdict::slower || verdict == Verdict::now_failing ||
+         (gate_inconclusive && verdict == Verdict::inconclusive);
+}
+
+double TaskResult::round_spread() const {
+  if (rounds_s.size() < 2) return 0;
+  std::vector<double> sorted = rounds_s;
+  std::sort(sorted.begin(), sorted.end());
+  const double mid = quantile(sorted, 0.5);
+  return mid > 0 ? (sorted.back() - sorted.front()) / mid : 0;
+}
+
+RatioInterval round_ratio_range(const std::vector<double>& baseline,
+                                const std::vector<double>& current) {
+  std::vector<double> b = baseline, c = current;
+  std::sort(b.begin(), b.end());
+  std::sort(c.begin(), c.end());
+  RatioInterval r;
+  r.ratio = quantile(c, 0.5) / quantile(b, 0.5);
+  r.low = c.front() / b.back();
+  r.high = c.back() / b.front();
+  return r;
 }
 
 std::vector<TaskResult> tasks_of_export(const nlohmann::json& doc) {
@@ -271,15 +311,24 @@ std::vector<TaskComparison> compare_tasks(const std::vector<TaskResult>& baselin
                            c->hash.substr(0, 12));
     if (!b->ok) return void(r.verdict = c->ok ? Verdict::now_passing : Verdict::failing);
     if (!c->ok) return void(r.verdict = Verdict::now_failing);
-    r.interval =
-        bootstrap_median_ratio(b->samples_s, c->samples_s, o.confidence, o.resamples, o.seed);
-    r.noisy = b->spread() > o.threshold || c->spread() > o.threshold;
+    r.gate_inconclusive = o.fail_inconclusive;
+    r.by_rounds = b->rounds_s.size() >= 2 && c->rounds_s.size() >= 2;
+    if (r.by_rounds) {
+      r.interval = round_ratio_range(b->rounds_s, c->rounds_s);
+      r.noisy = b->round_spread() > o.threshold || c->round_spread() > o.threshold;
+    } else {
+      r.interval =
+          bootstrap_median_ratio(b->samples_s, c->samples_s, o.confidence, o.resamples, o.seed);
+      r.noisy = b->spread() > o.threshold || c->spread() > o.threshold;
+    }
     if (r.interval.high < 1 - o.threshold)
       r.verdict = Verdict::faster;
     else if (r.interval.low > 1 + o.threshold)
       r.verdict = Verdict::slower;
-    else
+    else if (r.interval.low >= 1 - o.threshold && r.interval.high <= 1 + o.threshold)
       r.verdict = Verdict::unchanged;
+    else
+      r.verdict = Verdict::inconclusive;
   };
   for (size_t i = 0; i < baseline.size(); ++i) {
     TaskComparison r;
@@ -306,19 +355,26 @@ std::string comparison_markdown(const std::vector<TaskComparison>& rows, const C
   std::string tally;
   for (const auto& [v, n] : counts)
     tally += fmt::format("{}{} {}", tally.empty() ? "" : ", ", n, v);
-  int noisy = 0;
-  for (const auto& r : rows) noisy += r.noisy;
+  int noisy = 0, one_round = 0;
+  for (const auto& r : rows) {
+    noisy += r.noisy;
+    one_round += r.baseline && r.baseline->ok && r.current && r.current->ok && !r.by_rounds;
+  }
   std::string s = fmt::format(
-      "kevo compare: {} task{}: {}{}. A change counts beyond ±{:.0f}% when the whole {:.0f}% "
-      "bootstrap interval of the ratio of medians (current / baseline, {} resamples) lies "
-      "beyond it.\n\n",
+      "kevo compare: {} task{}: {}{}. A change counts beyond ±{:.0f}% when it holds in every "
+      "pairing of a baseline round with a current one (each round an independent "
+      "re-measurement); where a side has one round, when the whole {:.0f}% bootstrap interval "
+      "of the ratio of medians (current / baseline, {} resamples) lies beyond it{}. Unchanged "
+      "when the range lies within ±{:.0f}%, inconclusive when it straddles a bound ({}).\n\n",
       rows.size(), rows.size() == 1 ? "" : "s", tally.empty() ? "none" : tally,
-      noisy ? fmt::format("; {} noisy (a side's p20-p80 spread is wider than the threshold)", noisy)
-            : "",
-      100 * o.threshold, 100 * o.confidence, o.resamples);
-  s += fmt::format(
-      "| task | verdict | baseline | current | change | {:.0f}% interval | noise | note |\n",
-      100 * o.confidence);
+      noisy ? fmt::format("; {} noisy (a side's spread is wider than the threshold)", noisy) : "",
+      100 * o.threshold, 100 * o.confidence, o.resamples,
+      one_round ? fmt::format(" ({} task{}: the run-to-run spread is not known there)", one_round,
+                              one_round == 1 ? "" : "s")
+                : "",
+      100 * o.threshold,
+      o.fail_inconclusive ? "which fails the gate" : "which does not fail the gate");
+  s += "| task | verdict | baseline | current | change | interval | spread | note |\n";
   s += "|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : rows) {
     const bool timed = r.baseline && r.baseline->ok && r.current && r.current->ok;
@@ -381,6 +437,8 @@ nlohmann::json comparison_json(const std::vector<TaskComparison>& rows, const Co
       j["p80_s"] = s->p80_s;
       j["spread"] = s->spread();
       j["samples"] = s->samples_s.size();
+      j["rounds_s"] = s->rounds_s;
+      j["round_spread"] = s->round_spread();
     } else {
       j["failures"] = s->failures;
     }
@@ -402,6 +460,7 @@ nlohmann::json comparison_json(const std::vector<TaskComparison>& rows, const Co
       t["ratio"] = r.interval.ratio;
       t["ci_low"] = r.interval.low;
       t["ci_high"] = r.interval.high;
+      t["basis"] = r.by_rounds ? "rounds" : "samples";
     }
     counts[std::string(verdict_name(r.verdict))] =
         counts.value(std::string(verdict_name(r.verdict)), 0) + 1;
@@ -411,6 +470,7 @@ nlohmann::json comparison_json(const std::vector<TaskComparison>& rows, const Co
           {"confidence", o.confidence},
           {"resamples", o.resamples},
           {"seed", o.seed},
+          {"fail_inconclusive", o.fail_inconclusive},
           {"counts", counts},
           {"regressed", comparison_exit_status(rows) != 0},
           {"tasks", tasks}};

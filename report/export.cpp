@@ -149,6 +149,16 @@ nlohmann::json export_run(Store& store, int64_t run) {
       cand["timing"] = nullptr;
     }
     cand["confirmation"] = confirmation;
+    // Each re-measurement at the end of the search, in its own runner: the
+    // independent rounds a regression gate judges a change against.
+    nlohmann::json rounds = nlohmann::json::array();
+    for (size_t k = reused ? 0 : 1; k < own.size(); ++k)
+      if (std::optional<EvalResult> e = store.evaluation(own[k]))
+        rounds.push_back({{"evaluation", own[k]},
+                          {"status", std::string(status_name(e->status))},
+                          {"median_s", e->timing ? number(e->timing->median_s)
+                                                 : nlohmann::json(nullptr)}});
+    cand["rounds"] = rounds;
     candidates.push_back(std::move(cand));
   }
 

@@ -31,7 +31,10 @@ inline constexpr int kExportVersion = 1;
 // lineage (itself first, up to the seed), status and detail, timing (median,
 // p20, p80, mean, min, max and the raw per-call samples), roof fraction,
 // bound, diagnosis and bottleneck; "confirmation" holds the re-measurement at
-// the end of a search where there was one. Throws UserError for an unknown run.
+// the end of a search where there was one (its median round), "rounds" every
+// such re-measurement ({"evaluation", "status", "median_s"}, each in a runner
+// of its own: the independent rounds kevo compare judges a change against).
+// Throws UserError for an unknown run.
 nlohmann::json export_runs(Store& store, const std::vector<int64_t>& runs);
 
 // One run of a kevo export (an element of "runs") in the T4 results schema.
