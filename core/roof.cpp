@@ -23,14 +23,6 @@ std::optional<PeakPoint> Roof::peak_for(int threads) const {
   std::optional<PeakPoint> best;
   for (const auto& p : peak)
     if ((threads <= 0 || p.threads == threads) && (!best || p.gflops > best->gflops)) best = p;
-  if (threads > 0 || !best) return best;
-  int most = 1;
-  double per_thread = 0;
-  for (const auto& p : peak) {
-    most = std::max(most, p.threads);
-    per_thread = std::max(per_thread, p.gflops / std::max(1, p.threads));
-  }
-  if (per_thread * most > best->gflops) best = PeakPoint{best->kind, most, per_thread * most};
   return best;
 }
 

@@ -40,11 +40,11 @@ struct Roof {
   // kind and thread count (or only `threads` when > 0): an upper bound for a
   // kernel that moves `bytes`.
   const BandwidthPoint* bandwidth_for(double bytes, int threads = 0) const;
-  // The peak rate with `threads` (> 0: the best measured with that many).
-  // With 0, the machine's: the best measured at any thread count, or the best
-  // per-thread rate times the most threads measured when that is higher, since
-  // arithmetic units are per core (a calibration disturbed by another process
-  // measures the many-thread rate low, never the one-thread rate high).
+  // The peak rate with `threads` (> 0: the best measured with that many);
+  // with 0, the best measured at any thread count, with the count it was
+  // measured with. Never extrapolated: where two threads measured below one
+  // (two vCPUs on one core, or a disturbed calibration), the roof is the
+  // one-thread figure, not twice it (kevo calibrate again to retake it).
   std::optional<PeakPoint> peak_for(int threads = 0) const;
 
   nlohmann::json to_json() const;

@@ -65,6 +65,9 @@ Diagnosis diagnose(const Task& task, const TimingStats& timing, const Roof& roof
     why += fmt::format("; the median {} is below the floor: impossible unless the kernel skips "
                        "work or reuses results between calls",
                        format_seconds(t));
+  } else if (d.roof_fraction > 1) {
+    why += "; above the measured roof: the calibration measured this machine low (kevo "
+           "calibrate measures it again)";
   } else if (timing.p20_s > 0 && timing.p80_s / timing.p20_s > 1.10) {
     why += fmt::format("; noisy: p80/p20 = {:.2f}", timing.p80_s / timing.p20_s);
   }

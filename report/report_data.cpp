@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include <algorithm>
+#include <set>
 #include <map>
 #include <optional>
 
@@ -211,9 +212,10 @@ json baseline(const json& summary, const char* key, const char* speedup_key) {
           {"speedup", summary.contains(speedup_key) ? summary[speedup_key] : json(nullptr)}};
 }
 
-// The measured roofs as lines: the bandwidth at the task's working set and
-// the peak rate the diagnosis judged against, and their one-thread figures
-// when those differ (a task pinned to one thread is judged against those).
+// The measured roofs as lines, one pair per thread count measured: the
+// bandwidth at the task's working set and the peak rate, each as measured
+// (the diagnosis judges against the best of them; none is scaled from
+// another thread count).
 json roof_lines(Store& store, const std::vector<Result>& results, double bytes) {
   std::optional<int64_t> id;
   for (const auto& r : results)
@@ -228,7 +230,11 @@ json roof_lines(Store& store, const std::vector<Result>& results, double bytes) 
       if (l["kind"] == line["kind"] && l["value"] == line["value"]) return;
     lines.push_back(std::move(line));
   };
-  for (int threads : {0, 1}) {
+  // A line per thread count measured, each as measured (never scaled).
+  std::set<int> counts;
+  for (const auto& p : roof.bandwidth) counts.insert(p.threads);
+  for (const auto& p : roof.peak) counts.insert(p.threads);
+  for (int threads : counts) {
     if (const BandwidthPoint* bw = roof.bandwidth_for(bytes, threads))
       add({{"kind", "memory"},
            {"value", bw->gbps},
