@@ -356,6 +356,9 @@ json run_report(Store& store, int64_t run, int top_k) {
   r["best"] = best;
   r["seed"] = baseline(summary, "seed", "speedup_over_seed");
   r["naive"] = baseline(summary, "naive", "speedup_over_naive");
+  // Why a baseline has no figure: its default points' failures, by status.
+  for (const char* k : {"seed_failures", "naive_failures"})
+    r[k] = summary.is_object() && summary.contains(k) ? summary[k] : json(nullptr);
 
   // Convergence: this run first, then the other searches of the same task.
   json series = json::array();

@@ -400,6 +400,42 @@ TEST_F(Report, UnknownRunsAndBadOptionsAreOneLineErrors) {
   }
 }
 
+// A run whose only non-naive family is wrong: the best seed has no figure
+// because its default point was measured and failed, and both the report
+// and kevo run's summary say so rather than "not measured".
+TEST(ReportSeed, MeasuredAndFailedSeedsSayHowTheyFailed) {
+  const fs::path dir = test::temp_dir("report-seed");
+  const std::string db = (dir / "kevo.db").string();
+  test::store_cpu_roof(db);
+  const std::string naive =
+      (test::repo_dir() / "targets" / "cpu" / "kernels" / "swiglu" / "naive.c").string();
+  const std::string wrong = (test::source_dir() / "eval" / "kernels" / "wrong.c").string();
+  std::ofstream(dir / "task.json") << R"({"operator": "swiglu", "shapes": {"g": [64, 1000]},
+      "timing": {"min_time_ms": 2, "min_samples": 3}, "knobs": {"THREADS": [1]},
+      "kernels": [")" + naive + R"(", ")" + wrong + R"("],
+      "search": {"strategy": "grid", "stop": {"max_evals": 2}}})";
+  auto run = test::run_kevo(dir, db, {"run", "task.json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("failed (1 mismatch)"), std::string::npos) << run.out;
+  EXPECT_EQ(run.out.find("not measured"), std::string::npos) << run.out;
+  const std::string id = run.out.substr(run.out.find("kevo run ") + 9);
+
+  auto j = test::run_kevo(dir, db, {"report", std::to_string(std::stoll(id)), "--format", "json"},
+                          {}, 1 << 22);
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const json r = json::parse(j.out);
+  ASSERT_TRUE(r["best"].is_object());
+  EXPECT_TRUE(r["seed"].is_null());
+  EXPECT_EQ(r["seed_failures"], json({{"mismatch", 1}}));
+  EXPECT_TRUE(r["naive"].is_object());  // the naive family is measured and correct
+  EXPECT_TRUE(r["naive_failures"].is_null());
+
+  auto md = test::run_kevo(dir, db, {"report", std::to_string(std::stoll(id))}, {}, 1 << 22);
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("- seed: failed (1 mismatch)\n"), std::string::npos) << md.out;
+  EXPECT_EQ(md.out.find("not measured"), std::string::npos) << md.out;
+}
+
 // Chromium from Debian's package (scripts/setup.sh test-browser), or none.
 std::optional<std::string> chromium() {
   for (const char* p : {"/usr/bin/chromium", "/usr/bin/chromium-browser"})
