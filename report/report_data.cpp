@@ -473,10 +473,18 @@ json batch_report(Store& store, int64_t id) {
                 {"speedup_over_naive", nullptr},
                 {"roof_fraction", nullptr},
                 {"bound", nullptr},
-                {"evaluations", nullptr}};
+                {"evaluations", nullptr},
+                {"failures", nullptr}};
     const std::optional<int64_t> run = t.run ? t.run : store.batch_task_run(batch.id, t.seq);
     if (run) {
       row["run"] = *run;
+      const std::vector<Result> results = results_of(store, *run);
+      // Why a task found no kernel (and what else a task's search ran into):
+      // its candidates that failed, by status.
+      json failures = json::object();
+      for (const auto& x : results)
+        if (!x.ok()) failures[x.status] = failures.value(x.status, 0) + 1;
+      row["failures"] = failures;
       const std::optional<RunRecord> stored = store.run(*run);
       const json s = stored ? stored->summary() : json();
       if (s.is_object()) {
@@ -492,9 +500,8 @@ json batch_report(Store& store, int64_t id) {
           row["bound"] = b["bound"];
           // Best so far relative to the task's final best, so that tasks of
           // any speed share one plot.
-          json points =
-              convergence_points(results_of(store, *run), epoch_seconds(stored->started_at),
-                                 b["median_s"].get<double>());
+          json points = convergence_points(results, epoch_seconds(stored->started_at),
+                                           b["median_s"].get<double>());
           series.push_back({{"run", *run}, {"label", t.name}, {"points", points}});
         }
       }

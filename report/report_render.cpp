@@ -345,8 +345,15 @@ std::vector<std::vector<std::string>> time_rows(const json& r) {
 }
 
 const std::vector<std::string> kBatchHeader = {
-    "#",    "task",  "run",        "status", "best", "kernel", "speedup over seed",
-    "roof", "bound", "evaluations"};
+    "#",    "task",  "run",         "status",           "best", "kernel", "speedup over seed",
+    "roof", "bound", "evaluations", "failed candidates"};
+
+// A task's failed candidates by status, "none", or "-" where it has no run.
+std::string failed_candidates(const json& failures) {
+  if (!failures.is_object()) return "-";
+  const std::string text = failure_counts_text(failures);
+  return text.empty() ? "none" : text;
+}
 
 std::vector<std::vector<std::string>> batch_rows(const json& r) {
   std::vector<std::vector<std::string>> rows;
@@ -356,7 +363,7 @@ std::vector<std::vector<std::string>> batch_rows(const json& r) {
     rows.push_back({str(t["seq"]), str(t["task"]), str(t["run"]), status, secs(t["best_s"]),
                     t["family"].is_null() ? "-" : str(t["family"]) + " " + str(t["knobs_text"]),
                     times(t["speedup_over_seed"]), pct(t["roof_fraction"]), str(t["bound"]),
-                    str(t["evaluations"])});
+                    str(t["evaluations"]), failed_candidates(t["failures"])});
   }
   return rows;
 }
