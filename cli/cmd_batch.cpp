@@ -42,13 +42,18 @@ std::string outcome_text(const nlohmann::json& summary) {
 
 void print_batch_table(const nlohmann::json& report) {
   QueryResult table;
-  table.columns = {"#", "task", "run", "status", "best", "speedup over seed", "roof", "evals"};
+  table.columns = {"#",    "task", "run",   "status", "best", "speedup over seed",
+                   "roof", "evals", "failed"};
   for (const auto& t : report["tasks"]) {
     auto cell = [](const nlohmann::json& v) {
       return SqlValue(v.is_string() ? v.get<std::string>() : v.is_null() ? "" : v.dump());
     };
+    // Why it stopped ("space exhausted"), and how its candidates failed.
+    std::string status = t["status"].get<std::string>();
+    if (t["detail"].is_string() && !t["detail"].get<std::string>().empty())
+      status += ": " + t["detail"].get<std::string>();
     table.rows.push_back(
-        {cell(t["seq"]), cell(t["task"]), cell(t["run"]), cell(t["status"]),
+        {cell(t["seq"]), cell(t["task"]), cell(t["run"]), SqlValue(status),
          SqlValue(t["best_s"].is_number() ? format_seconds(t["best_s"].get<double>()) : ""),
          SqlValue(t["speedup_over_seed"].is_number()
                       ? fmt::format("{:.2f}x", t["speedup_over_seed"].get<double>())
@@ -56,7 +61,8 @@ void print_batch_table(const nlohmann::json& report) {
          SqlValue(t["roof_fraction"].is_number()
                       ? fmt::format("{:.0f}%", 100 * t["roof_fraction"].get<double>())
                       : ""),
-         cell(t["evaluations"])});
+         cell(t["evaluations"]),
+         SqlValue(t["failures"].is_object() ? failure_counts_text(t["failures"]) : "")});
   }
   const nlohmann::json& b = report["batch"];
   fmt::print("kevo batch {} ({}): {}\n", b["id"].get<int64_t>(), b["name"].get<std::string>(),

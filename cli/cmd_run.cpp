@@ -15,6 +15,7 @@
 #include "core/task.h"
 #include "eval/roofline.h"
 #include "report/machine_text.h"
+#include "report/report.h"
 #include "search/engine.h"
 #include "search/families.h"
 #include "search/session.h"
@@ -35,7 +36,9 @@ void print_summary(const Engine& engine, const Task& task, const nlohmann::json&
   auto line = [&](const char* label, const nlohmann::json& b, const char* extra_key,
                   const std::string& extra_note = "") {
     if (b.is_null()) {
-      fmt::print("{:<12}not measured\n", label);
+      const std::string failed =
+          failure_counts_text(j.value(std::string(label) + "_failures", nlohmann::json()));
+      fmt::print("{:<12}{}\n", label, failed.empty() ? "not measured" : "failed (" + failed + ")");
       return;
     }
     std::string knobs;

@@ -1,7 +1,10 @@
 // kevo: the command-line entry point. A table of subcommands, nothing else.
+#include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <exception>
+#include <system_error>
 
 #include <fmt/format.h>
 
@@ -57,11 +60,13 @@ void print_overview() {
              "             keys from the variables its config names (search.llm.models[].api_key_env)\n");
 }
 
-}  // namespace
+// The exit status of a command whose reader went away (`kevo export | head`):
+// what a shell reports for a process that SIGPIPE ended.
+constexpr int kClosedStdout = 128 + SIGPIPE;
 
-int main(int argc, char** argv) {
-  std::signal(SIGPIPE, SIG_IGN);
-  kevo::add_secrets_from_environment();  // kept out of all kevo stores, prints or sends
+bool closed_pipe(const std::system_error& e) { return e.code() == std::errc::broken_pipe; }
+
+int dispatch(int argc, char** argv) {
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
       !std::strcmp(argv[1], "help")) {
     print_overview();
@@ -79,6 +84,10 @@ int main(int argc, char** argv) {
     } catch (const kevo::UserError& e) {
       fmt::print(stderr, "kevo: {}\n", e.what());
       return 2;
+    } catch (const std::system_error& e) {
+      if (closed_pipe(e)) throw;  // for main: not an error of the command's
+      fmt::print(stderr, "kevo: internal error: {}\n", e.what());
+      return 3;
     } catch (const std::exception& e) {
       fmt::print(stderr, "kevo: internal error: {}\n", e.what());
       return 3;
@@ -86,4 +95,25 @@ int main(int argc, char** argv) {
   }
   fmt::print(stderr, "kevo: unknown command '{}' (run kevo --help for the list)\n", argv[1]);
   return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Ignored, so that a runner or compiler that dies while kevo writes to its
+  // stdin is a failed write kevo reports, not the end of kevo. A closed stdout
+  // then shows as EPIPE too: kevo ends quietly with the status SIGPIPE would
+  // have given, as other Unix tools do.
+  std::signal(SIGPIPE, SIG_IGN);
+  kevo::add_secrets_from_environment();  // kept out of all kevo stores, prints or sends
+  int status;
+  try {
+    status = dispatch(argc, argv);
+  } catch (const std::system_error& e) {
+    if (!closed_pipe(e)) throw;
+    return kClosedStdout;
+  }
+  // What is still buffered: a reader that left before it was written.
+  if (std::fflush(stdout) != 0 && errno == EPIPE) return kClosedStdout;
+  return status;
 }

@@ -2,6 +2,7 @@
 // candidate's evaluations read back through Store::evaluation (samples too).
 #include "report/export.h"
 
+#include <cctype>
 #include <cmath>
 #include <map>
 
@@ -197,6 +198,25 @@ const char* t4_invalidity(const std::string& status) {
   return "correctness";  // mismatch
 }
 
+// A failure's detail (a compiler's log, a mismatch's coordinates) as one
+// short line for a T4 result: whitespace runs made one space, cut at `max`
+// bytes on a character boundary, "..." where it was cut.
+std::string one_line(const std::string& text, size_t max = 160) {
+  std::string out;
+  for (char ch : text) {
+    if (std::isspace(static_cast<unsigned char>(ch))) {
+      if (!out.empty() && out.back() != ' ') out += ' ';
+    } else {
+      out += ch;
+    }
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  if (out.size() <= max) return out;
+  size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;  // mid-character
+  return out.substr(0, cut) + "...";
+}
+
 // The timing figures as T4 measurements, in milliseconds.
 constexpr std::pair<const char*, const char*> kTimeMeasurements[] = {
     {"time", "median_s"},    {"time_p20", "p20_s"}, {"time_p80", "p80_s"},
@@ -332,6 +352,15 @@ nlohmann::json to_t4(const nlohmann::json& run) {
     add("roofline_floor", "floor_s", "s");
     if (c.contains("bound") && c["bound"].is_string())
       measurements.push_back({{"name", "bound"}, {"value", c["bound"]}, {"unit", ""}});
+    // T4's invalidity names the kind of failure only: kevo's status, and for
+    // a failed point what went wrong, in one line.
+    measurements.push_back({{"name", "status"}, {"value", status}, {"unit", ""}});
+    if (status != "ok") {
+      const std::string detail =
+          c.contains("detail") && c["detail"].is_string() ? one_line(c["detail"].get<std::string>()) : "";
+      measurements.push_back(
+          {{"name", "error"}, {"value", detail.empty() ? status : detail}, {"unit", ""}});
+    }
 
     nlohmann::json times = {{"runtimes", runtimes}};
     if (c.contains("compile_s") && c["compile_s"].is_number())

@@ -31,6 +31,10 @@ nlohmann::json run_report(Store& store, int64_t run, int top_k = 10);
 // is no such batch.
 nlohmann::json batch_report(Store& store, int64_t batch);
 
+// Counts by status as text, most first: "2 mismatch, 1 compile_error"
+// ("" for none). Statuses whose count is not a positive number are left out.
+std::string failure_counts_text(const nlohmann::json& counts);
+
 struct Plot {
   std::string name;  // "convergence-evals", "convergence-time", "roofline"
   std::string svg;   // <svg id="plot-NAME" ...>

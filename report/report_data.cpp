@@ -362,6 +362,9 @@ json run_report(Store& store, int64_t run, int top_k) {
   r["best"] = best;
   r["seed"] = baseline(summary, "seed", "speedup_over_seed");
   r["naive"] = baseline(summary, "naive", "speedup_over_naive");
+  // Why a baseline has no figure: its default points' failures, by status.
+  for (const char* k : {"seed_failures", "naive_failures"})
+    r[k] = summary.is_object() && summary.contains(k) ? summary[k] : json(nullptr);
 
   // Convergence: this run first, then the other searches of the same task.
   json series = json::array();
@@ -476,10 +479,18 @@ json batch_report(Store& store, int64_t id) {
                 {"speedup_over_naive", nullptr},
                 {"roof_fraction", nullptr},
                 {"bound", nullptr},
-                {"evaluations", nullptr}};
+                {"evaluations", nullptr},
+                {"failures", nullptr}};
     const std::optional<int64_t> run = t.run ? t.run : store.batch_task_run(batch.id, t.seq);
     if (run) {
       row["run"] = *run;
+      const std::vector<Result> results = results_of(store, *run);
+      // Why a task found no kernel (and what else a task's search ran into):
+      // its candidates that failed, by status.
+      json failures = json::object();
+      for (const auto& x : results)
+        if (!x.ok()) failures[x.status] = failures.value(x.status, 0) + 1;
+      row["failures"] = failures;
       const std::optional<RunRecord> stored = store.run(*run);
       const json s = stored ? stored->summary() : json();
       if (s.is_object()) {
@@ -495,9 +506,8 @@ json batch_report(Store& store, int64_t id) {
           row["bound"] = b["bound"];
           // Best so far relative to the task's final best, so that tasks of
           // any speed share one plot.
-          json points =
-              convergence_points(results_of(store, *run), epoch_seconds(stored->started_at),
-                                 b["median_s"].get<double>());
+          json points = convergence_points(results, epoch_seconds(stored->started_at),
+                                           b["median_s"].get<double>());
           series.push_back({{"run", *run}, {"label", t.name}, {"points", points}});
         }
       }

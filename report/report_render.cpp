@@ -217,7 +217,10 @@ std::vector<std::string> best_lines(const json& r) {
   for (const char* key : {"seed", "naive"}) {
     const json& s = r[key];
     if (s.is_null()) {
-      lines.push_back(fmt::format("{}: not measured", key));
+      // Measured and failed is not the same as never measured.
+      const std::string failed = failure_counts_text(r.value(std::string(key) + "_failures", json()));
+      lines.push_back(failed.empty() ? fmt::format("{}: not measured", key)
+                                     : fmt::format("{}: failed ({})", key, failed));
       continue;
     }
     lines.push_back(fmt::format("{} the {} ({} {}, candidate {}: {})", times(s["speedup"]),
@@ -342,8 +345,15 @@ std::vector<std::vector<std::string>> time_rows(const json& r) {
 }
 
 const std::vector<std::string> kBatchHeader = {
-    "#",    "task",  "run",        "status", "best", "kernel", "speedup over seed",
-    "roof", "bound", "evaluations"};
+    "#",    "task",  "run",         "status",           "best", "kernel", "speedup over seed",
+    "roof", "bound", "evaluations", "failed candidates"};
+
+// A task's failed candidates by status, "none", or "-" where it has no run.
+std::string failed_candidates(const json& failures) {
+  if (!failures.is_object()) return "-";
+  const std::string text = failure_counts_text(failures);
+  return text.empty() ? "none" : text;
+}
 
 std::vector<std::vector<std::string>> batch_rows(const json& r) {
   std::vector<std::vector<std::string>> rows;
@@ -353,7 +363,7 @@ std::vector<std::vector<std::string>> batch_rows(const json& r) {
     rows.push_back({str(t["seq"]), str(t["task"]), str(t["run"]), status, secs(t["best_s"]),
                     t["family"].is_null() ? "-" : str(t["family"]) + " " + str(t["knobs_text"]),
                     times(t["speedup_over_seed"]), pct(t["roof_fraction"]), str(t["bound"]),
-                    str(t["evaluations"])});
+                    str(t["evaluations"]), failed_candidates(t["failures"])});
   }
   return rows;
 }
@@ -516,6 +526,20 @@ std::string batch_html(const json& r) {
 }
 
 }  // namespace
+
+std::string failure_counts_text(const json& counts) {
+  std::vector<std::pair<int64_t, std::string>> items;
+  if (counts.is_object())
+    for (auto it = counts.begin(); it != counts.end(); ++it)
+      if (it.value().is_number_integer() && it.value().get<int64_t>() > 0)
+        items.emplace_back(it.value().get<int64_t>(), it.key());
+  std::stable_sort(items.begin(), items.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string out;
+  for (const auto& [n, status] : items)
+    out += fmt::format("{}{} {}", out.empty() ? "" : ", ", n, status);
+  return out;
+}
 
 std::vector<Plot> report_plots(const json& report) {
   std::vector<Plot> plots = convergence_plots(report);

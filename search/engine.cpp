@@ -528,18 +528,37 @@ std::optional<Best> Engine::best() const {
 std::optional<Best> Engine::best_seed() const { return best_default(false); }
 std::optional<Best> Engine::naive() const { return best_default(true); }
 
+bool Engine::is_default(const Observation& o, bool naive) const {
+  if ((space_.family(o.point.family).name == "naive") != naive) return false;
+  // A kernel the LLM wrote is a result of the search, not a seed.
+  if (space_.family(o.point.family).origin.string().rfind("llm:", 0) == 0) return false;
+  return o.point.knobs == defaults_[static_cast<size_t>(o.point.family)];
+}
+
 std::optional<Best> Engine::best_default(bool naive) const {
   std::optional<Best> best;
   for (const auto& o : history_) {
-    if (!o.ok() || (space_.family(o.point.family).name == "naive") != naive) continue;
-    // A kernel the LLM wrote is a result of the search, not a seed.
-    if (space_.family(o.point.family).origin.string().rfind("llm:", 0) == 0) continue;
-    if (o.point.knobs != defaults_[static_cast<size_t>(o.point.family)]) continue;
+    if (!o.ok() || !is_default(o, naive)) continue;
     if (!confirmed_.empty() && !confirmed_.count(o.candidate)) continue;
     auto b = make_best(o);
     if (b && (!best || b->obs.seconds < best->obs.seconds)) best = b;
   }
   return best;
+}
+
+nlohmann::json Engine::default_failures(bool naive) const {
+  nlohmann::json counts = nlohmann::json::object();
+  auto count = [&](const std::string& why) { counts[why] = counts.value(why, 0) + 1; };
+  for (const auto& o : history_) {
+    if (!is_default(o, naive)) continue;
+    if (!o.ok()) {
+      count(std::string(status_name(o.status)));
+      continue;
+    }
+    auto it = confirmed_.find(o.candidate);
+    if (it != confirmed_.end() && !std::isfinite(it->second)) count("failed when measured again");
+  }
+  return counts;
 }
 
 nlohmann::json Engine::summary(const std::string& stop_reason) const {
@@ -609,6 +628,11 @@ nlohmann::json Engine::summary(const std::string& stop_reason) const {
   j["best"] = describe(b);
   j["seed"] = describe(s);
   j["naive"] = describe(n);
+  // Without a figure, why: measured and failed, or never measured.
+  if (!s)
+    if (auto f = default_failures(false); !f.empty()) j["seed_failures"] = f;
+  if (!n)
+    if (auto f = default_failures(true); !f.empty()) j["naive_failures"] = f;
   if (b && s) j["speedup_over_seed"] = s->obs.seconds / b->obs.seconds;
   // Round by round (the same moment of the machine for both): in how many
   // rounds of the confirmation the best was faster than the best seed.

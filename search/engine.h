@@ -125,6 +125,10 @@ class Engine {
   // family named "naive", when they were measured.
   std::optional<Best> best_seed() const;
   std::optional<Best> naive() const;
+  // The default points that best_seed() (naive: naive()) weighs and that
+  // failed, as {status: count}; "failed when measured again" counts those
+  // correct in the search whose confirmation failed. Empty when none failed.
+  nlohmann::json default_failures(bool naive) const;
   const SearchSpace& space() const { return space_; }
 
   // Whether points measured by earlier runs of the task are answered from
@@ -151,6 +155,8 @@ class Engine {
   void confirm();
   std::optional<Best> make_best(const Observation& o) const;
   std::optional<Best> best_default(bool naive) const;
+  // Whether `o` is a default point of a family that best_default(naive) weighs.
+  bool is_default(const Observation& o, bool naive) const;
   void process(std::vector<Proposal> proposals, std::vector<Observation>& told);
   void evaluate_pending(std::vector<std::pair<int64_t, Proposal>> pending,
                         std::vector<Observation>& told);

@@ -148,6 +148,34 @@ TEST_F(Batch, OneTasksErrorDoesNotStopTheOthers) {
   EXPECT_EQ(scalar("SELECT COUNT(*) FROM evaluations"), 1);
 }
 
+// A task that found no kernel says why: how many of its candidates failed,
+// and how, in the batch's JSON, its report and kevo batch's own table.
+TEST_F(Batch, NoKernelTasksSayHowTheirCandidatesFailed) {
+  const std::string kernels = (test::source_dir() / "eval" / "kernels").string();
+  write("tasks/broken.json", R"({"name": "broken", "operator": "swiglu",
+      "shapes": {"g": [64, 1000]}, "kernels": [")" + kernels + R"(/wrong.c", ")" + kernels +
+                                 R"(/compile_error.c"]})");
+  write("suite.json", R"({"tasks": ["tasks/broken.json"],
+      "defaults": {"timing": {"min_time_ms": 2}, "search": {"strategy": "grid", "confirm": 0,
+                                                             "stop": {"max_evals": 4}}}})");
+  auto r = kevo({"batch", "suite.json"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;  // not every task found a kernel
+  // The table: the status with the reason the search stopped, and the failures.
+  EXPECT_NE(r.out.find("no-kernel: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 compile_error, 1 mismatch"), std::string::npos) << r.out;
+
+  auto j = kevo({"report", "batch:1", "--format", "json"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const json task = json::parse(j.out)["tasks"].at(0);
+  EXPECT_EQ(task["status"], "no-kernel");
+  EXPECT_EQ(task["failures"], json({{"compile_error", 1}, {"mismatch", 1}})) << task.dump();
+
+  auto md = kevo({"report", "batch:1"});
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("| failed candidates |"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("| 1 compile_error, 1 mismatch |"), std::string::npos) << md.out;
+}
+
 // kill -9 in the middle of the second task, then --resume: the first task
 // is kept as it was, the second continues in the same run, the third runs,
 // and nothing is measured twice.

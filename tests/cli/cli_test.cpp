@@ -1,5 +1,6 @@
 // The kevo binary as a user runs it: exit codes, one-line errors, --help,
 // --json, and what it stores.
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -243,6 +244,92 @@ TEST_F(Cli, RunDriftLineSaysWhatTheMachineRead) {
     EXPECT_LT(d["machine_search"]["machine.gpu_temp_c"].get<double>(),
               d["machine_confirmed"]["machine.gpu_temp_c"].get<double>())
         << d;
+}
+
+// How kevo ended with nobody reading its stdout.
+struct ClosedStdout {
+  int exit_code = -1;  // -1: ended by a signal
+  int signal = 0;
+  std::string err;
+};
+
+// Runs kevo with a stdout pipe whose read end is closed before kevo starts,
+// as `kevo ... | head` is once head has left: every write kevo makes to its
+// stdout fails with EPIPE (or raises SIGPIPE), whatever the timing.
+ClosedStdout run_with_stdout_closed(const std::filesystem::path& dir, const std::string& db,
+                                    const std::vector<std::string>& args) {
+  std::vector<std::string> argv_s = {test::kevo_binary().string()};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_s = {"KEVO_DB=" + db};
+  for (char** e = environ; *e; ++e)
+    if (std::string(*e).rfind("KEVO_DB=", 0) != 0) env_s.emplace_back(*e);
+  std::vector<char*> env;
+  for (auto& e : env_s) env.push_back(e.data());
+  env.push_back(nullptr);
+
+  int out[2], err[2];
+  if (pipe(out) != 0 || pipe(err) != 0) return {};
+  close(out[0]);  // no reader, ever
+  const pid_t pid = fork();
+  if (pid == 0) {
+    signal(SIGPIPE, SIG_DFL);  // as a shell starts it
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    close(out[1]);
+    close(err[0]);
+    close(err[1]);
+    if (chdir(dir.c_str()) != 0) _exit(126);
+    execve(argv[0], argv.data(), env.data());
+    _exit(127);
+  }
+  close(out[1]);
+  close(err[1]);
+  ClosedStdout r;
+  char buf[4096];
+  for (ssize_t n; (n = read(err[0], buf, sizeof buf)) != 0;)
+    if (n > 0) r.err.append(buf, static_cast<size_t>(n));
+    else if (errno != EINTR) break;
+  close(err[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+  return r;
+}
+
+// `kevo export RUN | head` and the like: a reader that leaves early ends kevo
+// quietly, as SIGPIPE ends other Unix tools (status 141 in a shell), with no
+// "internal error". Short outputs (still buffered when kevo ends) and long
+// ones (failing mid-write) alike.
+TEST_F(Cli, ClosedStdoutEndsQuietly) {
+  write("search.json", R"({"operator": "swiglu", "shapes": {"g": [64, 1000]},
+      "timing": {"min_time_ms": 2, "min_samples": 3}, "knobs": {"THREADS": [1]},
+      "search": {"strategy": "grid", "stop": {"max_evals": 2}}})");
+  auto run = kevo({"run", "search.json", "--json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string id = std::to_string(nlohmann::json::parse(run.out)["run"].get<int64_t>());
+  const std::string many_rows =
+      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 30000) "
+      "SELECT i FROM n";
+  // Longer than any pipe or stdio buffer: kevo is still writing when it fails.
+  ASSERT_GT(kevo({"query", many_rows}).out.size(), 64u * 1024);
+
+  const std::vector<std::vector<std::string>> commands = {
+      {"--help"},       {"--version"}, {"operators"},       {"export", id},
+      {"export", id, "--format", "t4"}, {"report", id}, {"query", many_rows},
+  };
+  for (const auto& args : commands) {
+    const ClosedStdout r = run_with_stdout_closed(dir_, db_, args);
+    const std::string what = "kevo " + args[0];
+    EXPECT_TRUE(r.exit_code == 128 + SIGPIPE || r.signal == SIGPIPE)
+        << what << ": exit " << r.exit_code << ", signal " << r.signal << "\n" << r.err;
+    EXPECT_EQ(r.err.find("internal error"), std::string::npos) << what << ": " << r.err;
+    EXPECT_EQ(r.err.find("Broken pipe"), std::string::npos) << what << ": " << r.err;
+  }
 }
 
 TEST_F(Cli, RunRejectsBadInputWithOneLine) {

@@ -14,6 +14,7 @@
 
 #include "core/process.h"
 #include "core/store.h"
+#include "report/export.h"
 #include "support/test_support.h"
 #include "targets/target.h"
 
@@ -398,6 +399,84 @@ TEST_F(Report, UnknownRunsAndBadOptionsAreOneLineErrors) {
     EXPECT_EQ(r.exit_code, 2) << args[1] << r.err;
     EXPECT_EQ(count(r.err, "\n"), 1u) << r.err;
   }
+}
+
+// A run whose only non-naive family is wrong: the best seed has no figure
+// because its default point was measured and failed, and both the report
+// and kevo run's summary say so rather than "not measured".
+TEST(ReportSeed, MeasuredAndFailedSeedsSayHowTheyFailed) {
+  const fs::path dir = test::temp_dir("report-seed");
+  const std::string db = (dir / "kevo.db").string();
+  test::store_cpu_roof(db);
+  const std::string naive =
+      (test::repo_dir() / "targets" / "cpu" / "kernels" / "swiglu" / "naive.c").string();
+  const std::string wrong = (test::source_dir() / "eval" / "kernels" / "wrong.c").string();
+  std::ofstream(dir / "task.json") << R"({"operator": "swiglu", "shapes": {"g": [64, 1000]},
+      "timing": {"min_time_ms": 2, "min_samples": 3}, "knobs": {"THREADS": [1]},
+      "kernels": [")" + naive + R"(", ")" + wrong + R"("],
+      "search": {"strategy": "grid", "stop": {"max_evals": 2}}})";
+  auto run = test::run_kevo(dir, db, {"run", "task.json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("failed (1 mismatch)"), std::string::npos) << run.out;
+  EXPECT_EQ(run.out.find("not measured"), std::string::npos) << run.out;
+  const std::string id = run.out.substr(run.out.find("kevo run ") + 9);
+
+  auto j = test::run_kevo(dir, db, {"report", std::to_string(std::stoll(id)), "--format", "json"},
+                          {}, 1 << 22);
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const json r = json::parse(j.out);
+  ASSERT_TRUE(r["best"].is_object());
+  EXPECT_TRUE(r["seed"].is_null());
+  EXPECT_EQ(r["seed_failures"], json({{"mismatch", 1}}));
+  EXPECT_TRUE(r["naive"].is_object());  // the naive family is measured and correct
+  EXPECT_TRUE(r["naive_failures"].is_null());
+
+  auto md = test::run_kevo(dir, db, {"report", std::to_string(std::stoll(id))}, {}, 1 << 22);
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("- seed: failed (1 mismatch)\n"), std::string::npos) << md.out;
+  EXPECT_EQ(md.out.find("not measured"), std::string::npos) << md.out;
+}
+
+// T4 results of failed points carry kevo's status and what went wrong, in one
+// short line; a correct point's carries its status and no error.
+TEST(ReportT4, FailedPointsCarryTheirStatusAndAOneLineError) {
+  std::string log = "kernel.c: In function 'kevo_kernel':\n  kernel.c:3:1: error: expected ';'\n";
+  for (int i = 0; i < 40; ++i) log += "  note: \xc3\xa9t\xc3\xa9 ";  // two-byte characters
+  const json run = {
+      {"run", 1},
+      {"task", {{"name", "t"}, {"hash", "h"}, {"target", "cpu"}, {"operator", "swiglu"}}},
+      {"candidates",
+       {{{"id", 1}, {"family", "a"}, {"knobs", json::object()}, {"status", "compile_error"},
+         {"detail", log}, {"timing", nullptr}},
+        {{"id", 2}, {"family", "b"}, {"knobs", json::object()}, {"status", "mismatch"},
+         {"detail", "y[3, 17]: got 1.5,\nwant 2.0 (ulp:2)"}, {"timing", nullptr}},
+        {{"id", 3}, {"family", "c"}, {"knobs", json::object()}, {"status", "crash"},
+         {"detail", ""}, {"timing", nullptr}},
+        {{"id", 4}, {"family", "d"}, {"knobs", json::object()}, {"status", "ok"},
+         {"detail", ""},
+         {"timing", {{"median_s", 1e-3}, {"samples_s", {1e-3}}}}}}}};
+  const json t4 = to_t4(run);
+  ASSERT_EQ(t4["results"].size(), 4u);
+  auto measurement = [](const json& result, const std::string& name) -> json {
+    for (const auto& m : result["measurements"])
+      if (m["name"] == name) return m["value"];
+    return nullptr;
+  };
+  const std::vector<std::string> statuses = {"compile_error", "mismatch", "crash", "ok"};
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(measurement(t4["results"][i], "status"), statuses[i]);
+
+  const std::string compile = measurement(t4["results"][0], "error").get<std::string>();
+  EXPECT_EQ(compile.rfind("kernel.c: In function 'kevo_kernel': kernel.c:3:1: error: expected ';'",
+                          0),
+            0u)
+      << compile;
+  EXPECT_EQ(compile.find('\n'), std::string::npos);
+  EXPECT_LE(compile.size(), 160u + 3);
+  EXPECT_EQ(compile.substr(compile.size() - 3), "...");
+  EXPECT_NO_THROW(t4.dump());  // cut on a character boundary: still UTF-8
+  EXPECT_EQ(measurement(t4["results"][1], "error"), "y[3, 17]: got 1.5, want 2.0 (ulp:2)");
+  EXPECT_EQ(measurement(t4["results"][2], "error"), "crash");  // no detail: its status
+  EXPECT_TRUE(measurement(t4["results"][3], "error").is_null());
 }
 
 // Chromium from Debian's package (scripts/setup.sh test-browser), or none.
