@@ -364,10 +364,8 @@ class CudaTarget final : public Target {
   // host's processes that are gone (killed before they could clean up) are
   // removed on the way.
   std::filesystem::path files_dir(int device) const {
-    char host[256] = "host";
-    gethostname(host, sizeof(host) - 1);
     const auto root = cache_dir() / "cuda" / "runners";
-    const std::string here = std::string("@") + host;
+    const std::string here = "@" + hostname();
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator(root, ec)) {
       const std::string name = e.path().filename().string();

@@ -25,6 +25,7 @@
 #include <gtest/gtest.h>
 
 #include "core/paths.h"
+#include "core/process.h"
 #include "core/space.h"
 #include "eval/backend.h"
 #include "eval/evaluator.h"
@@ -295,8 +296,7 @@ TEST_F(FakeCuda, RoundTrip) {
 // live one's and another host's are left.
 TEST_F(FakeCuda, EachCandidateIsPutWhereItsRunnerMayReadIt) {
   const auto root = cache_dir() / "cuda" / "runners";
-  char host[256] = "host";
-  gethostname(host, sizeof(host) - 1);
+  const std::string host = hostname();
   const pid_t gone = fork();
   if (gone == 0) _exit(0);
   waitpid(gone, nullptr, 0);
