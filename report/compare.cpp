@@ -80,6 +80,19 @@ TaskResult task_of_run(const nlohmann::json& run) {
   if (!best) return t;
   const auto& m = effective(*best);
   t.ok = true;
+  const nlohmann::json& task = run["task"];
+  if (task.contains("config") && task["config"].is_object()) t.task_config = task["config"];
+  if (task.contains("target") && task["target"].is_string()) t.target = task["target"];
+  if (run.contains("best_source") && run["best_source"].is_object()) {
+    const auto& src = run["best_source"];
+    // The source of the kernel judged here (the export's best), nothing else.
+    if (src.value("hash", "") == best->value("source_hash", "-") && src.contains("text") &&
+        src["text"].is_string()) {
+      t.source_text = src["text"].get<std::string>();
+      t.source_language = src.value("language", "");
+      t.source_origin = src.value("origin", "");
+    }
+  }
   t.candidate = (*best)["id"].get<int64_t>();
   t.family = best->value("family", "");
   if (best->contains("knobs") && (*best)["knobs"].is_object()) {
@@ -87,6 +100,7 @@ TaskResult task_of_run(const nlohmann::json& run) {
     for (auto it = (*best)["knobs"].begin(); it != (*best)["knobs"].end(); ++it)
       if (it.value().is_number_integer()) k[it.key()] = it.value().get<int64_t>();
     t.knobs = knobs_to_string(k);
+    t.knob_values = k;
   }
   for (const auto& s : m["timing"].value("samples_s", nlohmann::json::array()))
     if (s.is_number()) t.samples_s.push_back(s.get<double>());
@@ -119,14 +133,17 @@ std::string side_text(const std::optional<TaskResult>& s) {
 // The spread a verdict was judged against: each side's rounds' (max - min) /
 // median and how many rounds, else its one round's (p80 - p20) / median.
 std::string noise_text(const TaskComparison& r, double threshold) {
-  const bool rounds = r.by_rounds;
+  const bool rounds = r.basis != Basis::samples;
   auto spread = [&](const std::optional<TaskResult>& s) {
     if (!s || !s->ok) return std::string("-");
     if (rounds) return fmt::format("{:.1f}% ({} rounds)", 100 * s->round_spread(), s->rounds_s.size());
     return fmt::format("{:.1f}%", 100 * s->spread());
   };
   if (!(r.baseline && r.baseline->ok) && !(r.current && r.current->ok)) return "";
-  std::string s = fmt::format("{} {} / {}", rounds ? "rounds" : "samples p20-p80",
+  std::string s = fmt::format("{} {} / {}",
+                              r.basis == Basis::retimed ? "re-timed rounds"
+                              : rounds                  ? "rounds"
+                                                        : "samples p20-p80",
                               spread(r.baseline), spread(r.current));
   return r.noisy ? fmt::format("noisy: {} > {:.0f}%", s, 100 * threshold) : s;
 }
@@ -155,12 +172,14 @@ std::string explanation(const TaskComparison& r, const CompareOptions& o) {
           "{}: {} -> {}, {} ({} {} .. {}; threshold {:.0f}%); spread {}{}{}",
           verdict_name(r.verdict), format_seconds(r.baseline->median_s),
           format_seconds(r.current->median_s), pct(r.interval.ratio),
-          r.by_rounds ? std::string("range over the rounds")
-                      : fmt::format("{:.0f}% interval", 100 * o.confidence),
+          r.basis == Basis::retimed ? std::string("range of the side-by-side rounds' ratios")
+          : r.basis == Basis::rounds
+              ? std::string("range over the rounds")
+              : fmt::format("{:.0f}% interval", 100 * o.confidence),
           pct(r.interval.low), pct(r.interval.high), 100 * o.threshold,
           noise_text(r, o.threshold),
-          r.by_rounds ? ""
-                      : "; judged from one round's samples a side: the run-to-run spread is "
+          r.basis != Basis::samples ? ""
+                                    : "; judged from one round's samples a side: the run-to-run spread is "
                         "not known and may be larger",
           r.note.empty() ? "" : "; " + r.note);
     case Verdict::added:
@@ -234,6 +253,43 @@ RatioInterval round_ratio_range(const std::vector<double>& baseline,
   r.low = c.front() / b.back();
   r.high = c.back() / b.front();
   return r;
+}
+
+RatioInterval paired_ratio_range(const std::vector<double>& baseline,
+                                 const std::vector<double>& current) {
+  std::vector<double> ratios;
+  for (size_t i = 0; i < baseline.size() && i < current.size(); ++i)
+    ratios.push_back(current[i] / baseline[i]);
+  std::sort(ratios.begin(), ratios.end());
+  RatioInterval r;
+  if (ratios.empty()) return r;
+  r.ratio = quantile(ratios, 0.5);
+  r.low = ratios.front();
+  r.high = ratios.back();
+  return r;
+}
+
+std::string_view basis_name(Basis b) {
+  switch (b) {
+    case Basis::samples:
+      return "samples";
+    case Basis::rounds:
+      return "rounds";
+    case Basis::retimed:
+      return "retimed";
+  }
+  return "";
+}
+
+void judge_interval(TaskComparison& r, const CompareOptions& o) {
+  if (r.interval.high < 1 - o.threshold)
+    r.verdict = Verdict::faster;
+  else if (r.interval.low > 1 + o.threshold)
+    r.verdict = Verdict::slower;
+  else if (r.interval.low >= 1 - o.threshold && r.interval.high <= 1 + o.threshold)
+    r.verdict = Verdict::unchanged;
+  else
+    r.verdict = Verdict::inconclusive;
 }
 
 std::vector<TaskResult> tasks_of_export(const nlohmann::json& doc) {
@@ -312,8 +368,8 @@ std::vector<TaskComparison> compare_tasks(const std::vector<TaskResult>& baselin
     if (!b->ok) return void(r.verdict = c->ok ? Verdict::now_passing : Verdict::failing);
     if (!c->ok) return void(r.verdict = Verdict::now_failing);
     r.gate_inconclusive = o.fail_inconclusive;
-    r.by_rounds = b->rounds_s.size() >= 2 && c->rounds_s.size() >= 2;
-    if (r.by_rounds) {
+    r.basis = b->rounds_s.size() >= 2 && c->rounds_s.size() >= 2 ? Basis::rounds : Basis::samples;
+    if (r.basis == Basis::rounds) {
       r.interval = round_ratio_range(b->rounds_s, c->rounds_s);
       r.noisy = b->round_spread() > o.threshold || c->round_spread() > o.threshold;
     } else {
@@ -321,14 +377,7 @@ std::vector<TaskComparison> compare_tasks(const std::vector<TaskResult>& baselin
           bootstrap_median_ratio(b->samples_s, c->samples_s, o.confidence, o.resamples, o.seed);
       r.noisy = b->spread() > o.threshold || c->spread() > o.threshold;
     }
-    if (r.interval.high < 1 - o.threshold)
-      r.verdict = Verdict::faster;
-    else if (r.interval.low > 1 + o.threshold)
-      r.verdict = Verdict::slower;
-    else if (r.interval.low >= 1 - o.threshold && r.interval.high <= 1 + o.threshold)
-      r.verdict = Verdict::unchanged;
-    else
-      r.verdict = Verdict::inconclusive;
+    judge_interval(r, o);
   };
   for (size_t i = 0; i < baseline.size(); ++i) {
     TaskComparison r;
@@ -355,24 +404,38 @@ std::string comparison_markdown(const std::vector<TaskComparison>& rows, const C
   std::string tally;
   for (const auto& [v, n] : counts)
     tally += fmt::format("{}{} {}", tally.empty() ? "" : ", ", n, v);
-  int noisy = 0, one_round = 0;
+  int noisy = 0, one_round = 0, retimed = 0;
   for (const auto& r : rows) {
     noisy += r.noisy;
-    one_round += r.baseline && r.baseline->ok && r.current && r.current->ok && !r.by_rounds;
+    const bool timed = r.baseline && r.baseline->ok && r.current && r.current->ok;
+    one_round += timed && r.basis == Basis::samples;
+    retimed += timed && r.basis == Basis::retimed;
   }
-  std::string s = fmt::format(
-      "kevo compare: {} task{}: {}{}. A change counts beyond ±{:.0f}% when it holds in every "
-      "pairing of a baseline round with a current one (each round an independent "
-      "re-measurement); where a side has one round, when the whole {:.0f}% bootstrap interval "
-      "of the ratio of medians (current / baseline, {} resamples) lies beyond it{}. Unchanged "
-      "when the range lies within ±{:.0f}%, inconclusive when it straddles a bound ({}).\n\n",
-      rows.size(), rows.size() == 1 ? "" : "s", tally.empty() ? "none" : tally,
-      noisy ? fmt::format("; {} noisy (a side's spread is wider than the threshold)", noisy) : "",
-      100 * o.threshold, 100 * o.confidence, o.resamples,
+  size_t retime_rounds = 0;
+  for (const auto& r : rows)
+    if (r.basis == Basis::retimed && r.baseline) retime_rounds = r.baseline->rounds_s.size();
+  const std::string retime_text =
+      retimed ? fmt::format(
+                    "{} task{} re-timed on this machine, both kernels side by side in {} rounds "
+                    "whose order alternates: a change counts there beyond ±{:.0f}% when every "
+                    "round's ratio (current / baseline) lies beyond it. ",
+                    retimed, retimed == 1 ? "" : "s", retime_rounds, 100 * o.threshold)
+              : std::string();
+  const std::string stored_text = fmt::format(
+      "{}A change counts beyond ±{:.0f}% when it holds in every pairing of a baseline round with "
+      "a current one (each round an independent re-measurement); where a side has one round, "
+      "when the whole {:.0f}% bootstrap interval of the ratio of medians (current / baseline, {} "
+      "resamples) lies beyond it{}. ",
+      retimed ? "Elsewhere: " : "", 100 * o.threshold, 100 * o.confidence, o.resamples,
       one_round ? fmt::format(" ({} task{}: the run-to-run spread is not known there)", one_round,
                               one_round == 1 ? "" : "s")
-                : "",
-      100 * o.threshold,
+                : "");
+  std::string s = fmt::format(
+      "kevo compare: {} task{}: {}{}. {}{}Unchanged when the range lies within ±{:.0f}%, "
+      "inconclusive when it straddles a bound ({}).\n\n",
+      rows.size(), rows.size() == 1 ? "" : "s", tally.empty() ? "none" : tally,
+      noisy ? fmt::format("; {} noisy (a side's spread is wider than the threshold)", noisy) : "",
+      retime_text, retimed < static_cast<int>(rows.size()) ? stored_text : "", 100 * o.threshold,
       o.fail_inconclusive ? "which fails the gate" : "which does not fail the gate");
   s += "| task | verdict | baseline | current | change | interval | spread | note |\n";
   s += "|---|---|---|---|---|---|---|---|\n";
@@ -460,7 +523,7 @@ nlohmann::json comparison_json(const std::vector<TaskComparison>& rows, const Co
       t["ratio"] = r.interval.ratio;
       t["ci_low"] = r.interval.low;
       t["ci_high"] = r.interval.high;
-      t["basis"] = r.by_rounds ? "rounds" : "samples";
+      t["basis"] = basis_name(r.basis);
     }
     counts[std::string(verdict_name(r.verdict))] =
         counts.value(std::string(verdict_name(r.verdict)), 0) + 1;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,6 +34,14 @@ struct TaskResult {
   // the search (its confirmation rounds that were ok); empty where none.
   std::vector<double> rounds_s;
   std::string failures;  // when not ok: "3 compile_error, 1 mismatch"
+
+  // What kevo compare --retime needs to build the best kernel again: the
+  // export's task config (its `resolved` JSON), the kernel's source (empty
+  // where the export carries none: one written by an older kevo) and knobs.
+  nlohmann::json task_config;
+  std::string target;
+  std::string source_text, source_language, source_origin;
+  std::map<std::string, int64_t> knob_values;
 
   // (p80 - p20) / median: how wide its own measurements spread.
   double spread() const { return median_s > 0 ? (p80_s - p20_s) / median_s : 0; }
@@ -89,12 +98,27 @@ RatioInterval bootstrap_median_ratio(const std::vector<double>& baseline,
 RatioInterval round_ratio_range(const std::vector<double>& baseline,
                                 const std::vector<double>& current);
 
+// From rounds taken side by side (kevo compare --retime: round i timed the
+// baseline's and the current kernel one right after the other, in an order
+// that alternates): the ratio current / baseline of each round, their median,
+// and their range (min .. max). Drift between rounds cancels in each ratio.
+// When both sides are the same, the chance that all n ratios land on one side
+// of 1 is 2 / 2^n (1 in 16 for five rounds), before the threshold's margin.
+// Needs as many rounds on each side, at least one.
+RatioInterval paired_ratio_range(const std::vector<double>& baseline,
+                                 const std::vector<double>& current);
+
+// How a verdict was reached: from one round's samples a side, from the
+// search's independent rounds, or from rounds re-timed side by side here.
+enum class Basis { samples, rounds, retimed };
+std::string_view basis_name(Basis b);  // "samples", "rounds", "retimed"
+
 struct TaskComparison {
   std::string task;
   Verdict verdict = Verdict::unchanged;
   std::optional<TaskResult> baseline, current;
   RatioInterval interval;  // when both sides are ok
-  bool by_rounds = false;  // judged from independent rounds, else one round's samples
+  Basis basis = Basis::samples;
   bool noisy = false;      // a side's spread (rounds', else samples') is wider than the threshold
   bool gate_inconclusive = false;  // CompareOptions::fail_inconclusive
   std::string note;        // e.g. that the task's config changed between the sides
@@ -118,6 +142,11 @@ struct TaskComparison {
 std::vector<TaskComparison> compare_tasks(const std::vector<TaskResult>& baseline,
                                           const std::vector<TaskResult>& current,
                                           const CompareOptions& options);
+
+// Gives `r` (both sides ok, its interval set) its verdict: faster or slower
+// when the whole interval lies beyond 1 -/+ threshold, unchanged when it lies
+// within, inconclusive when it straddles a bound.
+void judge_interval(TaskComparison& r, const CompareOptions& o);
 
 // A headline, then one table row per task:
 // | task | verdict | baseline | current | change | interval | spread | note |

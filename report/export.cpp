@@ -174,6 +174,16 @@ nlohmann::json export_run(Store& store, int64_t run) {
       if (double m = median_of(cand); m < fastest) fastest = m, best = cand["id"];
   }
   out["best"] = best;
+  // The best kernel's source, so that kevo compare --retime can build it again
+  // and time it beside another on the machine where the gate runs.
+  out["best_source"] = nullptr;
+  for (const auto& cand : candidates)
+    if (!best.is_null() && cand["id"] == best)
+      if (std::optional<SourceRecord> src = store.source(cand["source_hash"].get<std::string>()))
+        out["best_source"] = {{"hash", src->hash},
+                              {"language", src->language},
+                              {"origin", src->origin},
+                              {"text", src->text}};
 
   std::optional<Roof> roof = roof_id ? roof_as_judged(store, roof_id) : std::nullopt;
   out["roof"] = roof ? roof->to_json() : nlohmann::json(nullptr);

@@ -26,6 +26,7 @@ inline constexpr int kExportVersion = 1;
 //                       "shapes", "bytes", "flops", "config"},
 //              "host": {"hostname", "host_key", "cpu_model", "ncpu"},
 //              "roof", "summary", "best",
+//              "best_source": {"hash", "language", "origin", "text"} or null,
 //              "candidates": [...]}]}
 // Each candidate has its family, knobs, source hash, synthesizer, parents and
 // lineage (itself first, up to the seed), status and detail, timing (median,

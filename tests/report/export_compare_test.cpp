@@ -196,7 +196,7 @@ TEST(Compare, IdenticalRoundsDoNotAlarm) {
     TaskResult c = with_rounds(ok_task("t", samples(c_level, 0.01, 100, 5000 + k)), 1e-3, 0.10, 3,
                                6000 + k);
     auto rows = compare_tasks({b}, {c}, {});
-    EXPECT_TRUE(rows[0].by_rounds);
+    EXPECT_EQ(rows[0].basis, Basis::rounds);
     alarms += rows[0].regressed();
     inconclusive += rows[0].verdict == Verdict::inconclusive;
     b.rounds_s.clear();
@@ -217,7 +217,7 @@ TEST(Compare, AShiftBeyondTheRoundsSpreadIsSlower) {
     TaskResult b = with_rounds(ok_task("t", samples(1e-3, 0.01, 50, 1)), 1e-3, 0.02, 3, 100 + k);
     TaskResult c = with_rounds(ok_task("t", samples(1.3e-3, 0.01, 50, 2)), 1.3e-3, 0.02, 3, 200 + k);
     auto rows = compare_tasks({b}, {c}, {});
-    ASSERT_TRUE(rows[0].by_rounds);
+    ASSERT_EQ(rows[0].basis, Basis::rounds);
     EXPECT_EQ(rows[0].verdict, Verdict::slower) << "draw " << k;
     EXPECT_NEAR(rows[0].interval.ratio, 1.3, 0.1);
     EXPECT_LE(rows[0].interval.low, rows[0].interval.ratio);
@@ -233,9 +233,58 @@ TEST(Compare, AShiftBeyondTheRoundsSpreadIsSlower) {
   EXPECT_NE(xml.find("(3 rounds)"), std::string::npos) << xml;
   c.rounds_s.resize(1);
   auto one = compare_tasks({b}, {c}, {});
-  EXPECT_FALSE(one[0].by_rounds);
+  EXPECT_EQ(one[0].basis, Basis::samples);
   EXPECT_NE(comparison_junit(one, {}).find("the run-to-run spread is not known"),
             std::string::npos);
+}
+
+// Rounds timed side by side (kevo compare --retime): a machine whose level
+// moves 10% from round to round moves both kernels of a round alike. Judged
+// by each round's ratio, the same kernel twice is unchanged and a planted 15%
+// regression is slower; judged by the rounds as if they were independent,
+// both would be inconclusive.
+TEST(Compare, SideBySideRoundsCancelTheDrift) {
+  int alarms = 0, unchanged = 0, caught = 0, unpaired_resolved = 0;
+  for (uint64_t k = 0; k < 200; ++k) {
+    std::vector<double> drift = samples(1.0, 0.10, 5, 9000 + k);
+    std::vector<double> b_noise = samples(1.0, 0.01, 5, 10000 + k);
+    std::vector<double> c_noise = samples(1.0, 0.01, 5, 11000 + k);
+    for (double slowdown : {1.0, 1.15}) {
+      TaskComparison r;
+      r.baseline = ok_task("t", samples(1e-3, 0.01, 20, 1));
+      r.current = ok_task("t", samples(1e-3, 0.01, 20, 2));
+      for (size_t i = 0; i < 5; ++i) {
+        r.baseline->rounds_s.push_back(1e-3 * drift[i] * b_noise[i]);
+        r.current->rounds_s.push_back(1e-3 * slowdown * drift[i] * c_noise[i]);
+      }
+      r.interval = paired_ratio_range(r.baseline->rounds_s, r.current->rounds_s);
+      judge_interval(r, {});
+      if (slowdown == 1.0) {
+        alarms += r.verdict == Verdict::slower;
+        unchanged += r.verdict == Verdict::unchanged;
+      } else {
+        caught += r.verdict == Verdict::slower;
+      }
+      TaskComparison unpaired = r;
+      unpaired.interval = round_ratio_range(r.baseline->rounds_s, r.current->rounds_s);
+      judge_interval(unpaired, {});
+      unpaired_resolved += unpaired.verdict != Verdict::inconclusive;
+    }
+  }
+  std::cout << "of 200 side-by-side A/A pairs: " << alarms << " slower, " << unchanged
+            << " unchanged; planted +15%: " << caught << " of 200 slower; judged unpaired, "
+            << unpaired_resolved << " of 400 resolved\n";
+  EXPECT_EQ(alarms, 0);
+  EXPECT_GE(unchanged, 190);
+  EXPECT_GE(caught, 190);
+  EXPECT_LT(unpaired_resolved, 100);
+}
+
+TEST(Compare, PairedRangeIsEachRoundsRatio) {
+  RatioInterval r = paired_ratio_range({1.0, 2.0, 4.0}, {1.1, 2.4, 4.2});
+  EXPECT_DOUBLE_EQ(r.low, 1.05);
+  EXPECT_DOUBLE_EQ(r.ratio, 1.1);
+  EXPECT_DOUBLE_EQ(r.high, 1.2);
 }
 
 TEST(Compare, RoundRangeIsEveryPairing) {
@@ -678,6 +727,112 @@ TEST(Export, ARealRunAsKevoJsonAndT4AndComparedWithItself) {
     EXPECT_NE(bad.err.find("bad.json"), std::string::npos) << bad.err;
     EXPECT_NE(bad.err.find("expected a file written by kevo export"), std::string::npos) << bad.err;
     EXPECT_EQ(bad.err.find("internal error"), std::string::npos) << bad.err;
+  }
+}
+
+// kevo compare --retime on a real run: both best kernels are built from the
+// export and timed here in alternating rounds, stored as a compare run; the
+// verdict is judged from the rounds' ratios (which way it goes is the
+// machine's business, not this test's). A kernel that fails here is
+// now-failing; an export without sources is judged as before and says why.
+TEST(CompareRetime, BothKernelsAreTimedSideBySideHere) {
+  auto dir = test::temp_dir("compare-retime");
+  const std::string db = (dir / "kevo.db").string();
+  test::store_cpu_roof(db);
+  std::ofstream(dir / "search.json") << R"({"name": "swiglu-small", "operator": "swiglu",
+      "shapes": {"g": [64, 1000]}, "timing": {"min_time_ms": 2, "min_samples": 3},
+      "knobs": {"THREADS": [1]},
+      "search": {"strategy": "evolution", "batch": 2, "confirm": 1, "stop": {"max_evals": 2}}})";
+  auto ran = kevo(dir, db, {"run", "search.json", "--json"});
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  const int64_t run = nlohmann::json::parse(ran.out)["run"].get<int64_t>();
+  ASSERT_EQ(kevo(dir, db, {"export", std::to_string(run), "-o", "a.json"}).exit_code, 0);
+  const nlohmann::json doc = nlohmann::json::parse(read(dir / "a.json"));
+  const auto& best_source = doc["runs"][0]["best_source"];
+  ASSERT_TRUE(best_source.is_object()) << doc["runs"][0].dump();
+  EXPECT_FALSE(best_source["text"].get<std::string>().empty());
+  for (const auto& c : doc["runs"][0]["candidates"])
+    if (c["id"] == doc["runs"][0]["best"]) EXPECT_EQ(c["source_hash"], best_source["hash"]);
+
+  auto same = kevo(dir, db, {"compare", "a.json", "a.json", "--retime", "--rounds", "3", "--json"});
+  ASSERT_TRUE(same.exit_code == 0 || same.exit_code == 1) << same.err;
+  const auto j = nlohmann::json::parse(same.out);
+  const auto& t = j["tasks"][0];
+  ASSERT_EQ(t["basis"], "retimed") << t.dump(2);
+  ASSERT_EQ(t["baseline"]["rounds_s"].size(), 3u);
+  ASSERT_EQ(t["current"]["rounds_s"].size(), 3u);
+  // The interval is each round's ratio, the figure each side's median round.
+  std::vector<double> ratios;
+  for (size_t i = 0; i < 3; ++i)
+    ratios.push_back(t["current"]["rounds_s"][i].get<double>() /
+                     t["baseline"]["rounds_s"][i].get<double>());
+  std::sort(ratios.begin(), ratios.end());
+  EXPECT_DOUBLE_EQ(t["ci_low"].get<double>(), ratios[0]);
+  EXPECT_DOUBLE_EQ(t["ratio"].get<double>(), ratios[1]);
+  EXPECT_DOUBLE_EQ(t["ci_high"].get<double>(), ratios[2]);
+  std::vector<double> b_rounds = t["baseline"]["rounds_s"].get<std::vector<double>>();
+  std::sort(b_rounds.begin(), b_rounds.end());
+  EXPECT_DOUBLE_EQ(t["baseline"]["median_s"].get<double>(), b_rounds[1]);
+  EXPECT_NE(t["baseline"]["origin"].get<std::string>().find("re-timed"), std::string::npos);
+  // Stored: a compare run whose two candidates were measured in alternating
+  // order, every measurement checked and timed.
+  {
+    Store ro(db, /*read_only=*/true);
+    QueryResult runs = ro.query("SELECT id FROM runs WHERE kind = 'compare'", {});
+    ASSERT_EQ(runs.rows.size(), 1u);
+    const int64_t compare_run = std::get<int64_t>(runs.rows[0][0]);
+    QueryResult order = ro.query(
+        "SELECT e.candidate_id, e.status FROM evaluations e JOIN candidates c ON c.id = "
+        "e.candidate_id WHERE c.run_id = ? ORDER BY e.id",
+        {compare_run});
+    ASSERT_EQ(order.rows.size(), 6u);
+    std::vector<int64_t> who;
+    for (const auto& row : order.rows) {
+      who.push_back(std::get<int64_t>(row[0]));
+      EXPECT_EQ(std::get<std::string>(row[1]), "ok");
+    }
+    EXPECT_NE(who[0], who[1]);
+    EXPECT_EQ(who[1], who[2]);  // round 2 starts with the current kernel
+    EXPECT_EQ(who[3], who[0]);
+    EXPECT_EQ(who[4], who[0]);  // round 3 with the baseline again
+    EXPECT_EQ(who[5], who[1]);
+  }
+  auto md = kevo(dir, db, {"compare", "a.json", "a.json", "--retime", "--rounds", "3"});
+  EXPECT_NE(md.out.find("re-timed on this machine, both kernels side by side in 3 rounds"),
+            std::string::npos)
+      << md.out;
+  EXPECT_NE(table_rows(md.out).at(0)["spread"].find("re-timed rounds"), std::string::npos)
+      << md.out;
+
+  // The current kernel does not build here: now failing, and the gate fails.
+  nlohmann::json broken = doc;
+  broken["runs"][0]["best_source"]["text"] = "#error a planted fault\n";
+  std::ofstream(dir / "broken.json") << broken.dump();
+  auto fails = kevo(dir, db, {"compare", "a.json", "broken.json", "--retime", "--rounds", "3"});
+  EXPECT_EQ(fails.exit_code, 1) << fails.out << fails.err;
+  auto row = table_rows(fails.out).at(0);
+  EXPECT_EQ(row["verdict"], "now-failing") << fails.out;
+  EXPECT_NE(row["note"].find("the current kernel failed here"), std::string::npos) << fails.out;
+
+  // An export written before sources were exported: judged from the stored
+  // figures, and the note says why.
+  nlohmann::json old = doc;
+  old["runs"][0].erase("best_source");
+  std::ofstream(dir / "old.json") << old.dump();
+  auto stored = kevo(dir, db, {"compare", "a.json", "old.json", "--retime", "--json"});
+  ASSERT_TRUE(stored.exit_code == 0 || stored.exit_code == 1) << stored.err;
+  const auto s = nlohmann::json::parse(stored.out)["tasks"][0];
+  EXPECT_NE(s["basis"], "retimed");
+  EXPECT_NE(s["note"].get<std::string>().find("carries no kernel source"), std::string::npos)
+      << s.dump(2);
+
+  // Bad rounds are bad input.
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"compare", "a.json", "a.json", "--retime", "--rounds", "2"},
+        std::vector<std::string>{"compare", "a.json", "a.json", "--rounds", "5"}}) {
+    auto bad = kevo(dir, db, args);
+    EXPECT_EQ(bad.exit_code, 2) << bad.err;
+    EXPECT_NE(bad.err.find("--rounds"), std::string::npos) << bad.err;
   }
 }
 
