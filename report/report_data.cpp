@@ -91,18 +91,43 @@ std::vector<Result> results_of(Store& store, int64_t run) {
 
 // Best median so far after each result: [{n, t_s, best_s}], from the first
 // correct one on. `scale` divides the times (1: seconds).
-json convergence_points(const std::vector<Result>& results, double started_at, double scale) {
+// Best so far by the search's figures, point by point; then, where the run
+// confirmed its best, one last point ("confirmed": true) at the figure the
+// run reports: the curve ends where the headline is, and a search figure the
+// re-measurement did not bear out shows as the step up to it.
+json convergence_points(const std::vector<Result>& results, double started_at, double scale,
+                        const RunRecord* run = nullptr,
+                        std::optional<double> headline_s = std::nullopt) {
   json points = json::array();
-  double best = 0;
+  double best = 0, last_t = 0;
   for (size_t i = 0; i < results.size(); ++i) {
     const Result& r = results[i];
     if (r.ok() && (best == 0 || r.median.get<double>() < best)) best = r.median.get<double>();
+    last_t = std::max(last_t, r.at - started_at);
     if (best > 0)
-      points.push_back(
-          {{"n", i + 1}, {"t_s", std::max(0.0, r.at - started_at)}, {"best_s", best / scale}});
+      points.push_back({{"n", i + 1},
+                        {"t_s", std::max(0.0, r.at - started_at)},
+                        {"best_s", best / scale},
+                        {"confirmed", false}});
   }
+  if (!run || points.empty()) return points;
+  const json summary = run->summary();
+  if (!summary.is_object() || !summary.contains("best") || !summary["best"].is_object()) return points;
+  const json& b = summary["best"];
+  if (!b.value("confirmed", false) || !b["median_s"].is_number()) return points;
+  // The figure the report quotes for the best, where it has its own.
+  const double final_s = headline_s ? *headline_s : b["median_s"].get<double>();
+  const double end_t =
+      run->finished_at.empty() ? last_t : std::max(last_t, epoch_seconds(run->finished_at) - started_at);
+  points.push_back({{"n", results.size()},
+                    {"t_s", std::max(0.0, end_t)},
+                    {"best_s", final_s / scale},
+                    {"confirmed", true}});
   return points;
 }
+
+// A search's figure holds when its re-measurement lands within this factor of it.
+constexpr double kHeldFactor = 1.25;
 
 json result_row(const Result& r) {
   return {{"candidate", r.candidate},
@@ -373,7 +398,10 @@ json run_report(Store& store, int64_t run, int top_k) {
   };
   series.push_back({{"run", run},
                     {"label", label(r["run"]["strategy"], run)},
-                    {"points", convergence_points(results, started_at, 1)}});
+                    {"points", convergence_points(results, started_at, 1, &row,
+                                                  best.is_object() && best["median_s"].is_number()
+                                                      ? std::optional<double>(best["median_s"].get<double>())
+                                                      : std::nullopt)}});
   for (const RunRecord& o : store.search_runs_of_task(task_hash, run, 7)) {
     const int64_t id = o.id;
     const json c = o.config();
@@ -382,7 +410,8 @@ json run_report(Store& store, int64_t run, int top_k) {
     series.push_back(
         {{"run", id},
          {"label", label(strategy, id)},
-         {"points", convergence_points(results_of(store, id), epoch_seconds(o.started_at), 1)}});
+         {"points",
+          convergence_points(results_of(store, id), epoch_seconds(o.started_at), 1, &o)}});
   }
   r["convergence"] = series;
 
@@ -446,6 +475,26 @@ json run_report(Store& store, int64_t run, int top_k) {
     top.push_back(std::move(row));
   }
   r["top"] = top;
+  // The search's figures that a re-measurement did not bear out: more than
+  // kHeldFactor from the confirmation's median round either way, or failed
+  // when measured again. The search steered by them; the reader should know.
+  json unheld = json::array();
+  for (const Ranked& k : ok) {
+    if (k.confirm_status.empty()) continue;  // not re-measured
+    const double search = k.r->median.get<double>();
+    const double again = k.confirmed.is_number() ? k.confirmed.get<double>() : 0;
+    if (k.confirmed.is_number() && again <= kHeldFactor * search && search <= kHeldFactor * again)
+      continue;
+    unheld.push_back({{"candidate", k.r->candidate},
+                      {"family", k.r->family},
+                      {"knobs_text", k.r->knobs_text},
+                      {"search_median_s", search},
+                      {"confirmed_median_s", k.confirmed},
+                      {"confirm_status", k.confirm_status},
+                      {"ratio", k.confirmed.is_number() ? json(again / search) : json(nullptr)}});
+  }
+  r["did_not_hold"] = unheld;
+  r["held_factor"] = kHeldFactor;
   r["ok_candidates"] = ok.size();
   r["time"] = time_section(store, run, summary);
   return r;
@@ -507,7 +556,7 @@ json batch_report(Store& store, int64_t id) {
           // Best so far relative to the task's final best, so that tasks of
           // any speed share one plot.
           json points = convergence_points(results, epoch_seconds(stored->started_at),
-                                           b["median_s"].get<double>());
+                                           b["median_s"].get<double>(), &*stored);
           series.push_back({{"run", *run}, {"label", t.name}, {"points", points}});
         }
       }

@@ -324,6 +324,31 @@ std::vector<std::vector<std::string>> top_rows(const json& r) {
   return rows;
 }
 
+const std::vector<std::string> kUnheldHeader = {"candidate", "family", "knobs", "search's median",
+                                                 "re-measured", "ratio"};
+
+// The candidates whose search figure the confirmation did not bear out.
+std::vector<std::vector<std::string>> unheld_rows(const json& r) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& u : r.value("did_not_hold", json::array())) {
+    const bool timed = u["confirmed_median_s"].is_number();
+    rows.push_back({str(u["candidate"]), str(u["family"]), str(u["knobs_text"]),
+                    secs(u["search_median_s"]),
+                    timed ? secs(u["confirmed_median_s"])
+                          : str(u["confirm_status"]) + " when measured again",
+                    timed ? fmt::format("{:.2f}x", u["ratio"].get<double>()) : "-"});
+  }
+  return rows;
+}
+
+std::string unheld_intro(const json& r) {
+  return fmt::format(
+      "The search's figure of these candidates was not borne out when they were measured again "
+      "at the end (off by more than {:.2f}x either way, or failed): the search steered by "
+      "figures a busy machine or a lucky round gave. Rank by the re-measured column.",
+      r.value("held_factor", 1.25));
+}
+
 std::vector<std::vector<std::string>> time_rows(const json& r) {
   const json& t = r["time"];
   const double clock = t["elapsed_s"].is_number() ? t["elapsed_s"].get<double>() : 0;
@@ -401,6 +426,11 @@ std::string md_image(const std::string& prefix, const std::vector<Plot>& plots,
   return fmt::format("![{}]({}{}.svg)\n\n", alt, prefix, name);
 }
 
+// What the convergence curves are drawn from.
+constexpr const char* kConvergenceNote =
+    "Best so far by the search's own figures; where a run confirmed its best, its curve ends at "
+    "the re-measured figure the report quotes (a step up where the search's figure did not hold).";
+
 std::string md_plots_note(const std::string& prefix) {
   return prefix.empty() ? "*Plots left out: write the report to a file (`-o report.md`) to get "
                           "them as SVG files beside it, or use `--format html`.*\n\n"
@@ -423,7 +453,7 @@ std::string run_markdown(const json& r, const std::string& prefix) {
     for (const auto& l : best_lines(r)) o += "- " + l + "\n";
     o += "\n```\n" + str(r["best"]["source"]) + "```\n\n";
   }
-  o += "## Convergence\n\n" + md_plots_note(prefix);
+  o += "## Convergence\n\n" + std::string(kConvergenceNote) + "\n\n" + md_plots_note(prefix);
   o += md_image(prefix, plots, "convergence-evals", "best so far against evaluations");
   o += md_image(prefix, plots, "convergence-time", "best so far against wall time");
   o += "## Roofline\n\n" + md_plots_note(prefix);
@@ -439,6 +469,9 @@ std::string run_markdown(const json& r, const std::string& prefix) {
                              : md_table({"status", "count", "examples"}, failure_rows(r));
   o += "\n## Top candidates\n\n";
   o += r["top"].empty() ? "No correct candidates.\n" : md_table(kTopHeader, top_rows(r));
+  if (!r.value("did_not_hold", json::array()).empty())
+    o += "\n## Figures that did not hold\n\n" + unheld_intro(r) + "\n\n" +
+         md_table(kUnheldHeader, unheld_rows(r));
   o += "\n## Time per stage\n\n";
   o += md_table({"stage", "time", "share of the budget clock", "what"}, time_rows(r));
   return o;
@@ -460,7 +493,8 @@ std::string run_html(const json& r) {
     o += "</ul>\n<details open><summary>Source, knobs baked in</summary>\n<pre><code>" +
          xml_escape(str(r["best"]["source"])) + "</code></pre>\n</details>\n";
   }
-  o += "</section>\n<section id=\"convergence\">\n<h2>Convergence</h2>\n<div class=\"plot-row\">\n";
+  o += "</section>\n<section id=\"convergence\">\n<h2>Convergence</h2>\n<p class=\"note\">" +
+       std::string(kConvergenceNote) + "</p>\n<div class=\"plot-row\">\n";
   for (const char* name : {"convergence-evals", "convergence-time"})
     if (const Plot* p = find_plot(plots, name)) o += p->svg;
   o += "</div>\n</section>\n<section id=\"roofline\">\n<h2>Roofline</h2>\n";
@@ -478,6 +512,10 @@ std::string run_html(const json& r) {
   o += "</section>\n<section id=\"top\">\n<h2>Top candidates</h2>\n";
   o += r["top"].empty() ? "<p>No correct candidates.</p>\n"
                         : html_table("top", kTopHeader, top_rows(r));
+  if (!r.value("did_not_hold", json::array()).empty())
+    o += "</section>\n<section id=\"did-not-hold\">\n<h2>Figures that did not hold</h2>\n<p>" +
+         xml_escape(unheld_intro(r)) + "</p>\n" +
+         html_table("did-not-hold", kUnheldHeader, unheld_rows(r));
   o += "</section>\n<section id=\"time\">\n<h2>Time per stage</h2>\n";
   o += html_table("time", {"stage", "time", "share of the budget clock", "what"}, time_rows(r));
   o += "</section>\n";

@@ -237,6 +237,12 @@ TEST_F(Batch, KilledBatchResumesWithNothingRepeated) {
   ASSERT_EQ(rj["tasks"].size(), 3u);
   EXPECT_EQ(rj["convergence"].size(), 3u);
   for (const auto& t : rj["tasks"]) EXPECT_GT(t["best_s"].get<double>(), 0) << t.dump();
+  // Each curve is relative to its task's best as the table quotes it, and
+  // ends there.
+  for (const auto& c : rj["convergence"]) {
+    ASSERT_FALSE(c["points"].empty());
+    EXPECT_DOUBLE_EQ(c["points"].back()["best_s"].get<double>(), 1.0) << c.dump();
+  }
 }
 
 }  // namespace

@@ -177,11 +177,19 @@ TEST_F(Report, JsonHoldsEverySectionAsTheStoreHasIt) {
   EXPECT_FALSE(top[0]["diagnosis"].get<std::string>().empty());
 
   // Convergence of this run: one point per result from the first correct
-  // one, the best never getting worse.
-  const json& points = j["convergence"][0]["points"];
-  ASSERT_FALSE(points.empty());
+  // one, the best never getting worse; then the confirmed best, which is
+  // the figure the headline quotes: the plot and the headline agree.
+  json points = j["convergence"][0]["points"];
+  ASSERT_GE(points.size(), 2u);
+  ASSERT_TRUE(best["confirmed"].get<bool>());
+  const json last = points.back();
+  EXPECT_TRUE(last["confirmed"].get<bool>());
+  EXPECT_DOUBLE_EQ(last["best_s"].get<double>(), best["median_s"].get<double>());
+  points.erase(points.size() - 1);
+  EXPECT_EQ(last["n"], points.back()["n"]);
   EXPECT_EQ(points.back()["n"].get<int64_t>(), ok + failed);
   for (size_t i = 1; i < points.size(); ++i) {
+    EXPECT_FALSE(points[i]["confirmed"].get<bool>());
     EXPECT_EQ(points[i]["n"].get<int64_t>(), points[i - 1]["n"].get<int64_t>() + 1);
     EXPECT_LE(points[i]["best_s"].get<double>(), points[i - 1]["best_s"].get<double>());
   }
@@ -326,6 +334,25 @@ TEST_F(Report, TopCandidatesRankByTheConfirmationNotTheLuckyFirstTime) {
       EXPECT_GT(t["rank"].get<int64_t>(), 1);
     }
   EXPECT_TRUE(seen);
+  // ... and the report says its search figure did not hold.
+  const json unheld = json::parse(r.out)["did_not_hold"];
+  bool listed = false;
+  for (const auto& u : unheld) {
+    const bool timed = u["confirmed_median_s"].is_number();
+    if (timed) {
+      const double ratio = u["ratio"].get<double>();
+      EXPECT_TRUE(ratio > 1.25 || ratio < 1 / 1.25) << u.dump();  // only what did not hold
+      EXPECT_DOUBLE_EQ(ratio, u["confirmed_median_s"].get<double>() /
+                                  u["search_median_s"].get<double>());
+    } else {
+      EXPECT_NE(u["confirm_status"], "ok") << u.dump();
+    }
+    if (u["candidate"] == lucky) {
+      listed = true;
+      EXPECT_GT(u["ratio"].get<double>(), 100);
+    }
+  }
+  EXPECT_TRUE(listed) << unheld.dump(2);
 
   // The Markdown table shows both figures: the search's and the re-measured.
   auto md = test::run_kevo(dir_, copy.string(), {"report", std::to_string(run_)}, {}, 1 << 22);
@@ -335,6 +362,11 @@ TEST_F(Report, TopCandidatesRankByTheConfirmationNotTheLuckyFirstTime) {
   ASSERT_EQ(rows[0].size(), 11u);
   EXPECT_EQ(rows[0][1], std::to_string(best));
   EXPECT_NE(rows[0][7], "-");
+  EXPECT_NE(md.out.find("## Figures that did not hold"), std::string::npos) << md.out;
+  bool in_md = false;
+  for (const auto& row : md_table(md.out, "candidate"))
+    if (!row.empty() && row[0] == std::to_string(lucky)) in_md = true;
+  EXPECT_TRUE(in_md) << md.out;
 }
 
 TEST_F(Report, SvgPlotsAreWellFormedWithAxesAndAPointPerCorrectCandidate) {
