@@ -109,8 +109,9 @@ nlohmann::json gather(Store& store, int64_t id) {
   // The machine as the search's measurement and the confirming one left it.
   nlohmann::json machine = nlohmann::json::object();
   if (auto state = store.machine_state(evals.front()); !state.empty()) machine["search"] = state;
+  std::optional<EvalResult> again;  // the confirming re-measurement, where there is one
   if (std::optional<int64_t> conf_id = store.confirming_evaluation(id)) {
-    std::optional<EvalResult> again = store.evaluation(*conf_id);
+    again = store.evaluation(*conf_id);
     nlohmann::json conf = {{"evaluation", *conf_id}, {"measurements", evals.size() - 1},
                            {"status", std::string(status_name(again->status))}};
     if (again->timing) {
@@ -121,8 +122,14 @@ nlohmann::json gather(Store& store, int64_t id) {
     if (auto state = store.machine_state(*conf_id); !state.empty()) machine["confirmation"] = state;
   }
   if (!machine.empty()) j["machine"] = machine;
-  if (result->diagnosis) {
-    const Diagnosis& d = *result->diagnosis;
+  // One median per candidate: the diagnosis of the measurement that stands
+  // for it (the confirmation's where it was re-measured ok), the same one the
+  // bounds below divide by.
+  const EvalResult& stands =
+      again && again->status == Status::ok && again->diagnosis ? *again : *result;
+  j["diagnosis_of"] = &stands == &*result ? "search" : "confirmation";
+  if (stands.diagnosis) {
+    const Diagnosis& d = *stands.diagnosis;
     j["bound"] = d.bound;
     j["roof_fraction"] = d.roof_fraction;
     j["diagnosis"] = d.why;
@@ -143,7 +150,7 @@ nlohmann::json gather(Store& store, int64_t id) {
     task_error = e.what();
   }
   std::optional<Roof> roof =
-      result->roof_id ? roof_as_judged(store, result->roof_id) : std::nullopt;
+      stands.roof_id ? roof_as_judged(store, stands.roof_id) : std::nullopt;
   if (task) {
     j["task"]["shape"] = shape_str(task->main.shapes[0]);
     j["task"]["dtype"] = dtype_name(task->dtype);
@@ -160,7 +167,7 @@ nlohmann::json gather(Store& store, int64_t id) {
                           {"threads", bw->threads}};
       if (!std::isnan(measured)) bounds["memory"]["fraction"] = floor / measured;
     }
-    if (std::optional<PeakPoint> peak = roof->peak_for()) {
+    if (std::optional<PeakPoint> peak = roof->peak_for_dtype(dtype_name(task->dtype))) {
       const double floor = task->flops() / (peak->gflops * 1e9);
       bounds["compute"] = {{"floor_s", floor},
                            {"gflops", peak->gflops},
@@ -326,8 +333,10 @@ void print_text(const nlohmann::json& j) {
     line("bounds", fmt::format("unknown ({})", b.value("unknown", std::string("no figures"))));
   if (j.contains("bound"))
     line("bound",
-         fmt::format("{}-bound, {:.0f}% of the roof (achieved {:.3g} GB/s, {:.3g} GFLOP/s)",
+         fmt::format("{}-bound, {:.0f}% of the roof at the {} median (achieved {:.3g} GB/s, "
+                     "{:.3g} GFLOP/s)",
                      j["bound"].get<std::string>(), 100 * j["roof_fraction"].get<double>(),
+                     j["diagnosis_of"] == "confirmation" ? "re-measured" : "search's",
                      j["achieved_gbps"].get<double>(), j["achieved_gflops"].get<double>()));
   if (j.contains("bottleneck"))
     line("bottleneck", j["bottleneck"].get<std::string>().empty()

@@ -283,7 +283,12 @@ void Engine::process(std::vector<Proposal> proposals, std::vector<Observation>& 
       cand = store_.add_candidate(run_, fam.source_hash, prop.point.knobs, fam.name,
                                   prop.synthesizer, prop.parents, earlier);
     }
-    tree_.add({cand, fam.name, knobs_to_string(prop.point.knobs), prop.synthesizer}, prop.parents);
+    TreeNode node;
+    node.candidate = cand;
+    node.family = fam.name;
+    node.knobs = knobs_to_string(prop.point.knobs);
+    node.synthesizer = prop.synthesizer;
+    tree_.add(node, prop.parents);
     known_[key] = cand;
     if (!earlier) {
       jobs.push_back({cand, std::move(prop)});

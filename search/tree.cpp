@@ -1,5 +1,6 @@
 #include "search/tree.h"
 
+#include <cmath>
 #include <deque>
 #include <set>
 
@@ -68,6 +69,11 @@ void CandidateTree::write_dot(std::ostream& out, int64_t highlight) const {
     std::string result = !n.evaluated                ? "not evaluated"
                          : n.status == Status::ok    ? format_seconds(n.seconds)
                                                      : std::string(status_name(n.status));
+    // One figure per candidate: the re-measured one where there is one, marked.
+    if (n.evaluated && n.status == Status::ok && !n.confirm_status.empty())
+      result = n.confirm_status == "ok" && std::isfinite(n.confirmed_s)
+                   ? fmt::format("{} confirmed (search {})", format_seconds(n.confirmed_s), result)
+                   : fmt::format("{} when measured again (search {})", n.confirm_status, result);
     std::string text = fmt::format("#{} {}\\n{}\\n{} ({})", n.candidate, n.family, n.knobs,
                                    result, n.synthesizer);
     std::string style;
@@ -87,6 +93,7 @@ CandidateTree CandidateTree::load(Store& store, int64_t run) {
   CandidateTree t;
   std::map<int64_t, std::vector<int64_t>> parents;
   for (const auto& [child, parent] : store.lineage(run)) parents[child].push_back(parent);
+  const std::map<int64_t, std::vector<int64_t>> own = store.evaluations_of_run(run);
   for (const CandidateResult& r : store.results(run)) {
     TreeNode n;
     n.candidate = r.candidate.id;
@@ -98,6 +105,14 @@ CandidateTree CandidateTree::load(Store& store, int64_t run) {
       n.status = parse_status(r.status).value_or(Status::crash);
     }
     if (r.median_s) n.seconds = *r.median_s;
+    // Measured more than once: a confirmation (or a reused result's rounds).
+    auto e = own.find(n.candidate);
+    if (e != own.end() && (e->second.size() > 1 || r.candidate.reuses_evaluation))
+      if (std::optional<int64_t> conf = store.confirming_evaluation(n.candidate))
+        if (std::optional<EvalResult> again = store.evaluation(*conf)) {
+          n.confirm_status = std::string(status_name(again->status));
+          if (again->timing) n.confirmed_s = again->timing->median_s;
+        }
     t.add(n, parents[n.candidate]);
   }
   return t;

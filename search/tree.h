@@ -26,6 +26,10 @@ struct TreeNode {
   bool evaluated = false;
   Status status = Status::ok;
   double seconds = std::numeric_limits<double>::infinity();  // median when ok
+  // Where the run measured it again at the end: its confirmation's status and
+  // median (the figure reports quote for it); empty status where it was not.
+  std::string confirm_status;
+  double confirmed_s = std::numeric_limits<double>::quiet_NaN();
 };
 
 class CandidateTree {

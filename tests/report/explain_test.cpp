@@ -94,6 +94,29 @@ TEST_F(Explain, ShowsBoundsMetricsHotLinesAndLineage) {
   EXPECT_LT(r.out.find(fmt::format("#{} ", child_)), r.out.find(fmt::format("#{} ", seed_)));
 }
 
+// One median per candidate: re-measured, its bound line and diagnosis are
+// those of the confirmation, the figure the bounds divide by too (they once
+// quoted the search's diagnosis beside the confirmation's median).
+TEST_F(Explain, TheBoundAndTheBoundsQuoteOneMedian) {
+  {
+    Store s(db_);
+    for (double m : {1.3e-3, 1.25e-3, 1.2e-3}) s.add_evaluation(child_, result(m, {}));
+  }
+  auto j = json({"explain", std::to_string(child_)});
+  EXPECT_EQ(j["diagnosis_of"], "confirmation");
+  const double measured = j["bounds"]["measured_s"].get<double>();
+  EXPECT_DOUBLE_EQ(measured, 1.25e-3);
+  EXPECT_DOUBLE_EQ(j["roof_fraction"].get<double>(), j["bounds"]["memory"]["fraction"].get<double>());
+  EXPECT_DOUBLE_EQ(j["roof_fraction"].get<double>(), task_.bytes() / 50e9 / measured);
+  auto text = kevo({"explain", std::to_string(child_)});
+  EXPECT_NE(text.out.find("of the roof at the re-measured median"), std::string::npos) << text.out;
+  // Measured once: the search's figure, said as such.
+  auto once = json({"explain", std::to_string(seed_)});
+  EXPECT_EQ(once["diagnosis_of"], "search");
+  EXPECT_DOUBLE_EQ(once["roof_fraction"].get<double>(),
+                   once["bounds"]["memory"]["fraction"].get<double>());
+}
+
 TEST_F(Explain, JsonHasTheEvidence) {
   auto r = kevo({"explain", std::to_string(child_), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
