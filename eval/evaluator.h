@@ -20,6 +20,12 @@
 
 namespace kevo {
 
+// The share of its timing a runner's timing thread waited for a CPU while
+// ready to run (percent, a machine.* figure stored with the evaluation), and
+// the share beyond which the measurement is taken again.
+inline constexpr const char* kCpuWaitMetric = "machine.cpu_wait_pct";
+inline constexpr double kContendedPct = 10;
+
 struct CandidateSource {
   std::string text;
   std::filesystem::path origin;  // the file it came from, if any

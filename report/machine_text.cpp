@@ -23,6 +23,7 @@ constexpr Figure kFigures[] = {
     {"machine.gpu_temp_c", "GPU ", " C", 0},    {"machine.mem_temp_c", "HBM ", " C", 0},
     {"machine.power_w", "", " W", 0},           {"machine.throttle", "", "", 0, true},
     {"machine.load1", "load ", "", 2},          {"machine.cpu_mhz", "CPU clock ", " MHz", 0},
+    {"machine.cpu_wait_pct", "waited for a CPU ", "% of the timing", 0},
 };
 
 bool known(const std::string& metric) {

@@ -73,6 +73,9 @@ struct RunOutcome {
   // clocked). The evaluator holds the reported samples against it.
   double timing_go_at = 0;
   double timing_wall_s = 0;
+  // Of that time, how long the runner's timing thread was ready to run but
+  // waited for a CPU (another process had it): -1 where not read.
+  double timing_cpu_wait_s = -1;
   // Per sample, how long the device stayed busy after the sample's end event
   // (cuda): work the event did not wait for. Empty where not measured.
   std::vector<double> after_end_s;

@@ -12,6 +12,7 @@
 #include <set>
 #include <string_view>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -154,6 +155,19 @@ EventPipe make_event_pipe() {
   return {ev[0], ev[1]};
 }
 
+double runqueue_wait_s(pid_t pid) {
+  // /proc/PID/schedstat: time on a CPU, time waiting on a run queue (both in
+  // ns), time slices; of the thread that is the process (the runner's main
+  // thread, which takes the samples). Kept by the kernel: the candidate
+  // cannot rewrite it.
+  std::FILE* f = std::fopen(fmt::format("/proc/{}/schedstat", pid).c_str(), "r");
+  if (!f) return -1;
+  unsigned long long on_cpu = 0, waiting = 0;
+  const int n = std::fscanf(f, "%llu %llu", &on_cpu, &waiting);
+  std::fclose(f);
+  return n == 2 ? static_cast<double>(waiting) * 1e-9 : -1;
+}
+
 LoopEnd pump_events(ChildProcess& child, EventReader& events, CappedBuffer& so, CappedBuffer& se,
                     double hard, double& deadline, const RawEventFn& on_event,
                     const std::function<bool()>& on_wake, double max_wait_s) {
@@ -186,6 +200,7 @@ RunOutcome drive_job(ChildProcess& child, EventReader& events, CappedBuffer& so,
   RunOutcome out;
   out.kind = RunOutcome::crashed;
   out.detail = "the runner exited without reporting";
+  double wait_at_go = -1;  // the runner's run-queue wait when kevo said "go"
   // An event kevo cannot read (a field of the wrong type: the candidate's
   // process wrote it) ends the job as a crash, never kevo.
   std::function<bool(const nlohmann::json&, double&)> decode_event;
@@ -224,6 +239,10 @@ RunOutcome drive_job(ChildProcess& child, EventReader& events, CappedBuffer& so,
       out.detail.clear();
       return true;
     } else {
+      if (kind == "timing" && wait_at_go >= 0) {
+        const double wait = runqueue_wait_s(child.pid());
+        if (wait >= wait_at_go) out.timing_cpu_wait_s = wait - wait_at_go;
+      }
       double timeout_s = loop.timeout_s;
       const Reply reply = on_event(e, out, timeout_s);
       if (reply == Reply::ignore) return false;
@@ -236,6 +255,7 @@ RunOutcome drive_job(ChildProcess& child, EventReader& events, CappedBuffer& so,
           out.detail = "the runner started timing twice";
           return true;
         }
+        wait_at_go = runqueue_wait_s(child.pid());
         out.timing_go_at = monotonic_seconds();
         write_line(child.stdin_fd(), "go");
       }

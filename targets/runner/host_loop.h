@@ -86,6 +86,10 @@ LoopEnd pump_events(ChildProcess& child, EventReader& events, CappedBuffer& so, 
                     double hard, double& deadline, const RawEventFn& on_event,
                     const std::function<bool()>& on_wake = {}, double max_wait_s = 0.25);
 
+// How long the process `pid`'s main thread has waited for a CPU while ready
+// to run (/proc/PID/schedstat), in seconds; -1 where the kernel does not say.
+double runqueue_wait_s(pid_t pid);
+
 // Whether the runner `pid` still holds kevo's pipes where kevo gave them:
 // each (descriptor, pipe inode) of `expected`. Empty when it does, else what
 // changed ("descriptor 3 (kevo's event pipe) is now pipe:[123]"). A process
