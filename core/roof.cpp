@@ -26,6 +26,19 @@ std::optional<PeakPoint> Roof::peak_for(int threads) const {
   return best;
 }
 
+std::optional<PeakPoint> Roof::peak_for_dtype(std::string_view dtype, int threads) const {
+  auto applies = [&](const std::string& kind) {
+    if (kind == "bf16_tensor") return dtype == "bf16" || dtype == "f16";
+    return true;  // fp32_fma: a scalar or vector FMA unit computes any dtype (converted)
+  };
+  std::optional<PeakPoint> best;
+  for (const auto& p : peak)
+    if ((threads <= 0 || p.threads == threads) && applies(p.kind) &&
+        (!best || p.gflops > best->gflops))
+      best = p;
+  return best ? best : peak_for(threads);
+}
+
 nlohmann::json Roof::to_json() const {
   nlohmann::json j;
   j["target"] = target;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -46,6 +47,13 @@ struct Roof {
   // (two vCPUs on one core, or a disturbed calibration), the roof is the
   // one-thread figure, not twice it (kevo calibrate again to retake it).
   std::optional<PeakPoint> peak_for(int threads = 0) const;
+  // The same among the rates that a kernel computing in `dtype` ("f32",
+  // "bf16", ...) can reach: a tensor-core rate ("bf16_tensor") only for the
+  // dtypes those units take (bf16, f16), an fp32 FMA rate for any. An f32
+  // kernel is judged against the fp32 rate, not the bf16 tensor peak. Where
+  // none applies (a roof calibrated before kevo measured the fp32 rate of a
+  // GPU), the best of any kind.
+  std::optional<PeakPoint> peak_for_dtype(std::string_view dtype, int threads = 0) const;
 
   nlohmann::json to_json() const;
   static Roof from_json(const nlohmann::json& j);

@@ -33,7 +33,7 @@ Diagnosis diagnose(const Task& task, const TimingStats& timing, const Roof& roof
   const double bytes = task.bytes();
   const double flops = task.flops();
   const BandwidthPoint* bw = roof.bandwidth_for(bytes);
-  const std::optional<PeakPoint> peak = roof.peak_for();
+  const std::optional<PeakPoint> peak = roof.peak_for_dtype(dtype_name(task.dtype));
   const double t_mem = bw ? bytes / (bw->gbps * 1e9) : 0;
   const double t_comp = peak ? flops / (peak->gflops * 1e9) : 0;
   d.bound = t_mem >= t_comp ? "memory" : "compute";

@@ -238,10 +238,12 @@ json baseline(const json& summary, const char* key, const char* speedup_key) {
 }
 
 // The measured roofs as lines, one pair per thread count measured: the
-// bandwidth at the task's working set and the peak rate, each as measured
+// bandwidth at the task's working set and the peak rate that applies to the
+// task's dtype (Roof::peak_for_dtype), each as measured
 // (the diagnosis judges against the best of them; none is scaled from
 // another thread count).
-json roof_lines(Store& store, const std::vector<Result>& results, double bytes) {
+json roof_lines(Store& store, const std::vector<Result>& results, double bytes,
+               std::string_view dtype) {
   std::optional<int64_t> id;
   for (const auto& r : results)
     if (r.roof_id) id = r.roof_id;
@@ -267,7 +269,7 @@ json roof_lines(Store& store, const std::vector<Result>& results, double bytes) 
            {"threads", bw->threads},
            {"label", fmt::format("{} {:.1f} GB/s ({} thread{})", bw->kind, bw->gbps, bw->threads,
                                  bw->threads > 1 ? "s" : "")}});
-    if (auto peak = roof.peak_for(threads))
+    if (auto peak = roof.peak_for_dtype(dtype, threads))
       add({{"kind", "compute"},
            {"value", peak->gflops},
            {"unit", "GFLOP/s"},
@@ -428,7 +430,7 @@ json run_report(Store& store, int64_t run, int top_k) {
   }
   r["roofline"] = {{"arithmetic_intensity", bytes > 0 ? flops / bytes : 0.0},
                    {"points", points},
-                   {"roofs", roof_lines(store, results, bytes)}};
+                   {"roofs", roof_lines(store, results, bytes, dtype_name(task.dtype))}};
 
   r["lineage"] = best.is_null() ? json::array()
                                 : lineage_section(store, run, best["candidate"].get<int64_t>());

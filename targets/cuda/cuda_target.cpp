@@ -658,6 +658,7 @@ Roof CudaTarget::calibrate(const ProgressFn& progress, const std::vector<double>
   if (!only_sizes.empty()) sizes = only_sizes;
   for (double s : sizes) job.points.push_back({"copy", 1, s});
   job.points.push_back({"bf16_tensor", 1, 8192});
+  job.points.push_back({"fp32_fma", 1, 0});
   const std::string gpu = slot.info.value("name", std::string("GPU"));
   Roof roof;
   roof.target = "cuda";
@@ -688,6 +689,9 @@ Roof CudaTarget::calibrate(const ProgressFn& progress, const std::vector<double>
           if (progress)
             progress(fmt::format("bf16 tensor-core rate (cuBLAS {0}x{0}x{0}): {1:.0f} TFLOP/s",
                                  static_cast<int>(p.bytes), v / 1e3));
+        } else if (p.kind == "fp32_fma") {
+          roof.peak.push_back({p.kind, 1, v});
+          if (progress) progress(fmt::format("fp32 CUDA-core rate (FMA chains): {:.1f} TFLOP/s", v / 1e3));
         } else {
           roof.bandwidth.push_back({p.kind, 1, p.bytes, v});
           if (progress)
@@ -707,8 +711,11 @@ Roof CudaTarget::calibrate(const ProgressFn& progress, const std::vector<double>
     if (progress) {
       double bw = 0;
       for (const auto& b : roof.bandwidth) bw = std::max(bw, b.gbps);
+      double bf16 = 0;
+      for (const auto& p : roof.peak)
+        if (p.kind == "bf16_tensor") bf16 = p.gflops;
       progress(fmt::format("datasheet: {} (measured: {:.0f}% of its bandwidth, {:.0f}% of its bf16 rate)",
-                           d->source, 100 * bw / d->gbps, 100 * roof.peak.front().gflops / (d->bf16_tflops * 1e3)));
+                           d->source, 100 * bw / d->gbps, 100 * bf16 / (d->bf16_tflops * 1e3)));
     }
   }
   roof.host_key = fmt::format("{} (cc {}) x{}", gpu, slot.info.value("cc", std::string("?")), slots_.size());

@@ -8,6 +8,23 @@
 
 namespace {
 
+// The CUDA-core fp32 rate: every thread runs 8 independent chains of
+// `iters` fused multiply-adds (16 FLOP per step), enough in flight to hide
+// the FMA latency; the sum goes to `sink` so that nothing is left out.
+__global__ void fma_chains(float a, float b, int iters, float* sink) {
+  float x[8];
+#pragma unroll
+  for (int k = 0; k < 8; ++k) x[k] = 1e-3f * static_cast<float>(threadIdx.x + k);
+  for (int i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int k = 0; k < 8; ++k) x[k] = fmaf(x[k], a, b);
+  }
+  float sum = 0;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) sum += x[k];
+  if (sum == 12345.678f) *sink = sum;  // never true for these a, b: the store stays
+}
+
 // Counts words of `a` that differ from `b`.
 __global__ void count_diff(const uint32_t* a, const uint32_t* b, size_t n, unsigned long long* out) {
   unsigned long long local = 0;
@@ -76,6 +93,11 @@ void kevo_count_diff(const void* a, const void* b, size_t words, unsigned long l
                      cudaStream_t stream) {
   count_diff<<<1024, 256, 0, stream>>>(static_cast<const uint32_t*>(a),
                                        static_cast<const uint32_t*>(b), words, count);
+}
+
+// fp32 FMA chains on `blocks` blocks of 256 threads: 16 * iters FLOP per thread.
+void kevo_fma_chains(int blocks, int iters, float* sink, cudaStream_t stream) {
+  fma_chains<<<blocks, 256, 0, stream>>>(0.999f, 1e-4f, iters, sink);
 }
 
 // Copies `bytes` (a multiple of 16) from src to dst.

@@ -57,6 +57,7 @@ void kevo_copy16(const void* src, void* dst, size_t bytes, int blocks, cudaStrea
 void kevo_flush(void* p, size_t bytes, int mode, int value, int* sink, int blocks,
                 cudaStream_t stream);
 void kevo_spin(double us, cudaStream_t stream);
+void kevo_fma_chains(int blocks, int iters, float* sink, cudaStream_t stream);
 
 namespace kevo::cuda_runner {
 namespace {
@@ -705,6 +706,39 @@ double copy_gbps(double bytes, double min_s) {
   return best;
 }
 
+// fp32 CUDA-core rate (GFLOP/s): chains of FMAs filling every SM (8 blocks
+// of 256 threads each), the best of repeated launches. The roof of a kernel
+// that computes in fp32 without tensor cores.
+double fp32_fma_gflops(double min_s) {
+  DevBuf sink(sizeof(float));
+  if (!sink.p) return 0;
+  const int blocks = g.prop.multiProcessorCount * 8;
+  const int iters = 1 << 16;
+  const double flop = 16.0 * iters * blocks * 256;
+  auto launch = [&] { kevo_fma_chains(blocks, iters, static_cast<float*>(sink.p), g.stream); };
+  launch();
+  cudaStreamSynchronize(g.stream);
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  double best = 0, spent = 0;
+  int reps = 0;
+  while (spent < min_s || reps < 5) {
+    cudaEventRecord(e0, g.stream);
+    launch();
+    cudaEventRecord(e1, g.stream);
+    cudaEventSynchronize(e1);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, e0, e1);
+    if (ms > 0) best = std::max(best, flop / (ms * 1e-3) / 1e9);
+    spent += ms * 1e-3;
+    ++reps;
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  return best;
+}
+
 // bf16 tensor-core rate (GFLOP/s) of cuBLAS on an n x n x n product of random
 // data (never zeros: they run faster than real data).
 double bf16_gemm_gflops(int n, double min_s) {
@@ -764,6 +798,8 @@ int run_calibration(const Job& job) {
       v = copy_gbps(p.bytes, job.min_point_s);
     else if (p.kind == "bf16_tensor")
       v = bf16_gemm_gflops(static_cast<int>(p.bytes), job.min_point_s);
+    else if (p.kind == "fp32_fma")
+      v = fp32_fma_gflops(job.min_point_s);
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) {
       report_cuda_error(i, e);
       return 0;

@@ -32,6 +32,30 @@ TEST(Roofline, ComputeBoundKernel) {
   EXPECT_NE(d.why.find("compute-bound"), std::string::npos);
 }
 
+// A GPU roof has a tensor-core rate and a CUDA-core fp32 rate: an f32 gemm
+// is judged against the fp32 rate, a bf16 one against the tensor cores'.
+TEST(Roofline, TheComputeRoofIsTheOneForTheKernelsDtype) {
+  Roof roof = test::fake_roof(1e6, 100);  // bandwidth to spare: the gemm is compute-bound
+  roof.peak = {{"bf16_tensor", 1, 700000}, {"fp32_fma", 1, 60000}};
+  EXPECT_DOUBLE_EQ(roof.peak_for_dtype("f32")->gflops, 60000);
+  EXPECT_DOUBLE_EQ(roof.peak_for_dtype("bf16")->gflops, 700000);
+  EXPECT_DOUBLE_EQ(roof.peak_for_dtype("f16")->gflops, 700000);
+  Task f32 = test::quick_task("gemm", {{"A", {512, 512}}, {"B", {512, 512}}});
+  TimingStats timing = TimingStats::from_samples({1e-3}, 1, 0);
+  Diagnosis d = diagnose(f32, timing, roof);
+  EXPECT_DOUBLE_EQ(d.roof_gflops, 60000);
+  EXPECT_NE(d.why.find("fp32_fma"), std::string::npos) << d.why;
+  Task bf16 = test::quick_task("gemm", {{"A", {512, 512}}, {"B", {512, 512}}}, {{"dtype", "bf16"}});
+  EXPECT_DOUBLE_EQ(diagnose(bf16, timing, roof).roof_gflops, 700000);
+  // A roof calibrated before the fp32 rate was measured: the best it has.
+  roof.peak = {{"bf16_tensor", 1, 700000}};
+  EXPECT_DOUBLE_EQ(roof.peak_for_dtype("f32")->gflops, 700000);
+  // The CPU's one kind applies to every dtype.
+  roof.peak = {{"fp32_fma", 1, 140}, {"fp32_fma", 2, 100}};
+  EXPECT_DOUBLE_EQ(roof.peak_for_dtype("bf16")->gflops, 140);
+  EXPECT_DOUBLE_EQ(roof.peak_for_dtype("f32", 2)->gflops, 100);
+}
+
 TEST(Roofline, BelowTheFloorIsSuspect) {
   Task t = test::quick_task("swiglu", {{"g", {1024, 1024}}});
   Roof roof = test::fake_roof(10, 1000);

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -436,6 +437,42 @@ TEST_F(Report, UnknownRunsAndBadOptionsAreOneLineErrors) {
 // A run whose only non-naive family is wrong: the best seed has no figure
 // because its default point was measured and failed, and both the report
 // and kevo run's summary say so rather than "not measured".
+// The roofline's lines are the roof as measured, one pair per thread count:
+// a two-thread rate below the one-thread rate stays below it (never the
+// one-thread rate times two), and a thread count with its own bandwidth has
+// its own memory line.
+TEST(ReportRoof, OneLinePairPerThreadCountAsMeasured) {
+  auto dir = test::temp_dir("report-roof");
+  const std::string db = (dir / "kevo.db").string();
+  {
+    Store s(db);
+    Roof roof = test::fake_roof(1000, 1e6);
+    roof.host_key = make_target("cpu")->host_key();
+    roof.bandwidth = {{"copy", 1, 1.0, 900}, {"copy", 1, 1e12, 900},
+                      {"copy", 2, 1.0, 1400}, {"copy", 2, 1e12, 1400}};
+    roof.peak = {{"fp32_fma", 1, 142.9e3}, {"fp32_fma", 2, 100.5e3}};
+    s.add_roof(roof);
+  }
+  std::ofstream(dir / "search.json") << R"({"name": "swiglu-small", "operator": "swiglu",
+      "shapes": {"g": [16, 512]}, "timing": {"min_time_ms": 1, "min_samples": 3},
+      "knobs": {"THREADS": [1]}, "search": {"strategy": "evolution", "batch": 1,
+      "families": ["stream"], "confirm": 0, "stop": {"max_evals": 1}}})";
+  auto ran = test::run_kevo(dir, db, {"run", "search.json", "--json"});
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  const int64_t run = json::parse(ran.out)["run"].get<int64_t>();
+  auto r = test::run_kevo(dir, db, {"report", std::to_string(run), "--format", "json"}, {}, 1 << 22);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::map<std::pair<std::string, int>, double> lines;
+  const json report = json::parse(r.out);
+  for (const auto& l : report["roofline"]["roofs"])
+    lines[{l["kind"].get<std::string>(), l["threads"].get<int>()}] = l["value"].get<double>();
+  EXPECT_EQ(lines.size(), 4u) << r.out;
+  EXPECT_DOUBLE_EQ((lines[{"memory", 1}]), 900);
+  EXPECT_DOUBLE_EQ((lines[{"memory", 2}]), 1400);
+  EXPECT_DOUBLE_EQ((lines[{"compute", 1}]), 142.9e3);
+  EXPECT_DOUBLE_EQ((lines[{"compute", 2}]), 100.5e3);
+}
+
 TEST(ReportSeed, MeasuredAndFailedSeedsSayHowTheyFailed) {
   const fs::path dir = test::temp_dir("report-seed");
   const std::string db = (dir / "kevo.db").string();
