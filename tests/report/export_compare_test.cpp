@@ -752,7 +752,9 @@ TEST(CompareRetime, BothKernelsAreTimedSideBySideHere) {
   ASSERT_TRUE(best_source.is_object()) << doc["runs"][0].dump();
   EXPECT_FALSE(best_source["text"].get<std::string>().empty());
   for (const auto& c : doc["runs"][0]["candidates"])
-    if (c["id"] == doc["runs"][0]["best"]) EXPECT_EQ(c["source_hash"], best_source["hash"]);
+    if (c["id"] == doc["runs"][0]["best"]) {
+      EXPECT_EQ(c["source_hash"], best_source["hash"]);
+    }
 
   auto same = kevo(dir, db, {"compare", "a.json", "a.json", "--retime", "--rounds", "3", "--json"});
   ASSERT_TRUE(same.exit_code == 0 || same.exit_code == 1) << same.err;
