@@ -706,18 +706,11 @@ double copy_gbps(double bytes, double min_s) {
   return best;
 }
 
-// fp32 CUDA-core rate (GFLOP/s): chains of FMAs filling every SM (8 blocks
-// of 256 threads each), the best of repeated launches. The roof of a kernel
-// that computes in fp32 without tensor cores.
-double fp32_fma_gflops(double min_s) {
-  DevBuf sink(sizeof(float));
-  if (!sink.p) return 0;
-  const int blocks = g.prop.multiProcessorCount * 8;
-  const int iters = 1 << 16;
-  const double flop = 16.0 * iters * blocks * 256;
-  auto launch = [&] { kevo_fma_chains(blocks, iters, static_cast<float*>(sink.p), g.stream); };
-  launch();
-  cudaStreamSynchronize(g.stream);
+// The best rate (GFLOP/s) of `launch` (`flop` each, warmed up by the
+// caller), timed with events on the runner's stream until `min_s` of GPU time
+// and at least 5 launches; a launch that returns false stops it.
+template <class Launch>
+double best_gflops(const Launch& launch, double flop, double min_s) {
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);
@@ -725,7 +718,7 @@ double fp32_fma_gflops(double min_s) {
   int reps = 0;
   while (spent < min_s || reps < 5) {
     cudaEventRecord(e0, g.stream);
-    launch();
+    if (!launch()) break;
     cudaEventRecord(e1, g.stream);
     cudaEventSynchronize(e1);
     float ms = 0;
@@ -737,6 +730,23 @@ double fp32_fma_gflops(double min_s) {
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
   return best;
+}
+
+// fp32 CUDA-core rate (GFLOP/s): chains of FMAs filling every SM (8 blocks
+// of 256 threads each), the best of repeated launches. The roof of a kernel
+// that computes in fp32 without tensor cores.
+double fp32_fma_gflops(double min_s) {
+  DevBuf sink(sizeof(float));
+  if (!sink.p) return 0;
+  const int blocks = g.prop.multiProcessorCount * 8;
+  const int iters = 1 << 16;
+  auto launch = [&] {
+    kevo_fma_chains(blocks, iters, static_cast<float*>(sink.p), g.stream);
+    return true;
+  };
+  launch();
+  cudaStreamSynchronize(g.stream);
+  return best_gflops(launch, 16.0 * iters * blocks * 256, min_s);
 }
 
 // bf16 tensor-core rate (GFLOP/s) of cuBLAS on an n x n x n product of random
@@ -761,28 +771,11 @@ double bf16_gemm_gflops(int n, double min_s) {
   auto gemm = [&] {
     return cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a.p, CUDA_R_16BF, n, b.p,
                         CUDA_R_16BF, n, &beta, c.p, CUDA_R_16BF, n, CUBLAS_COMPUTE_32F,
-                        CUBLAS_GEMM_DEFAULT);
+                        CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
   };
   for (int i = 0; i < 3; ++i) gemm();
   cudaStreamSynchronize(g.stream);
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  double best = 0, spent = 0;
-  int reps = 0;
-  while (spent < min_s || reps < 5) {
-    cudaEventRecord(e0, g.stream);
-    if (gemm() != CUBLAS_STATUS_SUCCESS) break;
-    cudaEventRecord(e1, g.stream);
-    cudaEventSynchronize(e1);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, e0, e1);
-    if (ms > 0) best = std::max(best, 2.0 * n * double(n) * n / (ms * 1e-3) / 1e9);
-    spent += ms * 1e-3;
-    ++reps;
-  }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
+  const double best = best_gflops(gemm, 2.0 * n * double(n) * n, min_s);
   cublasDestroy(h);
   return best;
 }

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <boost/property_tree/ptree.hpp>
 #include <boost/property_tree/xml_parser.hpp>
@@ -541,14 +542,22 @@ TEST_F(CompareCli, BadInputIsOneLineAndExitTwo) {
 
 // --- a small real search, exported ------------------------------------
 
+// search.json in `dir`: a small real search of swiglu's families, confirming
+// its best `confirm` candidates after `max_evals` evaluations.
+void write_small_search(const std::filesystem::path& dir, int confirm, int max_evals) {
+  std::ofstream(dir / "search.json") << fmt::format(
+      R"({{"name": "swiglu-small", "operator": "swiglu",
+      "shapes": {{"g": [64, 1000]}}, "timing": {{"min_time_ms": 2, "min_samples": 3}},
+      "knobs": {{"THREADS": [1]}},
+      "search": {{"strategy": "evolution", "batch": 2, "confirm": {}, "stop": {{"max_evals": {}}}}}}})",
+      confirm, max_evals);
+}
+
 TEST(Export, ARealRunAsKevoJsonAndT4AndComparedWithItself) {
   auto dir = test::temp_dir("export-real");
   const std::string db = (dir / "kevo.db").string();
   test::store_cpu_roof(db);  // no command calibrates
-  std::ofstream(dir / "search.json") << R"({"name": "swiglu-small", "operator": "swiglu",
-      "shapes": {"g": [64, 1000]}, "timing": {"min_time_ms": 2, "min_samples": 3},
-      "knobs": {"THREADS": [1]},
-      "search": {"strategy": "evolution", "batch": 2, "confirm": 2, "stop": {"max_evals": 4}}})";
+  write_small_search(dir, 2, 4);
   auto ran = kevo(dir, db, {"run", "search.json", "--json"});
   ASSERT_EQ(ran.exit_code, 0) << ran.err;
   const int64_t run = nlohmann::json::parse(ran.out)["run"].get<int64_t>();
@@ -739,10 +748,7 @@ TEST(CompareRetime, BothKernelsAreTimedSideBySideHere) {
   auto dir = test::temp_dir("compare-retime");
   const std::string db = (dir / "kevo.db").string();
   test::store_cpu_roof(db);
-  std::ofstream(dir / "search.json") << R"({"name": "swiglu-small", "operator": "swiglu",
-      "shapes": {"g": [64, 1000]}, "timing": {"min_time_ms": 2, "min_samples": 3},
-      "knobs": {"THREADS": [1]},
-      "search": {"strategy": "evolution", "batch": 2, "confirm": 1, "stop": {"max_evals": 2}}})";
+  write_small_search(dir, 1, 2);
   auto ran = kevo(dir, db, {"run", "search.json", "--json"});
   ASSERT_EQ(ran.exit_code, 0) << ran.err;
   const int64_t run = nlohmann::json::parse(ran.out)["run"].get<int64_t>();
@@ -847,10 +853,7 @@ TEST(Export, AReusedMeasurementIsTheCandidatesResult) {
   auto dir = test::temp_dir("export-reused");
   const std::string db = (dir / "kevo.db").string();
   test::store_cpu_roof(db);
-  std::ofstream(dir / "search.json") << R"({"name": "swiglu-small", "operator": "swiglu",
-      "shapes": {"g": [64, 1000]}, "timing": {"min_time_ms": 2, "min_samples": 3},
-      "knobs": {"THREADS": [1]},
-      "search": {"strategy": "evolution", "batch": 2, "confirm": 1, "stop": {"max_evals": 2}}})";
+  write_small_search(dir, 1, 2);
   ASSERT_EQ(kevo(dir, db, {"run", "search.json"}).exit_code, 0);
   auto again = kevo(dir, db, {"run", "search.json", "--json"});
   ASSERT_EQ(again.exit_code, 0) << again.err;
