@@ -192,7 +192,8 @@ json best_section(Store& store, const json& summary, const std::vector<Result>& 
             {"knobs", b["knobs"]},
             {"synthesizer", b["synthesizer"]},
             {"confirmed", b.value("confirmed", false)},
-            {"search_median_s", b["search_median_s"]}};
+            {"search_median_s", b["search_median_s"]},
+            {"rounds_s", b.value("confirm_rounds_s", json::array())}};
   } else {  // a run killed before its first summary: the fastest result
     const Result* fastest = nullptr;
     for (const auto& r : results)
@@ -204,7 +205,8 @@ json best_section(Store& store, const json& summary, const std::vector<Result>& 
             {"knobs", fastest->knobs},
             {"synthesizer", fastest->synthesizer},
             {"confirmed", false},
-            {"search_median_s", fastest->median}};
+            {"search_median_s", fastest->median},
+            {"rounds_s", json::array()}};
   }
   // The timing's fields, null where the store has no evaluation to give them.
   for (const char* k : {"median_s", "p20_s", "p80_s", "n_samples", "roof_fraction",
@@ -234,6 +236,7 @@ json baseline(const json& summary, const char* key, const char* speedup_key) {
           {"family", b["family"]},
           {"knobs_text", knobs_to_string(b["knobs"].get<KnobValues>())},
           {"median_s", b["median_s"]},
+          {"rounds_s", b.value("confirm_rounds_s", json::array())},
           {"speedup", summary.contains(speedup_key) ? summary[speedup_key] : json(nullptr)}};
 }
 
@@ -389,6 +392,9 @@ json run_report(Store& store, int64_t run, int top_k) {
   r["best"] = best;
   r["seed"] = baseline(summary, "seed", "speedup_over_seed");
   r["naive"] = baseline(summary, "naive", "speedup_over_naive");
+  // How the family defaults' figures moved between the search and the
+  // confirmation: the machine's drift over the run (see Engine::summary).
+  r["drift"] = summary.is_object() && summary.contains("drift") ? summary["drift"] : json::array();
   // Why a baseline has no figure: its default points' failures, by status.
   for (const char* k : {"seed_failures", "naive_failures"})
     r[k] = summary.is_object() && summary.contains(k) ? summary[k] : json(nullptr);

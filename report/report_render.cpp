@@ -208,6 +208,16 @@ std::vector<std::string> best_lines(const json& r) {
       "median {} (p20-p80 {}, {} samples{})", secs(b["median_s"]), spread(b),
       b["n_samples"].is_number() ? fmt::format("{:.0f}", b["n_samples"].get<double>()) : "?",
       when));
+  // The confirmation's rounds, each in a runner of its own: the figure is
+  // their median.
+  std::vector<double> rounds;
+  for (const auto& x : b.value("rounds_s", json::array()))
+    if (x.is_number()) rounds.push_back(x.get<double>());
+  if (!rounds.empty()) {
+    std::string list;
+    for (double x : rounds) list += (list.empty() ? "" : ", ") + format_seconds(x);
+    lines.push_back(fmt::format("confirmation rounds: {} (the median stands)", list));
+  }
   lines.push_back(fmt::format("candidate {}: family {}, knobs {}, made by {}",
                               b["candidate"].get<int64_t>(), str(b["family"]),
                               str(b["knobs_text"]).empty() ? "(none)" : str(b["knobs_text"]),
@@ -223,10 +233,36 @@ std::vector<std::string> best_lines(const json& r) {
                                      : fmt::format("{}: failed ({})", key, failed));
       continue;
     }
-    lines.push_back(fmt::format("{} the {} ({} {}, candidate {}: {})", times(s["speedup"]),
+    // Round by round (both were timed in each confirmation round): how often
+    // the best was the faster one.
+    std::string wins;
+    const json& theirs = s.value("rounds_s", json::array());
+    if (!rounds.empty() && theirs.size() == b["rounds_s"].size()) {
+      int won = 0, paired = 0;
+      for (size_t i = 0; i < theirs.size(); ++i)
+        if (b["rounds_s"][i].is_number() && theirs[i].is_number()) {
+          ++paired;
+          won += b["rounds_s"][i].get<double>() < theirs[i].get<double>();
+        }
+      if (paired > 0) wins = fmt::format("; faster in {} of {} rounds", won, paired);
+    }
+    lines.push_back(fmt::format("{} the {} ({} {}, candidate {}: {}{})", times(s["speedup"]),
                                 std::string(key) == "seed" ? "best seed" : "naive family",
                                 str(s["family"]), str(s["knobs_text"]),
-                                s["candidate"].get<int64_t>(), secs(s["median_s"])));
+                                s["candidate"].get<int64_t>(), secs(s["median_s"]), wins));
+  }
+  // The machine's drift over the run, seen on the family defaults.
+  const json& drift = r.value("drift", json::array());
+  if (!drift.empty()) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (const auto& d : drift) {
+      lo = std::min(lo, d["change"].get<double>());
+      hi = std::max(hi, d["change"].get<double>());
+    }
+    lines.push_back(fmt::format(
+        "drift: the family defaults re-measured {:+.1f}% .. {:+.1f}% from their search figures "
+        "({} famil{}; the machine's drift and noise over the run, not the winner's curse)",
+        100 * lo, 100 * hi, drift.size(), drift.size() == 1 ? "y" : "ies"));
   }
   return lines;
 }

@@ -370,6 +370,32 @@ TEST_F(Report, TopCandidatesRankByTheConfirmationNotTheLuckyFirstTime) {
   EXPECT_TRUE(in_md) << md.out;
 }
 
+// The best section shows the evidence behind its figure: the confirmation's
+// rounds (the figure is their median), round by round against the seed, and
+// how the family defaults drifted over the run.
+TEST_F(Report, TheBestShowsItsRoundsItsWinsAndTheDrift) {
+  const json j = report_json();
+  const json& best = j["best"];
+  ASSERT_TRUE(best["confirmed"].get<bool>());
+  std::vector<double> rounds;
+  for (const auto& x : best["rounds_s"])
+    if (x.is_number()) rounds.push_back(x.get<double>());
+  ASSERT_EQ(best["rounds_s"].size(), 3u);  // the default confirm_rounds
+  if (rounds.size() == 3) {
+    std::sort(rounds.begin(), rounds.end());
+    EXPECT_DOUBLE_EQ(best["median_s"].get<double>(), rounds[1]);
+  }
+  auto md = kevo({"report", std::to_string(run_)});
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("confirmation rounds: "), std::string::npos) << md.out;
+  if (j["seed"].is_object() && j["seed"]["rounds_s"].size() == 3) {
+    EXPECT_NE(md.out.find(" rounds)"), std::string::npos) << md.out;
+    EXPECT_NE(md.out.find("; faster in "), std::string::npos) << md.out;
+  }
+  ASSERT_FALSE(j["drift"].empty());  // the family defaults were re-measured
+  EXPECT_NE(md.out.find("drift: the family defaults re-measured "), std::string::npos) << md.out;
+}
+
 TEST_F(Report, SvgPlotsAreWellFormedWithAxesAndAPointPerCorrectCandidate) {
   const json j = report_json();
   ASSERT_EQ(kevo({"report", std::to_string(run_), "-o", "svg/report.md"}).exit_code, 0);
