@@ -124,6 +124,10 @@ int cmd_compare(const Argv& argv) {
     std::signal(SIGTERM, on_signal);
     StatusLine status;
     retime.progress = [&](std::string_view line) { status.set(line); };
+    retime.on_task = [&](std::string_view line) {
+      status.clear();
+      progress(line);  // one line per task, on a terminal or in a CI log
+    };
     retime.interrupted = [] { return g_interrupted != 0; };
     Store store(store_path(a));
     retime_rows(rows, store, o, retime);

@@ -173,6 +173,8 @@ void retime_row(TaskComparison& r, Store& store, const CompareOptions& compare,
 void retime_rows(std::vector<TaskComparison>& rows, Store& store, const CompareOptions& compare,
                  const RetimeOptions& options) {
   if (options.rounds < 1) throw UserError("re-timing needs at least one round");
+  size_t todo = 0, done = 0;
+  for (const TaskComparison& r : rows) todo += why_not_retimable(r).empty();
   for (TaskComparison& r : rows) {
     if (options.interrupted && options.interrupted()) return;
     const std::string why = why_not_retimable(r);
@@ -181,6 +183,7 @@ void retime_rows(std::vector<TaskComparison>& rows, Store& store, const CompareO
       r.note = r.note.empty() ? why : r.note + "; " + why;
       continue;
     }
+    if (options.on_task) options.on_task(fmt::format("re-timing {} ({} of {})", r.task, ++done, todo));
     try {
       retime_row(r, store, compare, options);
     } catch (const UserError& e) {  // a task config this kevo cannot read, a target that fails to start

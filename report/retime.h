@@ -19,6 +19,8 @@ struct RetimeOptions {
   int rounds = 5;  // side-by-side rounds per task (each side measured once per round)
   // Told as each measurement starts ("softmax-4096: round 2 of 5, current"); may be empty.
   std::function<void(std::string_view)> progress;
+  // Told as each task's re-timing starts ("re-timing softmax-4096 (2 of 7)"); may be empty.
+  std::function<void(std::string_view)> on_task;
   // Checked between measurements: true stops the re-timing (Ctrl-C). May be empty.
   std::function<bool()> interrupted;
 };

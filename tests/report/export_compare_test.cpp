@@ -764,6 +764,7 @@ TEST(CompareRetime, BothKernelsAreTimedSideBySideHere) {
 
   auto same = kevo(dir, db, {"compare", "a.json", "a.json", "--retime", "--rounds", "3", "--json"});
   ASSERT_TRUE(same.exit_code == 0 || same.exit_code == 1) << same.err;
+  EXPECT_NE(same.err.find("re-timing swiglu-small (1 of 1)"), std::string::npos) << same.err;
   const auto j = nlohmann::json::parse(same.out);
   const auto& t = j["tasks"][0];
   ASSERT_EQ(t["basis"], "retimed") << t.dump(2);
