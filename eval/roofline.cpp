@@ -71,8 +71,29 @@ Diagnosis diagnose(const Task& task, const TimingStats& timing, const Roof& roof
   } else if (timing.p20_s > 0 && timing.p80_s / timing.p20_s > 1.10) {
     why += fmt::format("; noisy: p80/p20 = {:.2f}", timing.p80_s / timing.p20_s);
   }
+  if (const std::optional<Modes> m = two_modes(timing.samples_s))
+    why += fmt::format(
+        "; bimodal: {:.0f}% of the samples {:.2f}x slower than the rest (a neighbour taking "
+        "turns on the machine, or two paths through the kernel)",
+        100 * m->slow_share, m->ratio);
   d.why = why;
   return d;
+}
+
+std::optional<Modes> two_modes(const std::vector<double>& samples) {
+  if (samples.size() < 10) return std::nullopt;
+  std::vector<double> v = samples;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size(), least = std::max<size_t>(2, (n + 9) / 10);
+  // The widest step between neighbours that leaves at least a tenth of the
+  // samples on each side.
+  size_t at = 0;
+  double widest = 1;
+  for (size_t i = least; i + least <= n; ++i)
+    if (v[i - 1] > 0 && v[i] / v[i - 1] > widest) widest = v[i] / v[i - 1], at = i;
+  if (at == 0 || widest < kBimodalGap) return std::nullopt;
+  const double fast = v[(at - 1) / 2], slow = v[at + (n - at - 1) / 2];
+  return Modes{static_cast<double>(n - at) / static_cast<double>(n), slow / fast};
 }
 
 bool is_suspect(const Diagnosis& d, const TimingStats& timing) {

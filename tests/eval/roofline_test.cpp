@@ -56,6 +56,28 @@ TEST(Roofline, TheComputeRoofIsTheOneForTheKernelsDtype) {
   EXPECT_DOUBLE_EQ(roof.peak_for_dtype("f32", 2)->gflops, 100);
 }
 
+// Two groups of samples are named in the diagnosis; one spread-out group,
+// or a few outliers, is not two groups.
+TEST(Roofline, BimodalSamplesAreSaid) {
+  std::vector<double> two(30, 1e-3);
+  for (size_t i = 0; i < 9; ++i) two[i * 3] = 2.1e-3;  // 30% of them twice as slow
+  const std::optional<Modes> m = two_modes(two);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_NEAR(m->slow_share, 0.3, 1e-12);
+  EXPECT_NEAR(m->ratio, 2.1, 1e-12);
+  Task t = test::quick_task("swiglu", {{"g", {1024, 1024}}});
+  Diagnosis d = diagnose(t, TimingStats::from_samples(two, 1, 0), test::fake_roof(10, 1000));
+  EXPECT_NE(d.why.find("bimodal: 30% of the samples 2.10x slower"), std::string::npos) << d.why;
+
+  std::vector<double> spread;
+  for (int i = 0; i < 30; ++i) spread.push_back(1e-3 * (1 + 0.02 * i));  // 1.0 .. 1.58, even steps
+  EXPECT_FALSE(two_modes(spread).has_value());
+  std::vector<double> outliers(30, 1e-3);
+  outliers[4] = outliers[17] = 5e-3;  // 2 of 30: below a tenth
+  EXPECT_FALSE(two_modes(outliers).has_value());
+  EXPECT_FALSE(two_modes({1e-3, 2e-3, 1e-3, 2e-3}).has_value());  // too few to tell
+}
+
 TEST(Roofline, BelowTheFloorIsSuspect) {
   Task t = test::quick_task("swiglu", {{"g", {1024, 1024}}});
   Roof roof = test::fake_roof(10, 1000);
