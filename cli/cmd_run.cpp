@@ -58,6 +58,20 @@ void print_summary(const Engine& engine, const Task& task, const nlohmann::json&
                b["family"].get<std::string>(), knobs, detail, speedup);
   };
   line("best", j["best"], nullptr);
+  // What the LLM gave: a model that did not answer must not go unnoticed.
+  if (j.contains("llm")) {
+    const auto& l = j["llm"];
+    std::string failed;
+    for (auto it = l["failures"].begin(); it != l["failures"].end(); ++it)
+      failed += fmt::format("{}{} {}", failed.empty() ? "" : ", ", it.value().get<int64_t>(),
+                            it.key());
+    fmt::print("{:<12}{} calls answered ({} from the recorded calls), {} failed{}; {} kernels made\n",
+               "llm", l["calls"].get<int64_t>(), l["cached"].get<int64_t>(),
+               l["failed_calls"].get<int64_t>(), failed.empty() ? "" : " (" + failed + ")",
+               l["sources"].get<int64_t>());
+    if (l["failed_calls"].get<int64_t>() > 0 && !l["last_failure"].get<std::string>().empty())
+      fmt::print("{:<12}the last failure: {}\n", "", l["last_failure"].get<std::string>());
+  }
   // Paired round by round, which a drifting machine cannot fake.
   std::string rounds_note;
   if (j.contains("best_faster_than_seed"))

@@ -595,7 +595,8 @@ nlohmann::json Engine::summary(const std::string& stop_reason) const {
     j["llm"] = {{"sources", stats_.llm_sources},      {"unusable_replies", stats_.llm_unusable},
                 {"calls", llm_->calls()},            {"cached", llm_->cached_calls()},
                 {"failed_calls", llm_->failed_calls()}, {"tokens", llm_->tokens()},
-                {"cost_usd", llm_->cost_usd()}};
+                {"cost_usd", llm_->cost_usd()}, {"failures", llm_->failures()},
+                {"last_failure", llm_->last_failure()}};
   j["by_status"] = stats_.by_status;
   j["elapsed_s"] = stats_.elapsed_s;
   j["wall_s"] = stats_.wall_s;

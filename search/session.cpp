@@ -1,6 +1,7 @@
 #include "search/session.h"
 
 #include <csignal>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -96,9 +97,33 @@ void SearchSession::start(const SearchSpace& space, EvalBackend& backend) {
     // The LLM synthesizer; a replay is answered from the recorded calls only.
     llm::LlmConfig lc = llm::parse_llm_config(cfg.llm, "$.search.llm");
     if (request_.replay) lc.cache = "only";
-    knowledge_ = std::make_unique<KnowledgeBase>(KnowledgeBase::open());
-    llm_ = std::make_unique<LlmSynthesizer>(std::move(lc), store_, knowledge_.get());
-    engine_->set_llm(llm_.get());
+    // A key variable that is not set fails every call the same way: said once,
+    // here, not once per batch of the night.
+    if (lc.cache != "only") {
+      std::vector<llm::ModelConfig> keyed;
+      for (const auto& m : lc.models) {
+        const char* key = m.api_key_env.empty() ? "set" : std::getenv(m.api_key_env.c_str());
+        if (key && *key) {
+          keyed.push_back(m);
+          continue;
+        }
+        const std::string why = fmt::format(
+            "llm model '{}': environment variable {} is not set (it should hold the API key)",
+            m.name, m.api_key_env);
+        if (!lc.optional)
+          throw UserError(why + "; set it, or mark the LLM optional (\"llm\": {\"optional\": "
+                                "true}) to search without it");
+        log_warn("{}: this run goes on without that model (the LLM is optional)", why);
+      }
+      lc.models = std::move(keyed);
+    }
+    if (lc.models.empty()) {
+      log_warn("no LLM model has its key: this run searches with the offline synthesizers only");
+    } else {
+      knowledge_ = std::make_unique<KnowledgeBase>(KnowledgeBase::open());
+      llm_ = std::make_unique<LlmSynthesizer>(std::move(lc), store_, knowledge_.get());
+      engine_->set_llm(llm_.get());
+    }
   }
   if (request_.resume) {
     engine_->resume(*request_.resume);

@@ -267,6 +267,7 @@ std::vector<LlmOutcome> LlmSynthesizer::generate(const LlmTaskInfo& task,
       o.why_not = "cache only: no recorded reply for this prompt";
       text = o.why_not;
       ++failed_;
+      ++failures_["cache"];
     } else {
       try {
         llm::Reply r = p.reply.get();
@@ -282,7 +283,10 @@ std::vector<LlmOutcome> LlmSynthesizer::generate(const LlmTaskInfo& task,
         o.why_not = fmt::format("the call failed: {}", e.what());
         text = o.why_not;
         ++failed_;
-        if (const auto* le = dynamic_cast<const llm::LlmError*>(&e); le && le->kind == "budget") {
+        const auto* le = dynamic_cast<const llm::LlmError*>(&e);
+        ++failures_[le ? le->kind : "error"];
+        last_failure_ = e.what();
+        if (le && le->kind == "budget") {
           if (!exhausted_) log_warn("LLM budget spent: the search goes on without the LLM ({})", e.what());
           exhausted_ = true;
         }

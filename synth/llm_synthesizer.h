@@ -89,6 +89,10 @@ class LlmSynthesizer {
   int64_t calls() const { return calls_; }
   int64_t cached_calls() const { return cached_; }
   int64_t failed_calls() const { return failed_; }
+  // The failed calls by how they failed ("timeout", "transport", "http",
+  // "parse", "breaker", "budget", "cache"), and the last one's words.
+  const std::map<std::string, int64_t>& failures() const { return failures_; }
+  const std::string& last_failure() const { return last_failure_; }
   int64_t tokens() const;
   double cost_usd() const;
 
@@ -109,6 +113,8 @@ class LlmSynthesizer {
   std::map<std::string, int64_t> occurrences_;    // prompt key -> times asked in this run
   int64_t run_ = 0;
   int64_t calls_ = 0, cached_ = 0, failed_ = 0;
+  std::map<std::string, int64_t> failures_;
+  std::string last_failure_;
   bool exhausted_ = false;
 };
 

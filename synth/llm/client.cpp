@@ -202,9 +202,25 @@ class HttpClient final : public Client {
 
   const ModelConfig& config() const override { return config_; }
 
+  // One call through the breaker: refused at once while it is open; a call
+  // that fails (every attempt spent) counts toward opening it, one that is
+  // answered closes it.
   Reply complete(const Request& r) override {
-    auto start = std::chrono::steady_clock::now();
     budget_->check();
+    breaker_check();
+    try {
+      Reply reply = call(r);
+      breaker_closed();
+      return reply;
+    } catch (const LlmError& e) {
+      if (e.kind != "budget") breaker_failed(e.what());
+      throw;
+    }
+  }
+
+ private:
+  Reply call(const Request& r) {
+    auto start = std::chrono::steady_clock::now();
     const std::string key = read_key();
     const std::string url = url_of(config_);
     const std::vector<std::string> headers = headers_of(config_, key);
@@ -259,7 +275,44 @@ class HttpClient final : public Client {
     }
   }
 
- private:
+  void breaker_check() {
+    std::lock_guard lock(breaker_mutex_);
+    if (config_.breaker_after <= 0 || failures_in_a_row_ < config_.breaker_after) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now < open_until_)
+      throw LlmError(
+          "breaker",
+          fmt::format("{}: not called: its last {} calls failed (the last: {}); called again in "
+                      "{:.0f} s",
+                      config_.name, failures_in_a_row_, last_failure_,
+                      std::chrono::duration<double>(open_until_ - now).count()));
+    // The cool-down is over: this call is the probe. Until it ends, no other
+    // call goes out.
+    open_until_ = now + std::chrono::hours(24 * 365);
+  }
+
+  void breaker_failed(const std::string& what) {
+    std::lock_guard lock(breaker_mutex_);
+    last_failure_ = what;
+    if (++failures_in_a_row_ < config_.breaker_after || config_.breaker_after <= 0) return;
+    const double wait = cooldown_s_ * backoff_scale.load();
+    open_until_ = std::chrono::steady_clock::now() +
+                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      std::chrono::duration<double>(wait));
+    log_warn("llm {}: {} calls in a row failed (the last: {}); not calling it for {:.0f} s",
+             config_.name, failures_in_a_row_, what, wait);
+    cooldown_s_ = std::min(cooldown_s_ * 2, kMaxCooldown_s);  // the next opening waits longer
+  }
+
+  void breaker_closed() {
+    std::lock_guard lock(breaker_mutex_);
+    if (failures_in_a_row_ >= config_.breaker_after && config_.breaker_after > 0)
+      log_info("llm {}: answering again", config_.name);
+    failures_in_a_row_ = 0;
+    cooldown_s_ = config_.breaker_cooldown_s;
+    open_until_ = {};
+  }
+
   std::string read_key() const {
     if (config_.api_key_env.empty()) return "";
     const char* v = std::getenv(config_.api_key_env.c_str());
@@ -291,6 +344,14 @@ class HttpClient final : public Client {
   const ModelConfig config_;
   std::shared_ptr<Limiter> limiter_;
   std::shared_ptr<Budget> budget_;
+  // The circuit breaker: consecutive failed calls, until when calls are
+  // refused, and the cool-down the next opening takes.
+  static constexpr double kMaxCooldown_s = 3600;
+  std::mutex breaker_mutex_;
+  int failures_in_a_row_ = 0;
+  std::chrono::steady_clock::time_point open_until_{};
+  double cooldown_s_ = config_.breaker_cooldown_s;
+  std::string last_failure_;
 };
 
 }  // namespace

@@ -66,6 +66,8 @@ ModelConfig parse_model(const nlohmann::json& j, const std::string& path) {
   m.max_tokens = static_cast<int>(int_in(o, "max_tokens", m.max_tokens, 1, 1'000'000));
   m.timeout_s = number_in(o, "timeout_s", m.timeout_s, 0.001, 3600);
   m.retries = static_cast<int>(int_in(o, "retries", m.retries, 0, 20));
+  m.breaker_after = static_cast<int>(int_in(o, "breaker_after", m.breaker_after, 0, 1000));
+  m.breaker_cooldown_s = number_in(o, "breaker_cooldown_s", m.breaker_cooldown_s, 0.001, 86400);
   m.weight = o.get_number("weight", m.weight);
   if (!(m.weight > 0)) throw ConfigError(o.path_of("weight"), "expected a number > 0");
   m.usd_per_mtok_in = number_in(o, "usd_per_mtok_in", 0, 0, 1e6);
@@ -86,6 +88,8 @@ nlohmann::json ModelConfig::to_json() const {
           {"max_tokens", max_tokens},
           {"timeout_s", timeout_s},
           {"retries", retries},
+          {"breaker_after", breaker_after},
+          {"breaker_cooldown_s", breaker_cooldown_s},
           {"weight", weight},
           {"usd_per_mtok_in", usd_per_mtok_in},
           {"usd_per_mtok_out", usd_per_mtok_out}};
@@ -103,7 +107,8 @@ nlohmann::json LlmConfig::to_json() const {
           {"simplify_after", simplify_after},
           {"per_batch", per_batch},
           {"knowledge", knowledge},
-          {"prompts_dir", prompts_dir}};
+          {"prompts_dir", prompts_dir},
+          {"optional", optional}};
 }
 
 LlmConfig parse_llm_config(const nlohmann::json& j, const std::string& path) {
@@ -135,6 +140,7 @@ LlmConfig parse_llm_config(const nlohmann::json& j, const std::string& path) {
   c.knowledge = static_cast<int>(int_in(o, "knowledge", c.knowledge, 0, 20));
   c.prompts_dir = o.get_string("prompts_dir", (kevo_home() / "configs" / "prompts").string());
   if (c.prompts_dir.empty()) throw ConfigError(o.path_of("prompts_dir"), "must not be empty");
+  c.optional = o.get_bool("optional", false);
   o.finish();
   return c;
 }

@@ -24,6 +24,12 @@ struct ModelConfig {
   int max_tokens = 4096;
   double timeout_s = 120;  // one HTTP attempt, connect to last byte
   int retries = 4;
+  // The circuit breaker: after this many calls in a row failed (each with
+  // all its retries), the model is not called for `breaker_cooldown_s`,
+  // doubling at each opening up to an hour; a call answered resets both.
+  // 0: never open.
+  int breaker_after = 3;
+  double breaker_cooldown_s = 60;
   double weight = 1;  // relative share of requests when several models are listed
   double usd_per_mtok_in = 0, usd_per_mtok_out = 0;
 
@@ -41,6 +47,9 @@ struct LlmConfig {
   int per_batch = 2;          // LLM requests per batch of the search (beside the strategy's proposals)
   int knowledge = 4;          // knowledge-base documents retrieved into each prompt
   std::string prompts_dir;    // default kevo_home()/configs/prompts
+  // Whether a run may go on without the LLM when a model's key variable is
+  // not set (it then says so once); else that is an error at start.
+  bool optional = false;
 
   // Everything above; holds key names only, never key material.
   nlohmann::json to_json() const;

@@ -3,6 +3,7 @@
 // budget, config parsing, and that the API key never leaks.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
@@ -73,6 +74,32 @@ class LlmClient : public ::testing::TestWithParam<std::string> {
 
 INSTANTIATE_TEST_SUITE_P(Apis, LlmClient, ::testing::Values("openai", "anthropic"),
                          [](const auto& info) { return info.param; });
+
+// The breaker: open after `breaker_after` failed calls in a row, refusing
+// calls without a request; after the cool-down one probe goes out; a failed
+// probe reopens it for twice as long, an answered one closes it. (Cool-downs
+// here are 20 s and 40 s scaled by the tests' backoff scale, 0.01.)
+TEST_P(LlmClient, TheBreakerOpensProbesAndCloses) {
+  server.script({Step::error(503, "down"), Step::error(503, "still down"), Step::reply("back")});
+  ModelConfig m = model();
+  m.retries = 0;
+  m.breaker_after = 1;
+  m.breaker_cooldown_s = 20;
+  auto c = client(m);
+  EXPECT_EQ(llm_error([&] { c->complete(ask("a")); }).kind, "http");
+  LlmError refused = llm_error([&] { c->complete(ask("b")); });
+  EXPECT_EQ(refused.kind, "breaker");
+  EXPECT_NE(std::string(refused.what()).find("HTTP 503"), std::string::npos) << refused.what();
+  EXPECT_EQ(server.requests().size(), 1u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // past 0.2 s
+  EXPECT_EQ(llm_error([&] { c->complete(ask("c")); }).kind, "http");  // the probe
+  EXPECT_EQ(server.requests().size(), 2u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));  // past 0.2 s, not 0.4 s
+  EXPECT_EQ(llm_error([&] { c->complete(ask("d")); }).kind, "breaker");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(c->complete(ask("e")).text, "back");
+  EXPECT_EQ(server.requests().size(), 3u);
+}
 
 TEST_P(LlmClient, ValidReplyAndWireFormat) {
   Step s = Step::reply("```c\nint kevo_kernel(void) { return 0; }\n```");

@@ -354,6 +354,56 @@ TEST_F(LlmSearch, CacheOnlyNeverCallsAndTheSearchGoesOn) {
   EXPECT_GT(summary["evaluations"].get<int64_t>(), 0);
 }
 
+// A model that is down is not called for the rest of the night: after two
+// failed calls in a row the breaker opens (here for an hour), the search goes
+// on with the offline synthesizers, and the text summary says what failed.
+TEST_F(LlmSearch, ADeadModelIsNotCalledAgainAndTheSummarySaysSo) {
+  FakeLlmServer server;
+  server.set_responder([](const RecordedRequest&) { return Step::error(503, "the model is down"); });
+  write_task(server.base_url(), "off", {{"per_batch", 2}}, 10);
+  nlohmann::json task = nlohmann::json::parse(std::ifstream(dir_ / "task.json"));
+  auto& model = task["search"]["llm"]["models"][0];
+  model["retries"] = 0;
+  model["breaker_after"] = 2;
+  model["breaker_cooldown_s"] = 3600;
+  std::ofstream(dir_ / "task.json") << task.dump(2);
+  auto r = kevo({"run", "task.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(server.requests().size(), 2u);  // then the breaker refused every call
+  EXPECT_NE(r.err.find("2 calls in a row failed"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("llm         0 calls answered"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 http"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" breaker"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the last failure: "), std::string::npos) << r.out;
+  Store st(db_, true);
+  QueryResult q = st.query("SELECT count(*) FROM llm_calls WHERE status = 'failed'");
+  EXPECT_GT(std::get<int64_t>(q.rows[0][0]), 2);  // every refused call is a row too
+  q = st.query("SELECT status FROM runs");
+  EXPECT_EQ(std::get<std::string>(q.rows[0][0]), "done");  // the search went on to its end
+}
+
+// A key variable that is not set is one line at start, not a failure per
+// batch; where the config says the LLM is optional, the run goes on without.
+TEST_F(LlmSearch, AMissingKeyFailsAtStartUnlessTheLlmIsOptional) {
+  FakeLlmServer server;
+  server.set_responder(answer);
+  write_task(server.base_url());
+  nlohmann::json task = nlohmann::json::parse(std::ifstream(dir_ / "task.json"));
+  task["search"]["llm"]["models"][0]["api_key_env"] = "KEVO_TEST_KEY_NOBODY_SET";
+  std::ofstream(dir_ / "task.json") << task.dump(2);
+  auto r = kevo({"run", "task.json"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("KEVO_TEST_KEY_NOBODY_SET is not set"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  task["search"]["llm"]["optional"] = true;
+  std::ofstream(dir_ / "task.json") << task.dump(2);
+  auto opt = kevo({"run", "task.json", "--json"});
+  ASSERT_EQ(opt.exit_code, 0) << opt.err;
+  EXPECT_NE(opt.err.find("offline synthesizers only"), std::string::npos) << opt.err;
+  EXPECT_TRUE(server.requests().empty());
+  EXPECT_FALSE(nlohmann::json::parse(opt.out).contains("llm"));
+}
+
 TEST_F(LlmSearch, BadLlmSectionIsOneLine) {
   std::ofstream(dir_ / "task.json") << R"({"operator": "swiglu", "shapes": {"g": [32, 257]},
     "search": {"llm": {"models": [{"api": "gopher", "model": "m", "endpoint": "http://127.0.0.1:9/v1"}]}}})";
