@@ -146,6 +146,8 @@ class Engine {
   // kernels become families of their own, and those that fail to compile or
   // are wrong go back to it for repair. Set before begin() or resume().
   void set_llm(LlmSynthesizer* llm);
+  // What the LLM's prompts say of the hardware (LlmTaskInfo::hardware).
+  void set_llm_hardware(std::string text) { llm_hardware_ = std::move(text); }
 
   // The summary of the run as JSON (kept in runs.summary_json too).
   nlohmann::json summary(const std::string& stop_reason) const;
@@ -184,6 +186,7 @@ class Engine {
   void llm_resume(const std::vector<Observation>& told);
 
   LlmSynthesizer* llm_ = nullptr;
+  std::string llm_hardware_;
   std::map<int64_t, int64_t> llm_chain_of_;  // LLM-born candidate -> its chain
   std::map<int64_t, LlmChain> llm_chains_;   // by the chain's first candidate
   std::deque<int64_t> llm_repairs_;          // failed LLM-born candidates to repair

@@ -63,6 +63,7 @@ LlmTaskInfo Engine::llm_task_info() const {
   const TargetTraits* traits = find_target_traits(task_.target);
   t.entry_point = traits ? traits->entry_point : all_target_traits().front().entry_point;
   t.abi = read_text_file(host_.abi_header);
+  t.hardware = llm_hardware_;
   if (!task_.entry.empty()) {
     // A plain kernel: kevo writes the ABI entry point around the named function.
     const KernelEntry& e = task_.entry;

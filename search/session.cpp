@@ -1,9 +1,12 @@
 #include "search/session.h"
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
+#include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -25,6 +28,38 @@ void on_signal(int) { g_interrupted = 1; }
 }  // namespace
 
 bool search_interrupted() { return g_interrupted != 0; }
+
+std::string llm_hardware_text(const std::optional<KbDoc>& sheet, const Roof& roof) {
+  std::string out;
+  if (sheet) {
+    std::vector<std::string> figures;
+    for (const auto& [name, value] : sheet->figures.items())
+      figures.push_back(fmt::format("{} {}", name, value.dump()));
+    out += fmt::format("- Datasheet ({}): {}: {}\n", sheet->id, sheet->title, fmt::join(figures, ", "));
+  } else {
+    out += "- Datasheet: none in kevo's knowledge base for this part\n";
+  }
+  if (roof.bandwidth.empty() && roof.peak.empty()) return out + "- Measured roof: none yet\n";
+  out += fmt::format("- Measured by kevo on this machine ({}):\n", roof.host_key);
+  // Per kind and thread count: the smallest and the largest working set
+  // measured (in cache, and from memory).
+  std::map<std::pair<std::string, int>, std::vector<const BandwidthPoint*>> by;
+  for (const auto& p : roof.bandwidth) by[{p.kind, p.threads}].push_back(&p);
+  for (auto& [key, points] : by) {
+    std::sort(points.begin(), points.end(),
+              [](const BandwidthPoint* a, const BandwidthPoint* b) { return a->bytes < b->bytes; });
+    const BandwidthPoint* lo = points.front();
+    const BandwidthPoint* hi = points.back();
+    out += fmt::format("  - {} bandwidth on {} thread{}: {:.1f} GB/s at {:.3g} MB", key.first,
+                       key.second, key.second > 1 ? "s" : "", lo->gbps, lo->bytes / 1e6);
+    if (hi != lo) out += fmt::format(" .. {:.1f} GB/s at {:.3g} MB", hi->gbps, hi->bytes / 1e6);
+    out += "\n";
+  }
+  for (const auto& p : roof.peak)
+    out += fmt::format("  - {} peak on {} thread{}: {:.1f} GFLOP/s\n", p.kind, p.threads,
+                       p.threads > 1 ? "s" : "", p.gflops);
+  return out;
+}
 
 EngineHost this_machine() {
   return {hostname(), kevo_home() / "targets" / "abi" / "kevo_kernel.h"};
@@ -123,6 +158,27 @@ void SearchSession::start(const SearchSpace& space, EvalBackend& backend) {
       knowledge_ = std::make_unique<KnowledgeBase>(KnowledgeBase::open());
       llm_ = std::make_unique<LlmSynthesizer>(std::move(lc), store_, knowledge_.get());
       engine_->set_llm(llm_.get());
+      // The hardware the prompts describe: a replay says what the replayed
+      // run said (its prompts must come out byte for byte the same).
+      std::string hardware;
+      if (request_.replay) {
+        const std::optional<RunRecord> r = store_.run(*request_.replay);
+        const nlohmann::json c = r ? r->config() : nlohmann::json();
+        if (c.is_object() && c.contains("llm_hardware") && c["llm_hardware"].is_string())
+          hardware = c["llm_hardware"].get<std::string>();
+      } else {
+        std::unique_ptr<Target> own = target_ ? nullptr : make_target(request_.task.target);
+        Target& target = target_ ? *target_ : *own;
+        std::optional<KbDoc> sheet;
+        try {
+          if (std::optional<std::string> id = target.hardware_sheet()) sheet = knowledge_->hardware(*id);
+        } catch (const std::exception& e) {  // a corpus without the sheet: said, not fatal
+          log_warn("knowledge base: {}", e.what());
+        }
+        hardware = llm_hardware_text(sheet, roof_);
+      }
+      request_.run_config["llm_hardware"] = hardware;
+      engine_->set_llm_hardware(hardware);
     }
   }
   if (request_.resume) {

@@ -18,6 +18,7 @@
 #include "eval/compile_cache.h"
 #include "eval/evaluator.h"
 #include "eval/reference_cache.h"
+#include "knowledge/knowledge_base.h"
 #include "search/engine.h"
 #include "targets/target.h"
 
@@ -84,6 +85,11 @@ EngineHost this_machine();
 
 // Whether SIGINT or SIGTERM arrived during a SearchSession::run.
 bool search_interrupted();
+
+// What an LLM prompt says of the hardware: the knowledge base's sheet of the
+// part (or that there is none) and the roof kevo measured, per kind and
+// thread count, in cache and from memory.
+std::string llm_hardware_text(const std::optional<KbDoc>& sheet, const Roof& roof);
 
 // "1.23 ms (45% of roof)" for an ok result, its status otherwise.
 std::string result_text(const Observation& o);

@@ -29,7 +29,7 @@ const std::set<std::string> kPlaceholders = {
     "compare",     "target",        "language",  "entry_point", "abi",      "knob_syntax",
     "rules",       "knowledge",     "others",    "parent_label", "parent_result",
     "parent_source", "diagnosis",   "profile",   "hot_lines", "failures",   "error",
-    "error_help"};
+    "error_help",  "hardware"};
 
 const char* const kKnobSyntax =
     "Knobs are optional compile-time parameters declared in comments and passed as -D defines:\n"
@@ -180,6 +180,7 @@ std::vector<llm::Message> LlmSynthesizer::prompt(const LlmTaskInfo& task, const 
       {"language", task.language},
       {"entry_point", task.entry_point},
       {"abi", task.abi},
+      {"hardware", or_none(task.hardware)},
       {"knob_syntax", kKnobSyntax},
       {"rules", rules_for(task.target) + task.extra_rules},
       {"knowledge", knowledge_for(task, ask)},

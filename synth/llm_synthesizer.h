@@ -47,6 +47,9 @@ struct LlmTaskInfo {
   std::string target, language, entry_point, abi;
   std::string extra_rules;  // the task's own (a plain kernel's signature), one "- " line each
   std::string others;  // the best and a few diverse candidates, one per line
+  // The hardware: the knowledge base's sheet of the part and the roof kevo
+  // measured on it, side by side ("" when neither is known).
+  std::string hardware;
 };
 
 struct LlmOutcome {

@@ -13,6 +13,8 @@
 #include "core/task.h"
 #include "search/engine.h"
 #include "core/store.h"
+#include "knowledge/knowledge_base.h"
+#include "search/session.h"
 #include "support/fake_llm_server.h"
 #include "support/test_support.h"
 #include "synth/llm_synthesizer.h"
@@ -402,6 +404,42 @@ TEST_F(LlmSearch, AMissingKeyFailsAtStartUnlessTheLlmIsOptional) {
   EXPECT_NE(opt.err.find("offline synthesizers only"), std::string::npos) << opt.err;
   EXPECT_TRUE(server.requests().empty());
   EXPECT_FALSE(nlohmann::json::parse(opt.out).contains("llm"));
+}
+
+// Every prompt tells the model the hardware: the knowledge base's sheet of
+// this CPU (when kevo has one) and the roof kevo measured here.
+TEST_F(LlmSearch, ThePromptCarriesTheHardwareAndTheMeasuredRoof) {
+  FakeLlmServer server;
+  server.set_responder(answer);
+  write_task(server.base_url(), "off", {{"per_batch", 1}}, 4);
+  auto r = kevo({"run", "task.json", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_FALSE(server.requests().empty());
+  const std::string p = testing::prompt_text(server.requests().front());
+  EXPECT_NE(p.find("The hardware your kernel runs on"), std::string::npos) << p;
+  EXPECT_NE(p.find("- Datasheet"), std::string::npos) << p;
+  // The test store's roof (1000 GB/s copy, 1e6 GFLOP/s fp32_fma), as measured.
+  EXPECT_NE(p.find("copy bandwidth on 1 thread: 1000.0 GB/s"), std::string::npos) << p;
+  EXPECT_NE(p.find("fp32_fma peak on 1 thread: 1000000.0 GFLOP/s"), std::string::npos) << p;
+}
+
+// A CUDA part's sheet from the knowledge base beside a roof: no GPU needed.
+TEST(LlmHardware, AGpuSheetAndItsRoofSideBySide) {
+  const std::optional<KbDoc> sheet = KnowledgeBase::open().hardware("h200");
+  ASSERT_TRUE(sheet.has_value());
+  Roof roof;
+  roof.host_key = "NVIDIA H200 (cc 9.0) x1";
+  roof.bandwidth = {{"copy", 1, 256.0 * (1 << 20), 4037}, {"copy", 1, 4096.0 * (1 << 20), 4261}};
+  roof.peak = {{"bf16_tensor", 1, 790e3}, {"fp32_fma", 1, 60.6e3}};
+  const std::string t = llm_hardware_text(sheet, roof);
+  EXPECT_NE(t.find("Datasheet (h200)"), std::string::npos) << t;
+  EXPECT_NE(t.find("sm_count 132"), std::string::npos) << t;
+  EXPECT_NE(t.find("Measured by kevo on this machine (NVIDIA H200 (cc 9.0) x1)"), std::string::npos) << t;
+  EXPECT_NE(t.find("copy bandwidth on 1 thread: 4037.0 GB/s at 268 MB .. 4261.0 GB/s at 4.29e+03 MB"),
+            std::string::npos) << t;
+  EXPECT_NE(t.find("bf16_tensor peak on 1 thread: 790000.0 GFLOP/s"), std::string::npos) << t;
+  EXPECT_NE(llm_hardware_text(std::nullopt, Roof{}).find("none in kevo's knowledge base"),
+            std::string::npos);
 }
 
 TEST_F(LlmSearch, BadLlmSectionIsOneLine) {
