@@ -196,6 +196,11 @@ SELECT c.id AS candidate_id, c.run_id AS run_id,
                 (SELECT MIN(e.id) FROM evaluations e WHERE e.candidate_id = c.id)) AS evaluation_id
 FROM candidates c;
 )sql",
+    // 6: how many HTTP attempts an LLM call took (retries included; NULL
+    // where none was made: answered from the recorded calls, or refused).
+    R"sql(
+ALTER TABLE llm_calls ADD COLUMN attempts INTEGER;
+)sql",
 };
 
 // The view of migration 5 for a store of an older schema opened read-only
@@ -942,8 +947,8 @@ std::vector<Roof> Store::roofs_like(int64_t id) {
 int64_t Store::add_llm_call(const LlmCallRecord& c) {
   Stmt s(db_,
          "INSERT INTO llm_calls (run_id, model, endpoint, prompt_hash, prompt, response, "
-         "prompt_tokens, completion_tokens, cost_usd, latency_s, status, created_at) "
-         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))");
+         "prompt_tokens, completion_tokens, cost_usd, latency_s, status, attempts, created_at) "
+         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))");
   s.bind(1, c.run ? SqlValue(*c.run) : SqlValue(nullptr))
       .bind(2, c.model)
       .bind(3, c.endpoint)
@@ -954,7 +959,8 @@ int64_t Store::add_llm_call(const LlmCallRecord& c) {
       .bind(8, c.completion_tokens)
       .bind(9, c.cost_usd)
       .bind(10, c.latency_s)
-      .bind(11, c.status);
+      .bind(11, c.status)
+      .bind(12, c.attempts > 0 ? SqlValue(c.attempts) : SqlValue(nullptr));
   s.step();
   return sqlite3_last_insert_rowid(db_);
 }

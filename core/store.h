@@ -95,6 +95,7 @@ struct LlmCallRecord {
   int64_t prompt_tokens = 0, completion_tokens = 0;
   double cost_usd = 0, latency_s = 0;
   std::string status;  // ok | failed | ...
+  int64_t attempts = 0;  // HTTP attempts made, retries included (0: none made)
 };
 
 // A batch (kevo batch) and its tasks, as stored.

@@ -249,7 +249,7 @@ std::vector<Proposal> Engine::llm_proposals(std::map<std::string, LlmPending>& m
       log_warn("llm ({}): {}", r.model, why_not);
       if (chains[i]) {  // a failed repair attempt: try again while attempts remain
         LlmChain& c = llm_chains_[chains[i]];
-        c.failures.push_back(fmt::format("attempt {}: {}", c.attempts, first_line(why_not)));
+        c.failures.push_back(fmt::format("attempt {}: {}", c.attempts + 1, first_line(why_not)));
         ++c.failed_in_row;
         if (c.attempts < cfg.repair_attempts) llm_repairs_.push_back(ask.parent);
       }
@@ -284,7 +284,7 @@ void Engine::llm_after(const std::map<std::string, LlmPending>& made,
       c.failed_in_row = 0;
       continue;
     }
-    c.failures.push_back(fmt::format("attempt {}: {}", c.attempts, status_name(o.status)));
+    c.failures.push_back(fmt::format("attempt {}: {}", c.attempts + 1, status_name(o.status)));
     if (o.synthesizer.rfind("llm:", 0) != 0) ++c.failed_in_row;  // a failed repair
     if (c.attempts < cfg.repair_attempts) llm_repairs_.push_back(o.candidate);
   }
@@ -324,7 +324,7 @@ void Engine::llm_resume(const std::vector<Observation>& told) {
     if (o.ok()) {
       c.failed_in_row = 0;
     } else {
-      c.failures.push_back(fmt::format("attempt {}: {}", c.attempts, status_name(o.status)));
+      c.failures.push_back(fmt::format("attempt {}: {}", c.attempts + 1, status_name(o.status)));
       if (repair) ++c.failed_in_row;
       failed.push_back(&o);
     }

@@ -256,6 +256,7 @@ std::vector<LlmOutcome> LlmSynthesizer::generate(const LlmTaskInfo& task,
     std::string text, status = "ok";
     int64_t in = 0, out_tokens = 0;
     double cost = 0, latency = 0;
+    int64_t attempts = 0;
     if (p.hit) {
       text = p.hit->response;
       in = p.hit->in;
@@ -277,6 +278,7 @@ std::vector<LlmOutcome> LlmSynthesizer::generate(const LlmTaskInfo& task,
         out_tokens = r.output_tokens;
         cost = r.cost_usd;
         latency = r.latency_s;
+        attempts = r.attempts;
         ++calls_;
       } catch (const std::exception& e) {
         // A failed call is a result too: recorded, and the search goes on.
@@ -286,6 +288,7 @@ std::vector<LlmOutcome> LlmSynthesizer::generate(const LlmTaskInfo& task,
         ++failed_;
         const auto* le = dynamic_cast<const llm::LlmError*>(&e);
         ++failures_[le ? le->kind : "error"];
+        if (le) attempts = le->attempts;
         last_failure_ = e.what();
         if (le && le->kind == "budget") {
           if (!exhausted_) log_warn("LLM budget spent: the search goes on without the LLM ({})", e.what());
@@ -312,6 +315,7 @@ std::vector<LlmOutcome> LlmSynthesizer::generate(const LlmTaskInfo& task,
     call.cost_usd = cost;
     call.latency_s = latency;
     call.status = status;
+    call.attempts = attempts;
     o.call = store_.add_llm_call(call);
   }
   return out;

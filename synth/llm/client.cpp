@@ -229,7 +229,13 @@ class HttpClient final : public Client {
     // prompt, could hold one).
     reply.request_json = redact_secrets(dump(body_of(config_, r)));
 
+    bool reread = false;  // a malformed 200 is asked again once
     for (int attempt = 1;; ++attempt) {
+      // Every error says how many attempts it took (the call's row keeps it).
+      auto fail = [&](LlmError e) -> LlmError {
+        e.attempts = attempt;
+        return e;
+      };
       HttpResult res;
       {
         Limiter::Slot slot = limiter_->acquire();
@@ -239,37 +245,47 @@ class HttpClient final : public Client {
       std::optional<double> wait;  // set when this attempt may be retried
       if (res.failure == HttpResult::Failure::timeout) {
         if (last)
-          throw LlmError("timeout", redact(fmt::format("{}: no response from {} within {} s ({})",
-                                                       config_.name, url, config_.timeout_s,
-                                                       attempts(attempt)),
-                                           key));
+          throw fail(LlmError("timeout", redact(fmt::format("{}: no response from {} within {} s ({})",
+                                                            config_.name, url, config_.timeout_s,
+                                                            attempts(attempt)),
+                                                key)));
         wait = backoff_s(attempt - 1);
       } else if (res.failure == HttpResult::Failure::transport) {
         if (last || !res.retryable)
-          throw LlmError("transport",
-                         redact(fmt::format("{}: no complete response from {} ({}): {}",
-                                            config_.name, url, attempts(attempt), res.error),
-                                key));
+          throw fail(LlmError("transport",
+                              redact(fmt::format("{}: no complete response from {} ({}): {}",
+                                                 config_.name, url, attempts(attempt), res.error),
+                                     key)));
         wait = backoff_s(attempt - 1);
       } else if (res.status < 200 || res.status > 299) {
         if (last || !retryable_status(res.status))
-          throw LlmError(
+          throw fail(LlmError(
               "http",
               redact(fmt::format("{}: HTTP {} from {} ({}): {}", config_.name, res.status, url,
                                  attempts(attempt), server_message(res.body)),
                      key),
-              static_cast<int>(res.status));
+              static_cast<int>(res.status)));
         wait = retry_after_s(res.headers).value_or(backoff_s(attempt - 1));
       } else {
         reply.attempts = attempt;
         reply.response_json = redact(std::move(res.body), key);
-        finish(reply, url, key, start);
-        return reply;
+        try {
+          finish(reply, url, key, start);
+          return reply;
+        } catch (const LlmError& e) {
+          // A 200 whose body is not the API's reply (a proxy's page, a cut
+          // stream the server closed cleanly): asked once more, then a failure.
+          if (reread) throw fail(e);
+          reread = true;
+          res.error = e.what();
+          wait = backoff_s(attempt - 1);
+        }
       }
       double scaled = *wait * backoff_scale.load();
       log_info("llm {}: attempt {} failed ({}), retrying in {:.1f} s", config_.name, attempt,
-               res.failure == HttpResult::Failure::none ? fmt::format("HTTP {}", res.status)
-                                                        : redact(res.error, key),
+               res.failure == HttpResult::Failure::none && res.error.empty()
+                   ? fmt::format("HTTP {}", res.status)
+                   : redact(res.error, key),
                scaled);
       std::this_thread::sleep_for(std::chrono::duration<double>(scaled));
     }

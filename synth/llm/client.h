@@ -45,6 +45,7 @@ struct Reply {
 struct LlmError : std::runtime_error {
   std::string kind;
   int status = 0;
+  int attempts = 0;  // HTTP attempts made before it gave up (0: none)
   LlmError(std::string kind, const std::string& what, int status = 0);
 };
 

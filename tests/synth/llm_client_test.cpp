@@ -214,17 +214,23 @@ TEST_P(LlmClient, RetriesExhausted) {
   EXPECT_EQ(server.requests().size(), 3u);  // retries = 2
 }
 
-TEST_P(LlmClient, MalformedJsonIsAParseError) {
-  server.script({Step::raw(200, "{\"choices\": [")});
-  EXPECT_EQ(llm_error([&] { client()->complete(ask("x")); }).kind, "parse");
-  server.script({Step::raw(200, "{\"id\": \"x\"}")});
-  EXPECT_EQ(llm_error([&] { client()->complete(ask("x")); }).kind, "parse");
-  // A hostile endpoint's reply nested 100,000 deep: a parse error, not a
+// A 200 whose body is not the API's reply is asked again once, then a parse
+// error that says how many attempts it took.
+TEST_P(LlmClient, MalformedJsonIsAskedAgainOnceThenAParseError) {
+  const std::string deep = "{\"choices\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  // A hostile endpoint's reply nested 100,000 deep too: a parse error, not a
   // stack that runs out.
-  server.script({Step::raw(200, "{\"choices\": " + std::string(100000, '[') +
-                                    std::string(100000, ']') + "}")});
-  EXPECT_EQ(llm_error([&] { client()->complete(ask("x")); }).kind, "parse");
-  EXPECT_EQ(server.requests().size(), 3u);
+  for (const std::string& body : {std::string("{\"choices\": ["), std::string("{\"id\": \"x\"}"), deep}) {
+    server.script({Step::raw(200, body), Step::raw(200, body)});
+    LlmError e = llm_error([&] { client()->complete(ask("x")); });
+    EXPECT_EQ(e.kind, "parse");
+    EXPECT_EQ(e.attempts, 2);
+  }
+  EXPECT_EQ(server.requests().size(), 6u);
+  server.script({Step::raw(200, "{\"choices\": ["), Step::reply("whole")});
+  Reply r = client()->complete(ask("x"));
+  EXPECT_EQ(r.text, "whole");
+  EXPECT_EQ(r.attempts, 2);
 }
 
 TEST_P(LlmClient, DroppedConnectionIsRetried) {

@@ -380,6 +380,12 @@ TEST_F(LlmSearch, ADeadModelIsNotCalledAgainAndTheSummarySaysSo) {
   Store st(db_, true);
   QueryResult q = st.query("SELECT count(*) FROM llm_calls WHERE status = 'failed'");
   EXPECT_GT(std::get<int64_t>(q.rows[0][0]), 2);  // every refused call is a row too
+  // The two calls that went out took one attempt each (retries 0); the
+  // refused ones none.
+  q = st.query("SELECT count(*) FROM llm_calls WHERE attempts = 1");
+  EXPECT_EQ(std::get<int64_t>(q.rows[0][0]), 2);
+  q = st.query("SELECT count(*) FROM llm_calls WHERE attempts IS NULL AND response LIKE '%not called%'");
+  EXPECT_GT(std::get<int64_t>(q.rows[0][0]), 0);
   q = st.query("SELECT status FROM runs");
   EXPECT_EQ(std::get<std::string>(q.rows[0][0]), "done");  // the search went on to its end
 }
