@@ -394,21 +394,36 @@ std::string Engine::run() {
       Timed t(stats_.searcher_s);
       proposals = strategy_->ask(n);
     }
-    std::map<std::string, LlmPending> made;
-    if (llm_) {
-      std::vector<Proposal> more = llm_proposals(made);
-      proposals.insert(proposals.end(), std::make_move_iterator(more.begin()),
-                       std::make_move_iterator(more.end()));
-    }
-    if (proposals.empty()) {
+    // The LLM's requests go out first and are answered while the strategy's
+    // proposals are evaluated; its kernels follow them, in the order asked.
+    std::optional<LlmRequests> requests;
+    if (llm_) requests = llm_start();
+    if (proposals.empty() && !requests) {
       reason = "the strategy has nothing left to propose (space exhausted)";
       break;
     }
     const int64_t before = stats_.evaluations + stats_.reused;
-    const size_t asked = proposals.size();
+    size_t asked = proposals.size();
+    const bool strategy_done = proposals.empty();
     process(std::move(proposals), told);
-    if (llm_) llm_after(made, told);
+    if (requests) {
+      std::map<std::string, LlmPending> made;
+      std::vector<Proposal> more = llm_proposals(*requests, made);
+      asked += more.size();
+      if (asked == 0) {
+        reason = "the strategy has nothing left to propose (space exhausted)";
+        break;
+      }
+      process(std::move(more), told);
+      llm_after(made, told);
+    }
     tell();
+    // The strategy has nothing left and the LLM gave nothing new to measure:
+    // asking it again would only repeat itself.
+    if (strategy_done && stats_.evaluations + stats_.reused == before) {
+      reason = "the strategy has nothing left to propose and the LLM gave nothing new";
+      break;
+    }
     if (stats_.evaluations + stats_.reused == before) {
       idle_proposals_ += static_cast<int64_t>(asked);
       if (idle_proposals_ >= 5000) {

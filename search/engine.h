@@ -176,7 +176,16 @@ class Engine {
     int64_t call = 0;
     int64_t chain = 0;  // 0: a new chain, named by the candidate it makes
   };
-  std::vector<Proposal> llm_proposals(std::map<std::string, LlmPending>& made);
+  // A batch's LLM requests: asked (and sent) before the strategy's proposals
+  // are evaluated, turned into proposals after, so that the network's time
+  // hides behind the evaluations; in the order asked, whatever the timing.
+  struct LlmRequests {
+    std::vector<LlmAsk> asks;
+    std::vector<int64_t> chains;  // per ask: the chain a repair continues (0: new)
+    std::shared_ptr<LlmSynthesizer::InFlight> flight;  // shared: its type is the synthesizer's own
+  };
+  std::optional<LlmRequests> llm_start();
+  std::vector<Proposal> llm_proposals(LlmRequests& requests, std::map<std::string, LlmPending>& made);
   void llm_after(const std::map<std::string, LlmPending>& made, const std::vector<Observation>& told);
   LlmTaskInfo llm_task_info() const;
   LlmAsk llm_ask(const Observation& o, LlmAsk::Mode mode) const;

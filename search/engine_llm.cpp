@@ -191,11 +191,12 @@ int Engine::llm_family(const std::string& source, const std::string& model,
   return space_.add_family(std::move(fam));
 }
 
-std::vector<Proposal> Engine::llm_proposals(std::map<std::string, LlmPending>& made) {
+std::optional<Engine::LlmRequests> Engine::llm_start() {
   const llm::LlmConfig& cfg = llm_->config();
-  if (llm_->exhausted()) return {};
-  std::vector<LlmAsk> asks;
-  std::vector<int64_t> chains;  // per ask: the chain a repair continues (0: new)
+  if (llm_->exhausted()) return std::nullopt;
+  LlmRequests requests;
+  std::vector<LlmAsk>& asks = requests.asks;
+  std::vector<int64_t>& chains = requests.chains;
   while (!llm_repairs_.empty() && asks.size() < static_cast<size_t>(cfg.per_batch)) {
     const int64_t cand = llm_repairs_.front();
     llm_repairs_.pop_front();
@@ -221,12 +222,24 @@ std::vector<Proposal> Engine::llm_proposals(std::map<std::string, LlmPending>& m
     asks.push_back(llm_ask(*parent, LlmAsk::Mode::improve));
     chains.push_back(0);
   }
-  if (asks.empty()) return {};
-  if (on_stage) on_stage(fmt::format("asking the LLM for {} kernels", asks.size()));
+  if (asks.empty()) return std::nullopt;
+  {
+    Timed t(stats_.searcher_s);
+    requests.flight = llm_->start(llm_task_info(), asks, llm_rng_);
+  }
+  return requests;
+}
+
+std::vector<Proposal> Engine::llm_proposals(LlmRequests& requests,
+                                            std::map<std::string, LlmPending>& made) {
+  const llm::LlmConfig& cfg = llm_->config();
+  const std::vector<LlmAsk>& asks = requests.asks;
+  const std::vector<int64_t>& chains = requests.chains;
+  if (on_stage) on_stage(fmt::format("waiting for the LLM's {} kernels", asks.size()));
   std::vector<LlmOutcome> outcomes;
   {
     Timed t(stats_.searcher_s);
-    outcomes = llm_->generate(llm_task_info(), asks, llm_rng_);
+    outcomes = llm_->finish(*requests.flight);
   }
   std::vector<Proposal> out;
   for (size_t i = 0; i < asks.size(); ++i) {

@@ -214,9 +214,7 @@ std::optional<LlmSynthesizer::Recorded> LlmSynthesizer::recorded(const std::stri
   return r;
 }
 
-std::vector<LlmOutcome> LlmSynthesizer::generate(const LlmTaskInfo& task,
-                                                 const std::vector<LlmAsk>& asks,
-                                                 std::mt19937_64& rng) {
+struct LlmSynthesizer::InFlight {
   struct Pending {
     size_t model = 0;
     llm::Request request;
@@ -224,13 +222,29 @@ std::vector<LlmOutcome> LlmSynthesizer::generate(const LlmTaskInfo& task,
     std::optional<Recorded> hit;
     std::future<llm::Reply> reply;
   };
-  std::vector<Pending> pending(asks.size());
+  std::vector<LlmAsk> asks;
+  std::vector<Pending> pending;
+};
+
+std::vector<LlmOutcome> LlmSynthesizer::generate(const LlmTaskInfo& task,
+                                                 const std::vector<LlmAsk>& asks,
+                                                 std::mt19937_64& rng) {
+  return finish(*start(task, asks, rng));
+}
+
+std::shared_ptr<LlmSynthesizer::InFlight> LlmSynthesizer::start(const LlmTaskInfo& task,
+                                                                const std::vector<LlmAsk>& asks,
+                                                                std::mt19937_64& rng) {
+  auto batch = std::make_shared<InFlight>();
+  batch->asks = asks;
+  std::vector<InFlight::Pending>& pending = batch->pending;
+  pending.resize(asks.size());
   std::vector<double> weights;
   for (const auto& m : config_.models) weights.push_back(m.weight);
   // Decisions first, in order, on this thread: which model, which prompt,
   // whether a recorded reply answers it.
   for (size_t i = 0; i < asks.size(); ++i) {
-    Pending& p = pending[i];
+    InFlight::Pending& p = pending[i];
     if (!weights.empty()) {
       std::discrete_distribution<size_t> pick(weights.begin(), weights.end());
       p.model = pick(rng);
@@ -247,9 +261,15 @@ std::vector<LlmOutcome> LlmSynthesizer::generate(const LlmTaskInfo& task,
     llm::Client* client = clients_[p.model].get();
     p.reply = std::async(std::launch::async, [client, req = p.request] { return client->complete(req); });
   }
+  return batch;
+}
+
+std::vector<LlmOutcome> LlmSynthesizer::finish(InFlight& batch) {
+  const std::vector<LlmAsk>& asks = batch.asks;
+  std::vector<InFlight::Pending>& pending = batch.pending;
   std::vector<LlmOutcome> out(asks.size());
   for (size_t i = 0; i < asks.size(); ++i) {
-    Pending& p = pending[i];
+    InFlight::Pending& p = pending[i];
     LlmOutcome& o = out[i];
     o.model = config_.models.empty() ? "recorded" : config_.models[p.model].name;
     const std::string endpoint = config_.models.empty() ? "" : config_.models[p.model].endpoint;

@@ -80,6 +80,14 @@ class LlmSynthesizer {
   // whatever order the replies arrive in, so a replay sees the same.
   std::vector<LlmOutcome> generate(const LlmTaskInfo& task, const std::vector<LlmAsk>& asks,
                                    std::mt19937_64& rng);
+  // generate() in two steps, so that the requests are in flight while the
+  // caller does other work: start() decides everything (models, prompts,
+  // recorded replies) on this thread and sends the requests; finish() waits
+  // for the replies and records every call, in the order of the asks.
+  struct InFlight;
+  std::shared_ptr<InFlight> start(const LlmTaskInfo& task, const std::vector<LlmAsk>& asks,
+                                  std::mt19937_64& rng);
+  std::vector<LlmOutcome> finish(InFlight& batch);
   // Links a recorded call to the candidate made from its reply.
   void link(int64_t call, int64_t candidate);
 

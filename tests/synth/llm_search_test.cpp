@@ -3,6 +3,10 @@
 // CPU, a kernel that does not compile goes back for repair, every call is
 // recorded, and a replay from the store (no network) grows the same tree.
 #include <atomic>
+#include <algorithm>
+#include <thread>
+#include <mutex>
+#include <chrono>
 #include <fstream>
 #include <regex>
 
@@ -446,6 +450,35 @@ TEST(LlmHardware, AGpuSheetAndItsRoofSideBySide) {
   EXPECT_NE(t.find("bf16_tensor peak on 1 thread: 790000.0 GFLOP/s"), std::string::npos) << t;
   EXPECT_NE(llm_hardware_text(std::nullopt, Roof{}).find("none in kevo's knowledge base"),
             std::string::npos);
+}
+
+// The LLM's requests are in flight while the strategy's proposals of the same
+// batch are evaluated: a slow model does not stall the measurements. The
+// stand-in model looks at the store when a request arrives and again before
+// it answers (1.5 s later); evaluations were stored in between.
+TEST_F(LlmSearch, RequestsAreInFlightWhileTheBatchIsMeasured) {
+  auto stored_meanwhile = std::make_shared<std::vector<int64_t>>();
+  auto m = std::make_shared<std::mutex>();
+  FakeLlmServer server;
+  server.set_responder([stored_meanwhile, m, db = db_](const RecordedRequest&) {
+    auto evaluations = [&db] {
+      Store s(db, /*read_only=*/true);
+      return std::get<int64_t>(s.query("SELECT count(*) FROM evaluations").rows.at(0).at(0));
+    };
+    const int64_t before = evaluations();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    const int64_t after = evaluations();
+    std::lock_guard lock(*m);
+    stored_meanwhile->push_back(after - before);
+    return Step::reply("```c\n" + unrolled_swiglu(false) + "```\n");
+  });
+  write_task(server.base_url(), "off", {{"per_batch", 1}}, 8);
+  auto r = kevo({"run", "task.json", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::lock_guard lock(*m);
+  ASSERT_FALSE(stored_meanwhile->empty());
+  EXPECT_GT(*std::max_element(stored_meanwhile->begin(), stored_meanwhile->end()), 0)
+      << "no evaluation was stored while a request was in flight";
 }
 
 TEST_F(LlmSearch, BadLlmSectionIsOneLine) {
