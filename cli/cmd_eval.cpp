@@ -124,8 +124,6 @@ int cmd_eval(const Argv& argv) {
 
   const std::string db = store_path(a);
   Store store(db);
-  if (store.roofs(target->name(), target->host_key()).empty())
-    progress(fmt::format("no roof measured for {} yet: calibrating (once)", target->host_key()));
   Roof roof = roof_for(store, *target, [](std::string_view line) { log_debug("{}", line); });
 
   ReferenceCache references(cache_dir() / "ref");

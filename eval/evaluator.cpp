@@ -116,7 +116,6 @@ static double cpu_wait_pct(const EvalResult& r) {
 
 EvalResult Evaluator::measure(PreparedCandidate prepared) {
   if (!prepared.ready) return std::move(prepared.result);
-  const EvalResult prepared_result = prepared.result;
   const CompiledCandidate& c = prepared.compiled;
   // Several GPUs measure at once: their stage lines take turns.
   ProgressFn stage;
@@ -134,7 +133,7 @@ EvalResult Evaluator::measure(PreparedCandidate prepared) {
     target_.retire_runners();
     const std::string first = r.detail;
     const double first_run_s = r.run_s;
-    r = run_and_judge(c, prepared_result, stage);
+    r = run_and_judge(c, prepared.result, stage);
     r.run_s += first_run_s;
     if (r.status == Status::ok)
       r.detail = "measured twice: the first measurement was suspect (" + first + ")";
@@ -151,7 +150,7 @@ EvalResult Evaluator::measure(PreparedCandidate prepared) {
     if (stage)
       stage(fmt::format("the runner waited for a CPU {:.0f}% of its timing: measuring again", wait));
     target_.retire_runners();
-    EvalResult again = run_and_judge(c, prepared_result, stage);
+    EvalResult again = run_and_judge(c, prepared.result, stage);
     again.run_s += r.run_s;
     const double wait2 = cpu_wait_pct(again);
     if (again.status != Status::ok) {

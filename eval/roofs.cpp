@@ -1,5 +1,9 @@
 #include "eval/roofs.h"
 
+#include <fmt/format.h>
+
+#include "core/terminal.h"
+
 namespace kevo {
 
 Roof calibrate_and_store(Store& store, Target& target,
@@ -18,7 +22,10 @@ Roof remeasure(Store& store, Target& target, double bytes,
 
 Roof roof_for(Store& store, Target& target, const std::function<void(std::string_view)>& progress) {
   std::vector<Roof> stored = store.roofs(target.name(), target.host_key());
-  if (stored.empty()) return calibrate_and_store(store, target, progress);
+  if (stored.empty()) {
+    kevo::progress(fmt::format("no roof measured for {} yet: calibrating (once)", target.host_key()));
+    return calibrate_and_store(store, target, progress);
+  }
   return Roof::best_of(stored);
 }
 

@@ -21,7 +21,8 @@ Roof calibrate_and_store(Store& store, Target& target,
 Roof remeasure(Store& store, Target& target, double bytes,
                const std::function<void(std::string_view)>& progress);
 // This machine's roof: the best figures of every calibration stored for it
-// (see Roof::best_of), calibrating first when there is none.
+// (see Roof::best_of), calibrating first when there is none (and saying so
+// on stderr: it takes a while, once per machine).
 Roof roof_for(Store& store, Target& target, const std::function<void(std::string_view)>& progress);
 
 }  // namespace kevo

@@ -89,9 +89,9 @@ std::vector<Result> results_of(Store& store, int64_t run) {
   return out;
 }
 
-// Best median so far after each result: [{n, t_s, best_s}], from the first
-// correct one on. `scale` divides the times (1: seconds).
-// Best so far by the search's figures, point by point; then, where the run
+// Best median so far after each result: [{n, t_s, best_s, confirmed}], from
+// the first correct one on, by the search's figures; `scale` divides the
+// times (1: seconds). Then, where the run
 // confirmed its best, one last point ("confirmed": true) at the figure the
 // run reports: the curve ends where the headline is, and a search figure the
 // re-measurement did not bear out shows as the step up to it.

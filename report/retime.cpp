@@ -19,8 +19,9 @@ namespace kevo {
 
 namespace {
 
-// Why a row cannot be re-timed here; empty when it can.
-std::string why_not_retimable(const TaskComparison& r) {
+// Why a row cannot be re-timed here (`targets`: list_targets()); empty when
+// it can, "-" when there is nothing to time.
+std::string why_not_retimable(const TaskComparison& r, const std::vector<TargetInfo>& targets) {
   if (!r.baseline || !r.current || !r.baseline->ok || !r.current->ok) return "-";  // nothing to time
   if (r.baseline->hash != r.current->hash)
     return "not re-timed: the task's config changed between the sides";
@@ -32,7 +33,7 @@ std::string why_not_retimable(const TaskComparison& r) {
   if (!r.current->task_config.is_object())
     return fmt::format("not re-timed: the export of {} carries no task config", r.current->origin);
   const std::string& target = r.current->target;
-  for (const TargetInfo& t : list_targets())
+  for (const TargetInfo& t : targets)
     if (t.name == target)
       return t.available ? "" : fmt::format("not re-timed: target {} is not available here ({})",
                                             target, t.why_not);
@@ -70,8 +71,6 @@ void retime_row(TaskComparison& r, Store& store, const CompareOptions& compare,
   auto progress = [&](std::string_view line) {
     if (o.progress) o.progress(line);
   };
-  if (store.roofs(target->name(), target->host_key()).empty())
-    progress(fmt::format("no roof measured for {} yet: calibrating (once)", target->host_key()));
   const Roof roof = roof_for(store, *target, progress);
   ReferenceCache references(cache_dir() / "ref");
   CompileCache compiles(cache_dir());
@@ -173,11 +172,15 @@ void retime_row(TaskComparison& r, Store& store, const CompareOptions& compare,
 void retime_rows(std::vector<TaskComparison>& rows, Store& store, const CompareOptions& compare,
                  const RetimeOptions& options) {
   if (options.rounds < 1) throw UserError("re-timing needs at least one round");
-  size_t todo = 0, done = 0;
-  for (const TaskComparison& r : rows) todo += why_not_retimable(r).empty();
-  for (TaskComparison& r : rows) {
+  const std::vector<TargetInfo> targets = list_targets();  // probes each target once
+  std::vector<std::string> whys;
+  for (const TaskComparison& r : rows) whys.push_back(why_not_retimable(r, targets));
+  const size_t todo = static_cast<size_t>(std::count(whys.begin(), whys.end(), ""));
+  size_t done = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    TaskComparison& r = rows[i];
     if (options.interrupted && options.interrupted()) return;
-    const std::string why = why_not_retimable(r);
+    const std::string& why = whys[i];
     if (why == "-") continue;
     if (!why.empty()) {
       r.note = r.note.empty() ? why : r.note + "; " + why;

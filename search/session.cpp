@@ -102,8 +102,6 @@ SearchSession::SearchSession(Store& store, SearchRequest request)
     own_backend_ = std::move(replay);
     request_.run_config["replay"] = replayed;
   } else {
-    if (store.roofs(target_->name(), target_->host_key()).empty())
-      progress(fmt::format("no roof measured for {} yet: calibrating (once)", target_->host_key()));
     roof_ = roof_for(store, *target_, [](std::string_view line) { log_debug("{}", line); });
     references_ = std::make_unique<ReferenceCache>(cache_dir() / "ref");
     compiles_ = std::make_unique<CompileCache>(cache_dir());
