@@ -33,6 +33,16 @@ void print_summary(const Engine& engine, const Task& task, const nlohmann::json&
              task.target, j["strategy"].get<std::string>(),
              j["backend"] == "replay" ? " (replayed)" : "");
   fmt::print("{:<12}{}\n", "stopped", j["stop_reason"].get<std::string>());
+  if (j.contains("replay")) {
+    const auto& r = j["replay"];
+    const int64_t n = r["candidates"].get<int64_t>(), of = r["recorded_candidates"].get<int64_t>();
+    if (!r["left_at"].is_null())
+      fmt::print("{:<12}left run {}'s recording after {} of its {} candidates\n", "replay",
+                 r["of"].get<int64_t>(), n, of);
+    else
+      fmt::print("{:<12}followed run {}: {} of its {} candidates, the same{}\n", "replay",
+                 r["of"].get<int64_t>(), n, of, n == of ? " tree" : " so far");
+  }
   auto line = [&](const char* label, const nlohmann::json& b, const char* extra_key,
                   const std::string& extra_note = "") {
     if (b.is_null()) {
@@ -151,8 +161,9 @@ int cmd_run(const Argv& argv) {
           {"--max-evals", "N", "stop after N new evaluations (overrides search.stop.max_evals)"},
           {"--max-minutes", "M", "stop after M minutes (overrides search.stop.max_minutes)"},
           {"--resume", "RUN", "continue run RUN of the store (CONFIG optional)"},
-          {"--replay", "RUN", "answer from the measurements of run RUN instead of running "
-                              "kernels (for comparing strategies)"},
+          {"--replay", "RUN", "answer from the measurements (and LLM calls) of run RUN instead of "
+                              "running kernels: with RUN's strategy and seed, the same tree; with "
+                              "another, a what-if on RUN's points"},
           {"--strategy", "NAME", "grid | random | evolution | mcts (overrides search.strategy)"},
           {"--seed", "N", "the strategy's random seed (overrides search.seed)"},
           {"--knob", "K=V[,V...]", "search only these values of knob K (e.g. THREADS=1); kept "

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -200,6 +201,12 @@ FROM candidates c;
     // where none was made: answered from the recorded calls, or refused).
     R"sql(
 ALTER TABLE llm_calls ADD COLUMN attempts INTEGER;
+)sql",
+    // 7: how a failed LLM call failed (timeout, transport, http, parse,
+    // breaker, budget, cache, replay; NULL for one that did not fail), so
+    // that a replay fails it the same way.
+    R"sql(
+ALTER TABLE llm_calls ADD COLUMN failure TEXT;
 )sql",
 };
 
@@ -668,6 +675,25 @@ std::optional<EvalResult> Store::evaluation(int64_t id) {
   r.compile_log = text(21);
   r.stdout_text = text(22);
   r.stderr_text = text(23);
+  // Its profile too, so that a copy (a replay's) carries what the original
+  // was told (a prompt shows the parent's profile).
+  Stmt p(db_, "SELECT metric, value, unit, source_line FROM profiles WHERE evaluation_id = ? "
+              "ORDER BY id");
+  p.bind(1, id);
+  while (p.step()) {
+    SqlValue v = p.column(1);
+    double value = std::numeric_limits<double>::quiet_NaN();  // stored as NULL: not finite
+    if (auto* d = std::get_if<double>(&v)) value = *d;
+    if (auto* n = std::get_if<int64_t>(&v)) value = static_cast<double>(*n);
+    SqlValue line = p.column(3);
+    const int64_t* l = std::get_if<int64_t>(&line);
+    r.profile.push_back({std::get<std::string>(p.column(0)),
+                         value,
+                         std::holds_alternative<std::string>(p.column(2))
+                             ? std::get<std::string>(p.column(2))
+                             : std::string(),
+                         l ? *l : 0});
+  }
   return r;
 }
 
@@ -947,8 +973,9 @@ std::vector<Roof> Store::roofs_like(int64_t id) {
 int64_t Store::add_llm_call(const LlmCallRecord& c) {
   Stmt s(db_,
          "INSERT INTO llm_calls (run_id, model, endpoint, prompt_hash, prompt, response, "
-         "prompt_tokens, completion_tokens, cost_usd, latency_s, status, attempts, created_at) "
-         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))");
+         "prompt_tokens, completion_tokens, cost_usd, latency_s, status, attempts, failure, "
+         "created_at) "
+         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))");
   s.bind(1, c.run ? SqlValue(*c.run) : SqlValue(nullptr))
       .bind(2, c.model)
       .bind(3, c.endpoint)
@@ -960,7 +987,8 @@ int64_t Store::add_llm_call(const LlmCallRecord& c) {
       .bind(9, c.cost_usd)
       .bind(10, c.latency_s)
       .bind(11, c.status)
-      .bind(12, c.attempts > 0 ? SqlValue(c.attempts) : SqlValue(nullptr));
+      .bind(12, c.attempts > 0 ? SqlValue(c.attempts) : SqlValue(nullptr))
+      .bind(13, c.failure.empty() ? SqlValue(nullptr) : SqlValue(c.failure));
   s.step();
   return sqlite3_last_insert_rowid(db_);
 }
@@ -971,14 +999,13 @@ void Store::link_llm_call(int64_t call, int64_t candidate) {
   s.step();
 }
 
-std::optional<LlmCallRecord> Store::recorded_llm_call(const std::string& prompt_hash,
-                                                      int64_t occurrence) {
-  Stmt s(db_,
-         "SELECT run_id, model, endpoint, prompt_hash, prompt, response, prompt_tokens, "
-         "completion_tokens, cost_usd, latency_s, status FROM llm_calls "
-         "WHERE prompt_hash = ? AND status = 'ok' ORDER BY id LIMIT 1 OFFSET ?");
-  s.bind(1, prompt_hash).bind(2, occurrence);
-  if (!s.step()) return std::nullopt;
+namespace {
+
+constexpr const char* kLlmCallColumns =
+    "run_id, model, endpoint, prompt_hash, prompt, response, prompt_tokens, completion_tokens, "
+    "cost_usd, latency_s, status, attempts, failure";
+
+LlmCallRecord llm_call_of(Stmt& s) {
   LlmCallRecord c;
   c.run = int_of(s.column(0));
   c.model = text_of(s.column(1));
@@ -991,7 +1018,29 @@ std::optional<LlmCallRecord> Store::recorded_llm_call(const std::string& prompt_
   c.cost_usd = number_of(s.column(8)).value_or(0);
   c.latency_s = number_of(s.column(9)).value_or(0);
   c.status = text_of(s.column(10));
+  c.attempts = int_of(s.column(11)).value_or(0);
+  c.failure = text_of(s.column(12));
   return c;
+}
+
+}  // namespace
+
+std::optional<LlmCallRecord> Store::recorded_llm_call(const std::string& prompt_hash,
+                                                      int64_t occurrence) {
+  Stmt s(db_, fmt::format("SELECT {} FROM llm_calls WHERE prompt_hash = ? AND status = 'ok' "
+                          "ORDER BY id LIMIT 1 OFFSET ?",
+                          kLlmCallColumns));
+  s.bind(1, prompt_hash).bind(2, occurrence);
+  if (!s.step()) return std::nullopt;
+  return llm_call_of(s);
+}
+
+std::vector<LlmCallRecord> Store::llm_calls_of_run(int64_t run) {
+  Stmt s(db_, fmt::format("SELECT {} FROM llm_calls WHERE run_id = ? ORDER BY id", kLlmCallColumns));
+  s.bind(1, run);
+  std::vector<LlmCallRecord> out;
+  while (s.step()) out.push_back(llm_call_of(s));
+  return out;
 }
 
 // ---- batches ----------------------------------------------------------------------------

@@ -96,6 +96,7 @@ struct LlmCallRecord {
   double cost_usd = 0, latency_s = 0;
   std::string status;  // ok | failed | ...
   int64_t attempts = 0;  // HTTP attempts made, retries included (0: none made)
+  std::string failure;   // how a failed call failed ("timeout", "budget", ...; "" otherwise)
 };
 
 // A batch (kevo batch) and its tasks, as stored.
@@ -210,6 +211,8 @@ class Store {
   // ---- LLM calls ----
   int64_t add_llm_call(const LlmCallRecord& call);
   void link_llm_call(int64_t call, int64_t candidate);
+  // A run's calls, in the order they were made (a replay answers from them).
+  std::vector<LlmCallRecord> llm_calls_of_run(int64_t run);
   // The `occurrence`-th (0-based) successful call with this prompt hash.
   std::optional<LlmCallRecord> recorded_llm_call(const std::string& prompt_hash,
                                                  int64_t occurrence);

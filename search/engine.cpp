@@ -167,6 +167,7 @@ void Engine::resume(int64_t run) {
   std::vector<Observation> told;
   for (const CandidateRecord& c : store_.candidates(run)) {
     const int64_t id = c.id;
+    ordinal_[id] = ordinal_.size();
     auto fam = family_by_hash.find(c.source_hash);
     if (fam == family_by_hash.end()) {
       log_warn("candidate {} of run {}: family '{}' has changed since; kept, not searched from",
@@ -237,7 +238,7 @@ std::optional<std::string> Engine::should_stop() const {
   if (s.max_evals && stats_.evaluations >= s.max_evals)
     return fmt::format("reached the budget of {} evaluations", s.max_evals);
   const double elapsed = clock_offset_ + backend_.clock();
-  if (s.max_seconds && elapsed >= s.max_seconds)
+  if (s.max_seconds && !script_ && elapsed >= s.max_seconds)
     return fmt::format("reached the time budget of {}", format_seconds(s.max_seconds));
   if (s.stagnation && since_improvement_ >= s.stagnation)
     return fmt::format("no 1% improvement in {} evaluations", s.stagnation);
@@ -261,6 +262,7 @@ void Engine::process(std::vector<Proposal> proposals, std::vector<Observation>& 
   std::vector<std::pair<int64_t, Proposal>> jobs;
   std::vector<std::pair<int64_t, Proposal>> duplicates;
   for (auto& prop : proposals) {
+    if (script_ && (script_ended_ || !divergence_.empty())) break;  // off the recording
     if (!space_.valid(prop.point)) {
       ++stats_.invalid;
       log_warn("strategy {} proposed a point outside the space: {} {} (skipped)",
@@ -277,12 +279,19 @@ void Engine::process(std::vector<Proposal> proposals, std::vector<Observation>& 
     const Family& fam = space_.family(prop.point.family);
     int64_t cand = 0;
     std::optional<int64_t> earlier;
+    bool unmeasured = false;  // a followed replay: the recording never measured it either
+    if (script_) {
+      if (!on_script(prop, earlier, unmeasured)) break;
+    } else if (reuse_earlier_runs) {
+      Timed t(stats_.store_s);
+      earlier = earlier_evaluation(prop.point);
+    }
     {
       Timed t(stats_.store_s);
-      if (reuse_earlier_runs) earlier = earlier_evaluation(prop.point);
       cand = store_.add_candidate(run_, fam.source_hash, prop.point.knobs, fam.name,
                                   prop.synthesizer, prop.parents, earlier);
     }
+    ordinal_[cand] = ordinal_.size();
     TreeNode node;
     node.candidate = cand;
     node.family = fam.name;
@@ -290,6 +299,7 @@ void Engine::process(std::vector<Proposal> proposals, std::vector<Observation>& 
     node.synthesizer = prop.synthesizer;
     tree_.add(node, prop.parents);
     known_[key] = cand;
+    if (unmeasured) continue;
     if (!earlier) {
       jobs.push_back({cand, std::move(prop)});
       continue;
@@ -347,6 +357,67 @@ void Engine::evaluate_pending(std::vector<std::pair<int64_t, Proposal>> pending,
       [&] { return !should_stop(); }, on_stage);
 }
 
+bool Engine::on_script(const Proposal& prop, std::optional<int64_t>& earlier, bool& unmeasured) {
+  const size_t k = ordinal_.size();
+  const Family& fam = space_.family(prop.point.family);
+  if (k >= script_->candidates.size()) {
+    script_ended_ = true;
+    return false;
+  }
+  const RecordedCandidate& rc = script_->candidates[k];
+  std::vector<size_t> parents;
+  for (int64_t p : prop.parents)
+    if (auto it = ordinal_.find(p); it != ordinal_.end()) parents.push_back(it->second);
+  std::sort(parents.begin(), parents.end());
+  const std::string knobs = knobs_to_json(prop.point.knobs);
+  if (rc.source_hash == fam.source_hash && rc.knobs_json == knobs &&
+      rc.synthesizer == prop.synthesizer && rc.parents == parents) {
+    earlier = rc.reuses_evaluation;
+    unmeasured = !rc.measured && !rc.reuses_evaluation;
+    return true;
+  }
+  divergence_ = fmt::format("candidate {}: the recording made {}; the replay made {}; {}", k + 1,
+                            describe_candidate(rc.family, rc.knobs_json, rc.synthesizer, rc.parents),
+                            describe_candidate(fam.name, knobs, prop.synthesizer, parents),
+                            why_off_script(rc));
+  log_warn("the replay left the recording of run {} at {}", script_->run, divergence_);
+  return false;
+}
+
+// Why a followed replay did not make the recording's candidate `rc`: the LLM
+// could not be answered as it was then, another kevo, a family the space no
+// longer has, or else the strategy's own choice.
+std::string Engine::why_off_script(const RecordedCandidate& rc) const {
+  const bool family_here = std::any_of(space_.families().begin(), space_.families().end(),
+                                       [&](const Family& f) { return f.source_hash == rc.source_hash; });
+  if (llm_ && !llm_->divergence().empty()) return llm_->divergence();
+  if (!family_here && rc.synthesizer.rfind("llm", 0) != 0)
+    return fmt::format("the recorded candidate's family '{}' is not in this search's space with the "
+                       "same source (changed since, or another family list)",
+                       rc.family);
+  if (script_->kevo_version != KEVO_VERSION)
+    return fmt::format("the recording was made by kevo {}, this is kevo {}: its strategy or "
+                       "synthesizers may choose differently",
+                       script_->kevo_version, KEVO_VERSION);
+  return "the strategy chose differently from the same results (is the config the recording's?)";
+}
+
+std::optional<std::string> Engine::script_stop() const {
+  if (!script_) return std::nullopt;
+  if (!divergence_.empty())
+    return fmt::format("the replay left the recording of run {} at {}", script_->run, divergence_);
+  const size_t made = ordinal_.size();
+  const bool all = made >= script_->candidates.size();
+  if (all || script_ended_) {
+    std::string said = script_->stop_reason.empty() ? "" : fmt::format("; it stopped: {}", script_->stop_reason);
+    return all ? fmt::format("replayed run {} to its end, the same {} candidates{}", script_->run,
+                             made, said)
+               : fmt::format("replayed run {} to its last measured candidate ({} of {}){}",
+                             script_->run, made, script_->candidates.size(), said);
+  }
+  return std::nullopt;
+}
+
 void Engine::save_progress() {
   Timed t(stats_.store_s);
   store_.set_run_summary(run_, summary(""));
@@ -383,6 +454,10 @@ std::string Engine::run() {
     stats_.wall_s = wall_before + monotonic_seconds() - wall0;
     stats_.elapsed_s = clock_offset_ + backend_.clock();
     if (auto why = should_stop()) {
+      reason = *why;
+      break;
+    }
+    if (auto why = script_stop()) {
       reason = *why;
       break;
     }
@@ -434,6 +509,18 @@ std::string Engine::run() {
       idle_proposals_ = 0;
     }
     save_progress();
+  }
+  // A followed replay that stopped before the recording's end, for a reason
+  // of its own (the space, the LLM), left it where its next candidate was.
+  if (script_ && divergence_.empty() && !script_ended_ && reason != "interrupted" &&
+      ordinal_.size() < script_->candidates.size() &&
+      !should_stop()) {
+    const RecordedCandidate& rc = script_->candidates[ordinal_.size()];
+    divergence_ = fmt::format("candidate {}: the recording made {}; the replay made none ({}); {}",
+                              ordinal_.size() + 1,
+                              describe_candidate(rc.family, rc.knobs_json, rc.synthesizer, rc.parents),
+                              reason, why_off_script(rc));
+    reason = *script_stop();
   }
   if (reason != "interrupted") confirm();
   stats_.wall_s = wall_before + monotonic_seconds() - wall0;
@@ -612,6 +699,12 @@ nlohmann::json Engine::summary(const std::string& stop_reason) const {
                 {"failed_calls", llm_->failed_calls()}, {"tokens", llm_->tokens()},
                 {"cost_usd", llm_->cost_usd()}, {"failures", llm_->failures()},
                 {"last_failure", llm_->last_failure()}};
+  if (script_)
+    j["replay"] = {{"of", script_->run},
+                   {"exact", true},
+                   {"candidates", ordinal_.size()},
+                   {"recorded_candidates", script_->candidates.size()},
+                   {"left_at", divergence_.empty() ? nlohmann::json() : nlohmann::json(divergence_)}};
   j["by_status"] = stats_.by_status;
   j["elapsed_s"] = stats_.elapsed_s;
   j["wall_s"] = stats_.wall_s;

@@ -23,6 +23,7 @@
 #include "core/task.h"
 #include "eval/backend.h"
 #include "search/observation.h"
+#include "search/replay.h"
 #include "search/strategy.h"
 #include "search/tree.h"
 #include "synth/llm_synthesizer.h"
@@ -146,6 +147,17 @@ class Engine {
   // kernels become families of their own, and those that fail to compile or
   // are wrong go back to it for repair. Set before begin() or resume().
   void set_llm(LlmSynthesizer* llm);
+  // An exact replay (the recording's strategy, seed and batch, the backend a
+  // ReplayBackend of the same run): each new candidate must be the
+  // recording's candidate of the same rank (source, knobs, synthesizer,
+  // parents), and reuses what that one reused. The run stops where the
+  // recording ends, or at the first candidate that differs, saying which and
+  // why; the time budget does not apply (the recording's clock was not the
+  // replay's). `script` is the caller's and outlives the run. Set before
+  // begin() or resume().
+  void follow(const ReplayScript* script) { script_ = script; }
+  // Where a followed replay left its recording ("" while it has not).
+  const std::string& divergence() const { return divergence_; }
   // What the LLM's prompts say of the hardware (LlmTaskInfo::hardware).
   void set_llm_hardware(std::string text) { llm_hardware_ = std::move(text); }
 
@@ -164,6 +176,13 @@ class Engine {
                         std::vector<Observation>& told);
   void record(const Observation& o);
   std::optional<int64_t> earlier_evaluation(const Point& p);
+  // A followed replay: whether `prop` is the recording's next candidate; if
+  // so `earlier` is what that one reused and `unmeasured` whether the
+  // recording left it unmeasured (stopped first); if not, divergence_ says
+  // why (or the recording ended).
+  bool on_script(const Proposal& prop, std::optional<int64_t>& earlier, bool& unmeasured);
+  std::string why_off_script(const RecordedCandidate& rc) const;
+  std::optional<std::string> script_stop() const;
   void save_progress();
 
   // The LLM synthesizer's part (search/engine_llm.cpp).
@@ -223,6 +242,10 @@ class Engine {
   int64_t since_improvement_ = 0;
   int64_t idle_proposals_ = 0;
   std::vector<std::pair<int64_t, Proposal>> pending_;  // left unevaluated by a kill
+  std::map<int64_t, size_t> ordinal_;  // this run's candidates, by the order they were made
+  const ReplayScript* script_ = nullptr;
+  bool script_ended_ = false;  // a followed replay made every candidate the recording had
+  std::string divergence_;
 };
 
 }  // namespace kevo

@@ -98,7 +98,22 @@ SearchSession::SearchSession(Store& store, SearchRequest request)
     if (r->task_hash != task.hash)
       throw UserError(fmt::format("--replay: run {} measured another task", replayed));
     auto replay = std::make_unique<ReplayBackend>(store, replayed);
-    space_.restrict_to(replay->recorded_keys());
+    // The recording's strategy, parameters and seed: an exact replay, which
+    // follows the recording candidate by candidate (with its batch size,
+    // unless the config sets one) and grows the same tree. Another strategy
+    // or seed: a what-if on the recorded points only.
+    const nlohmann::json recorded = r->config().value("search", nlohmann::json::object());
+    SearchConfig& cfg = request_.config;
+    const bool same = recorded.value("strategy", std::string()) == cfg.strategy &&
+                      recorded.value("params", nlohmann::json::object()) == cfg.params &&
+                      recorded.value("seed", nlohmann::json()) == nlohmann::json(cfg.seed);
+    const int64_t recorded_batch = recorded.value("batch", int64_t{0});
+    if (same && (cfg.batch == 0 || static_cast<int64_t>(cfg.batch) == recorded_batch)) {
+      if (recorded_batch > 0) cfg.batch = static_cast<size_t>(recorded_batch);
+      script_ = std::make_unique<ReplayScript>(load_replay_script(store, replayed));
+    } else {
+      space_.restrict_to(replay->recorded_keys());
+    }
     own_backend_ = std::move(replay);
     request_.run_config["replay"] = replayed;
   } else {
@@ -126,6 +141,7 @@ void SearchSession::start(const SearchSpace& space, EvalBackend& backend) {
   backend_ = &backend;
   engine_ = std::make_unique<Engine>(request_.task, space, store_, backend, cfg, this_machine());
   engine_->reuse_earlier_runs = !request_.replay;
+  if (script_) engine_->follow(script_.get());
   if (!cfg.llm.is_null()) {
     // The LLM synthesizer; a replay is answered from the recorded calls only.
     llm::LlmConfig lc = llm::parse_llm_config(cfg.llm, "$.search.llm");
@@ -155,6 +171,12 @@ void SearchSession::start(const SearchSpace& space, EvalBackend& backend) {
     } else {
       knowledge_ = std::make_unique<KnowledgeBase>(KnowledgeBase::open());
       llm_ = std::make_unique<LlmSynthesizer>(std::move(lc), store_, knowledge_.get());
+      // An exact replay asks the recorded calls in order; a resumed one
+      // has asked some already.
+      if (script_) {
+        llm_->follow(store_.llm_calls_of_run(*request_.replay));
+        if (request_.resume) llm_->follow_from(store_.llm_calls_of_run(*request_.resume).size());
+      }
       engine_->set_llm(llm_.get());
       // The hardware the prompts describe: a replay says what the replayed
       // run said (its prompts must come out byte for byte the same).

@@ -20,6 +20,7 @@
 #include "eval/reference_cache.h"
 #include "knowledge/knowledge_base.h"
 #include "search/engine.h"
+#include "search/replay.h"
 #include "targets/target.h"
 
 namespace kevo {
@@ -73,6 +74,7 @@ class SearchSession {
   std::unique_ptr<CompileCache> compiles_;
   std::unique_ptr<Evaluator> evaluator_;
   std::unique_ptr<EvalBackend> own_backend_;
+  std::unique_ptr<ReplayScript> script_;  // an exact replay's recording
   EvalBackend* backend_ = nullptr;  // own_backend_ or the caller's
   std::unique_ptr<KnowledgeBase> knowledge_;  // with an LLM synthesizer
   std::unique_ptr<LlmSynthesizer> llm_;

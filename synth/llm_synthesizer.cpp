@@ -5,6 +5,7 @@
 #include <future>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -99,6 +100,50 @@ std::string head_lines(const std::string& text, size_t max_lines, size_t max_cha
 }
 
 }  // namespace
+
+std::string prompt_difference(const std::string& recorded, const std::string& now) {
+  // The requests' messages, role by role and line by line.
+  auto messages = [](const std::string& request) {
+    std::vector<std::pair<std::string, std::string>> out;
+    const nlohmann::json j = nlohmann::json::parse(request, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return out;
+    if (j.contains("system") && j["system"].is_string())  // Anthropic's own field
+      out.push_back({"system", j["system"].get<std::string>()});
+    if (j.contains("messages") && j["messages"].is_array())
+      for (const auto& m : j["messages"]) {
+        if (!m.is_object()) continue;
+        const std::string role = m.value("role", std::string("?"));
+        std::string text;
+        if (m.contains("content") && m["content"].is_string()) text = m["content"].get<std::string>();
+        else if (m.contains("content")) text = m["content"].dump();
+        out.push_back({role, text});
+      }
+    return out;
+  };
+  const auto a = messages(recorded), b = messages(now);
+  auto clip = [](std::string s) {
+    if (s.size() > 120) s = s.substr(0, 117) + "...";
+    return "'" + s + "'";
+  };
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    if (a[i] == b[i]) continue;
+    if (a[i].first != b[i].first)
+      return fmt::format("message {} is '{}', was '{}'", i + 1, b[i].first, a[i].first);
+    std::istringstream x(a[i].second), y(b[i].second);
+    std::string lx, ly;
+    for (int line = 1;; ++line) {
+      const bool gx = static_cast<bool>(std::getline(x, lx));
+      const bool gy = static_cast<bool>(std::getline(y, ly));
+      if (!gx && !gy) break;
+      if (gx && gy && lx == ly) continue;
+      return fmt::format("the {} message, line {}: now {}, recorded {}", a[i].first, line,
+                         gy ? clip(ly) : "(ends)", gx ? clip(lx) : "(ended)");
+    }
+  }
+  if (a.size() != b.size())
+    return fmt::format("{} messages now, {} recorded", b.size(), a.size());
+  return "the messages are the same; the request's other settings (model, endpoint, limits) differ";
+}
 
 struct LlmSynthesizer::Recorded {
   std::string response;
@@ -220,6 +265,8 @@ struct LlmSynthesizer::InFlight {
     llm::Request request;
     std::string key, request_json;
     std::optional<Recorded> hit;
+    std::optional<LlmCallRecord> scripted_failure;  // a replay: the recorded call failed so
+    std::string off_script;                         // a replay: why the recording cannot answer
     std::future<llm::Reply> reply;
   };
   std::vector<LlmAsk> asks;
@@ -254,6 +301,23 @@ std::shared_ptr<LlmSynthesizer::InFlight> LlmSynthesizer::start(const LlmTaskInf
     p.request_json = m ? llm::request_json(*m, p.request) : "";
     p.key = sha256_hex(fmt::format("{}|{}|{}|{}", m ? m->api : "", m ? m->endpoint : "",
                                    m ? m->model : "", p.request_json));
+    if (script_) {  // a replay: the run's calls in order, each for the same prompt
+      const size_t n = script_next_++;
+      if (n >= script_->size()) {
+        p.off_script = fmt::format("the recorded run made only {} LLM calls; this is call {}",
+                                   script_->size(), n + 1);
+      } else if ((*script_)[n].prompt_hash != p.key) {
+        p.off_script = fmt::format("the prompt of LLM call {} differs from the recording's: {}",
+                                   n + 1, prompt_difference((*script_)[n].prompt, p.request_json));
+      } else if ((*script_)[n].status == "failed") {
+        p.scripted_failure = (*script_)[n];
+      } else {
+        p.hit = Recorded{(*script_)[n].response, (*script_)[n].prompt_tokens,
+                         (*script_)[n].completion_tokens};
+      }
+      if (!p.off_script.empty() && divergence_.empty()) divergence_ = p.off_script;
+      continue;
+    }
     const int64_t occurrence = occurrences_[p.key]++;
     if (config_.cache != "off") p.hit = recorded(p.key, occurrence);
     if (p.hit || config_.cache == "only" || !m) continue;
@@ -273,7 +337,7 @@ std::vector<LlmOutcome> LlmSynthesizer::finish(InFlight& batch) {
     LlmOutcome& o = out[i];
     o.model = config_.models.empty() ? "recorded" : config_.models[p.model].name;
     const std::string endpoint = config_.models.empty() ? "" : config_.models[p.model].endpoint;
-    std::string text, status = "ok";
+    std::string text, status = "ok", failure;
     int64_t in = 0, out_tokens = 0;
     double cost = 0, latency = 0;
     int64_t attempts = 0;
@@ -284,12 +348,31 @@ std::vector<LlmOutcome> LlmSynthesizer::finish(InFlight& batch) {
       status = "cached";
       o.cached = true;
       ++cached_;
+    } else if (p.scripted_failure) {
+      // Failed as the recorded call failed, for the same reason.
+      status = "failed";
+      failure = p.scripted_failure->failure.empty() ? "replayed" : p.scripted_failure->failure;
+      o.why_not = p.scripted_failure->response;
+      text = o.why_not;
+      ++failed_;
+      ++failures_[failure];
+      last_failure_ = o.why_not;
+      if (failure == "budget") exhausted_ = true;
+    } else if (!p.off_script.empty()) {
+      status = "failed";
+      failure = "replay";
+      o.why_not = p.off_script;
+      text = o.why_not;
+      ++failed_;
+      ++failures_[failure];
+      last_failure_ = o.why_not;
     } else if (!p.reply.valid()) {
       status = "failed";
+      failure = "cache";
       o.why_not = "cache only: no recorded reply for this prompt";
       text = o.why_not;
       ++failed_;
-      ++failures_["cache"];
+      ++failures_[failure];
     } else {
       try {
         llm::Reply r = p.reply.get();
@@ -307,7 +390,8 @@ std::vector<LlmOutcome> LlmSynthesizer::finish(InFlight& batch) {
         text = o.why_not;
         ++failed_;
         const auto* le = dynamic_cast<const llm::LlmError*>(&e);
-        ++failures_[le ? le->kind : "error"];
+        failure = le ? le->kind : "error";
+        ++failures_[failure];
         if (le) attempts = le->attempts;
         last_failure_ = e.what();
         if (le && le->kind == "budget") {
@@ -336,6 +420,7 @@ std::vector<LlmOutcome> LlmSynthesizer::finish(InFlight& batch) {
     call.latency_s = latency;
     call.status = status;
     call.attempts = attempts;
+    call.failure = failure;
     o.call = store_.add_llm_call(call);
   }
   return out;

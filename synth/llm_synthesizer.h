@@ -13,10 +13,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "core/store.h"
 #include "synth/llm/client.h"
 #include "synth/llm/config.h"
 
@@ -88,6 +90,18 @@ class LlmSynthesizer {
   std::shared_ptr<InFlight> start(const LlmTaskInfo& task, const std::vector<LlmAsk>& asks,
                                   std::mt19937_64& rng);
   std::vector<LlmOutcome> finish(InFlight& batch);
+  // A replay: the replayed run's calls (Store::llm_calls_of_run), which answer
+  // this run's calls one by one in order, each only for the same prompt (the
+  // same request, byte for byte) and the way it was answered then (a reply,
+  // or a failure of the same kind). A call the recording cannot answer fails,
+  // and divergence() says which call and where its prompt differs.
+  void follow(std::vector<LlmCallRecord> calls) {
+    script_ = std::move(calls);
+    script_next_ = 0;
+  }
+  // Skips the first `n` calls of the recording (a resumed replay made them).
+  void follow_from(size_t n) { script_next_ = n; }
+  const std::string& divergence() const { return divergence_; }
   // Links a recorded call to the candidate made from its reply.
   void link(int64_t call, int64_t candidate);
 
@@ -127,6 +141,13 @@ class LlmSynthesizer {
   std::map<std::string, int64_t> failures_;
   std::string last_failure_;
   bool exhausted_ = false;
+  std::optional<std::vector<LlmCallRecord>> script_;
+  size_t script_next_ = 0;
+  std::string divergence_;  // the first call a replay's recording could not answer
 };
+
+// Where two requests' prompts first differ: "the user message, line 57: now
+// '...', recorded '...'" (for saying why a replay left its recording).
+std::string prompt_difference(const std::string& recorded, const std::string& now);
 
 }  // namespace kevo

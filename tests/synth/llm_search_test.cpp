@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "core/paths.h"
 #include "core/process.h"
 #include "core/task.h"
 #include "search/engine.h"
@@ -200,6 +201,147 @@ TEST_F(LlmSearch, RepairsRecordsAndReplays) {
   auto replay = nlohmann::json::parse(again.out);
   EXPECT_EQ(replay["llm"]["cached"], static_cast<int64_t>(asked));
   EXPECT_EQ(tree(replay["run"]), tree(run));
+}
+
+// The run's LLM calls: each prompt's hash and how the call ended.
+std::vector<std::string> calls_of(const std::string& db, int64_t run) {
+  Store s(db, true);
+  QueryResult q = s.query(
+      "SELECT prompt_hash || ' ' || CASE status WHEN 'failed' THEN 'failed:' || "
+      "COALESCE(failure, '') ELSE 'answered' END FROM llm_calls WHERE run_id = ? ORDER BY id",
+      {SqlValue(run)});
+  std::vector<std::string> out;
+  for (const auto& row : q.rows) out.push_back(std::get<std::string>(row[0]));
+  return out;
+}
+
+// A model whose every kernel is new (a knob-declaring family of its own),
+// one in three of them broken (repaired by an edit), over a space with two
+// seed families and many points: the tree has LLM kernels, their repairs and
+// the strategy's moves in their knobs.
+Step varied_answer(const RecordedRequest& r, std::atomic<int>& n) {
+  const std::string p = testing::prompt_text(r);
+  if (p.find("# The kernel to repair") != std::string::npos ||
+      p.find("# Repairs keep failing") != std::string::npos)
+    return Step::reply("<<<<<<< SEARCH\n  this_is_not_declared = 1;\n=======\n>>>>>>> REPLACE\n");
+  const int k = ++n;
+  return Step::reply(fmt::format("```c\n// variant {}\n{}```\n", k, unrolled_swiglu(k % 3 == 1)));
+}
+
+class LlmReplay : public LlmSearch, public ::testing::WithParamInterface<const char*> {};
+
+// kevo run --replay with the recording's strategy and seed grows the same
+// tree: the same candidates in the same order (source, knobs, family,
+// synthesizer, parents), the same prompts byte for byte in the same order,
+// answered from the recording with no connection, and it ends where the
+// recording ended.
+TEST_P(LlmReplay, RebuildsTheTreeExactly) {
+  auto server = std::make_unique<FakeLlmServer>();
+  std::atomic<int> n{0};
+  server->set_responder([&n](const RecordedRequest& r) { return varied_answer(r, n); });
+  write_task(server->base_url(), "off", {{"per_batch", 1}}, 18);
+  nlohmann::json task = nlohmann::json::parse(std::ifstream(dir_ / "task.json"));
+  task["search"]["strategy"] = GetParam();
+  task["search"]["families"] = {"naive", "stream"};
+  task["search"]["batch"] = 3;
+  task["knobs"] = {{"THREADS", {1}}};
+  std::ofstream(dir_ / "task.json") << task.dump(2);
+  auto r = kevo({"run", "task.json", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const int64_t run = nlohmann::json::parse(r.out)["run"];
+  const std::vector<std::string> recorded = tree(run);
+  const std::vector<std::string> recorded_calls = calls_of(db_, run);
+  ASSERT_GE(recorded_calls.size(), 4u);
+  // The tree holds kernels the LLM wrote, repairs of them, and the
+  // strategy's own points in an LLM family's knobs.
+  Store s(db_, true);
+  QueryResult q = s.query(
+      "SELECT sum(synthesizer LIKE 'llm:%'), sum(synthesizer LIKE 'llm-repair:%'), "
+      "sum(family LIKE 'llm-%' AND synthesizer NOT LIKE 'llm%') FROM candidates WHERE run_id = ?",
+      {SqlValue(run)});
+  EXPECT_GE(std::get<int64_t>(q.rows[0][0]), 2);
+  EXPECT_GE(std::get<int64_t>(q.rows[0][1]), 1);
+  EXPECT_EQ(server->requests().size(), recorded_calls.size());
+
+  // With the server gone: a replay connects to nothing (a call it made
+  // would fail, and the replay would leave its recording there).
+  server.reset();
+  auto again = kevo({"run", "task.json", "--replay", std::to_string(run), "--json"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  auto replay = nlohmann::json::parse(again.out);
+  EXPECT_TRUE(replay["replay"]["left_at"].is_null()) << replay["replay"];
+  EXPECT_EQ(replay["replay"]["candidates"].get<size_t>(), recorded.size());
+  // It stops where the recording stopped, for the same reason.
+  EXPECT_EQ(replay["stop_reason"], nlohmann::json::parse(r.out)["stop_reason"]);
+  EXPECT_EQ(tree(replay["run"]), recorded);
+  EXPECT_EQ(calls_of(db_, replay["run"]), recorded_calls);
+  // A replay of the replay too.
+  auto third = kevo({"run", "task.json", "--replay", std::to_string(run), "--json"});
+  ASSERT_EQ(third.exit_code, 0) << third.err;
+  EXPECT_EQ(tree(nlohmann::json::parse(third.out)["run"]), recorded);
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, LlmReplay, ::testing::Values("mcts", "evolution", "random"));
+
+// A replay that cannot follow its recording says where and why: here the
+// prompt template changed since, so the first LLM call's prompt differs; the
+// tree up to there is the recording's.
+TEST_F(LlmSearch, AReplayThatLeavesItsRecordingSaysWhereAndWhy) {
+  FakeLlmServer server;
+  std::atomic<int> n{0};
+  server.set_responder([&n](const RecordedRequest& r) { return varied_answer(r, n); });
+  const std::filesystem::path prompts = dir_ / "prompts";
+  std::filesystem::copy(std::filesystem::path(KEVO_SOURCE_DIR) / "configs" / "prompts", prompts);
+  write_task(server.base_url(), "off", {{"per_batch", 1}, {"prompts_dir", prompts.string()}}, 8);
+  auto r = kevo({"run", "task.json", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const int64_t run = nlohmann::json::parse(r.out)["run"];
+  const std::vector<std::string> recorded = tree(run);
+
+  std::string improve = read_text_file(prompts / "improve.md");
+  improve += "One more line that the recording's prompts did not have.\n";
+  std::ofstream(prompts / "improve.md") << improve;
+  auto again = kevo({"run", "task.json", "--replay", std::to_string(run)});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("left the recording of run " + std::to_string(run) + " at candidate"),
+            std::string::npos)
+      << again.out;
+  EXPECT_NE(again.out.find("the prompt of LLM call 1 differs from the recording's: the user "
+                           "message, line"),
+            std::string::npos)
+      << again.out;
+  EXPECT_NE(again.out.find("One more line"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("left run " + std::to_string(run) + "'s recording after"),
+            std::string::npos)
+      << again.out;
+  // What it made before is the recording's, in order.
+  Store s(db_, true);
+  QueryResult q = s.query("SELECT max(id) FROM runs");
+  const std::vector<std::string> replayed = tree(std::get<int64_t>(q.rows[0][0]));
+  ASSERT_LT(replayed.size(), recorded.size());
+  EXPECT_TRUE(std::equal(replayed.begin(), replayed.end(), recorded.begin()));
+}
+
+// A second run of a task reuses what the first measured; its replay reuses
+// the same and so makes the same tree, with the same budget spent.
+TEST_F(LlmSearch, AReplayReusesWhatItsRecordingReused) {
+  FakeLlmServer server;
+  std::atomic<int> n{0};
+  server.set_responder([&n](const RecordedRequest& r) { return varied_answer(r, n); });
+  write_task(server.base_url(), "off", {{"per_batch", 1}}, 6);
+  ASSERT_EQ(kevo({"run", "task.json"}).exit_code, 0);
+  auto r = kevo({"run", "task.json", "--json", "--seed", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto first = nlohmann::json::parse(r.out);
+  ASSERT_GT(first["reused"].get<int64_t>(), 0);
+  auto again = kevo({"run", "task.json", "--replay", std::to_string(first["run"].get<int64_t>()),
+                     "--seed", "2", "--json"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  auto replay = nlohmann::json::parse(again.out);
+  EXPECT_TRUE(replay["replay"]["left_at"].is_null()) << replay["replay"];
+  EXPECT_EQ(replay["reused"], first["reused"]) << again.out;
+  EXPECT_EQ(replay["evaluations"], first["evaluations"]);
+  EXPECT_EQ(tree(replay["run"]), tree(first["run"]));
 }
 
 // A model that never gets it right: its repairs stop after repair_attempts,
