@@ -22,7 +22,7 @@ namespace {
 
 // Part of the corpus hash: bumped when what goes into the index changes, so
 // an index built by an older kevo is never reused.
-constexpr std::string_view kIndexLayout = "kevo-kb-index-1";
+constexpr std::string_view kIndexLayout = "kevo-kb-index-2";  // 2: needs, features
 
 struct Folder {
   const char* name;
@@ -185,11 +185,17 @@ KbDoc parse_hardware(const fs::path& shown, const CorpusFile& f, Ids& ids) {
       figure_lines += fmt::format("- {}: {}\n", it.key(), it->dump());
     }
     d.figures = *figures;
+    // What the part has that some patterns need (optional: none).
+    d.features = o.get_string_list("features", std::vector<std::string>{});
+    for (size_t i = 0; i < d.features.size(); ++i)
+      if (auto why = bad_tag("feature", d.features[i]); !why.empty())
+        throw ConfigError(fmt::format("{}[{}]", o.path_of("features"), i), why);
     std::string notes = nonempty_string(o, "notes");
     auto sources = o.get_string_list("sources");
     if (sources.empty()) throw ConfigError(o.path_of("sources"), "expected at least one source");
     o.finish();
     d.body = notes + "\n\nFigures:\n" + figure_lines;
+    if (!d.features.empty()) d.body += "\nFeatures: " + words(d.features) + "\n";
     for (const auto& s : sources) d.source += (d.source.empty() ? "" : "; ") + s;
   } catch (const ConfigError& e) {
     fail(shown, json_line(f.text, e.path()), e.what());
@@ -266,8 +272,8 @@ std::vector<std::string> front_matter_list(const fs::path& shown, size_t line, s
 }
 
 KbDoc parse_pattern(const fs::path& shown, const CorpusFile& f, Ids& ids) {
-  static const std::vector<std::string> kKeys = {"id",  "title",  "kind",  "targets",
-                                                 "ops", "bounds", "source"};
+  static const std::vector<std::string> kKeys = {"id",  "title",  "kind",   "targets",
+                                                 "ops", "bounds", "source", "needs"};
   const std::string& text = f.text;
   // Each line with the offset just past it.
   std::vector<std::pair<std::string_view, size_t>> lines;
@@ -315,6 +321,10 @@ KbDoc parse_pattern(const fs::path& shown, const CorpusFile& f, Ids& ids) {
   d.ops = front_matter_list(shown, need("ops").second, "ops", need("ops").first, "op");
   d.bounds =
       front_matter_list(shown, need("bounds").second, "bounds", need("bounds").first, "bound");
+  // Hardware features the pattern needs (optional): it is retrieved only for
+  // a part whose sheet has them all.
+  if (auto it = kv.find("needs"); it != kv.end())
+    d.needs = front_matter_list(shown, it->second.second, "needs", it->second.first, "feature");
   d.body = std::string(trim(std::string_view(text).substr(lines[close].second)));
   if (d.body.empty()) fail(shown, close + 1, "no text after the front matter");
   ids.claim(d.id, shown, need("id").second);
@@ -335,8 +345,13 @@ const std::vector<std::string>& kb_tag_words(std::string_view axis) {
   static const std::vector<std::string> bounds = {"memory",         "compute",        "latency",
                                                   "dram-bandwidth", "memory-latency", "occupancy",
                                                   "spills",         "launch",         "any"};
+  // Hardware features (no "any": a pattern that needs none says nothing).
+  static const std::vector<std::string> features = {"avx2",     "fma",      "avx512", "cp-async",
+                                                    "mma-sync", "tma",      "wgmma",  "clusters",
+                                                    "fp8"};
   if (axis == "target") return targets;
   if (axis == "op") return ops;
+  if (axis == "feature") return features;
   KEVO_ASSERT(axis == "bound");
   return bounds;
 }

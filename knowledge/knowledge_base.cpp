@@ -40,7 +40,8 @@ constexpr const char* kSchema = R"(
   CREATE TABLE docs(n INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, kind TEXT NOT NULL,
                     title TEXT NOT NULL, body TEXT NOT NULL, source TEXT NOT NULL,
                     targets TEXT NOT NULL, ops TEXT NOT NULL, bounds TEXT NOT NULL,
-                    figures TEXT NOT NULL, file TEXT NOT NULL);
+                    figures TEXT NOT NULL, file TEXT NOT NULL, needs TEXT NOT NULL,
+                    features TEXT NOT NULL);
   -- One row per tag word; a document without tags on an axis gets 'any' there.
   CREATE TABLE tags(doc INTEGER NOT NULL, axis TEXT NOT NULL, value TEXT NOT NULL);
   CREATE INDEX tags_by_value ON tags(axis, value, doc);
@@ -52,7 +53,8 @@ constexpr const char* kSchema = R"(
 )";
 
 constexpr const char* kDocColumns =
-    "d.id, d.kind, d.title, d.body, d.source, d.targets, d.ops, d.bounds, d.figures, d.file";
+    "d.id, d.kind, d.title, d.body, d.source, d.targets, d.ops, d.bounds, d.figures, d.file, "
+    "d.needs, d.features";
 
 class Db {
  public:
@@ -150,7 +152,7 @@ void insert_doc(Db& db, int64_t n, const KbDoc& d) {
   auto tags_json = [](const std::vector<std::string>& v) { return nlohmann::json(v).dump(); };
   Stmt(db,
        "INSERT INTO docs VALUES (:n, :id, :kind, :title, :body, :source, :targets, :ops, "
-       ":bounds, :figures, :file)")
+       ":bounds, :figures, :file, :needs, :features)")
       .bind(":n", n)
       .bind(":id", d.id)
       .bind(":kind", d.kind)
@@ -162,7 +164,11 @@ void insert_doc(Db& db, int64_t n, const KbDoc& d) {
       .bind(":bounds", tags_json(d.bounds))
       .bind(":figures", d.figures.dump())
       .bind(":file", d.file.generic_string())
+      .bind(":needs", tags_json(d.needs))
+      .bind(":features", tags_json(d.features))
       .step();
+  for (const auto& f : d.needs)
+    Stmt(db, "INSERT INTO tags VALUES (:n, 'needs', :value)").bind(":n", n).bind(":value", f).step();
   std::vector<std::string> words;
   const std::pair<const char*, const std::vector<std::string>*> axes[] = {
       {"target", &d.targets}, {"op", &d.ops}, {"bound", &d.bounds}};
@@ -240,6 +246,8 @@ KbDoc read_doc(const Stmt& s) {
   d.bounds = json_list(s.text(7));
   d.figures = nlohmann::json::parse(s.text(8));
   d.file = s.text(9);
+  d.needs = json_list(s.text(10));
+  d.features = json_list(s.text(11));
   return d;
 }
 
@@ -394,7 +402,12 @@ std::vector<KbHit> KnowledgeBase::search(std::string_view text, const KbFilter& 
       " AND (:op = '' OR d.n IN (SELECT doc FROM tags WHERE axis = 'op' AND value IN "
       "(:op, 'any')))"
       " AND (:bound = '' OR d.n IN (SELECT doc FROM tags WHERE axis = 'bound' AND value IN "
-      "(:bound, 'any')))";
+      "(:bound, 'any')))"
+      " AND (:any_feature = 1 OR NOT EXISTS (SELECT 1 FROM tags t WHERE t.doc = d.n AND "
+      "t.axis = 'needs' AND instr(:features, ',' || t.value || ',') = 0))";
+  std::string features = ",";
+  if (filter.features)
+    for (const auto& f : *filter.features) features += filter_word("feature", f) + ",";
   const std::string match = fts_query(text);
   const std::string sql =
       match.empty() ? fmt::format("SELECT {}, 0, '' FROM docs d WHERE 1{} ORDER BY d.id LIMIT :k",
@@ -411,9 +424,11 @@ std::vector<KbHit> KnowledgeBase::search(std::string_view text, const KbFilter& 
       .bind(":target", target)
       .bind(":op", op)
       .bind(":bound", bound)
+      .bind(":any_feature", static_cast<int64_t>(!filter.features.has_value()))
+      .bind(":features", features)
       .bind(":k", static_cast<int64_t>(std::min<size_t>(k, INT64_MAX)));
   std::vector<KbHit> hits;
-  while (s.step()) hits.push_back({read_doc(s), s.number(10), collapse_space(s.text(11))});
+  while (s.step()) hits.push_back({read_doc(s), s.number(12), collapse_space(s.text(13))});
   return hits;
 }
 

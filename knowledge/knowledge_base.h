@@ -25,6 +25,9 @@ struct KbDoc {
   // Tag words (see kb_tag_words); an empty list constrains nothing.
   std::vector<std::string> targets, ops, bounds;
   nlohmann::json figures = nlohmann::json::object();  // hardware: {name: number}
+  // Hardware features (kb_tag_words("feature")): those a pattern needs, and
+  // those a hardware sheet's part has.
+  std::vector<std::string> needs, features;
   std::filesystem::path file;                         // relative to the corpus
 };
 
@@ -33,6 +36,9 @@ struct KbDoc {
 struct KbFilter {
   std::string target = "", op = "", bound = "";  // initialized: {.op = "gemm"} stays quiet
   std::string kind = "";
+  // When set, the hardware's features: a document that needs one outside
+  // them is left out (a TMA pattern for a part without TMA).
+  std::optional<std::vector<std::string>> features = std::nullopt;
 };
 
 struct KbHit {
@@ -58,7 +64,8 @@ struct KbStats {
   size_t rules_files = 0;  // data files in rules/ (not indexed)
 };
 
-// The allowed tag words of an axis ("target", "op", "bound"), "any" included.
+// The allowed tag words of an axis ("target", "op", "bound", with "any"), and
+// of hardware features ("feature", without).
 const std::vector<std::string>& kb_tag_words(std::string_view axis);
 
 class KnowledgeBase {

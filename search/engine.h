@@ -159,7 +159,11 @@ class Engine {
   // Where a followed replay left its recording ("" while it has not).
   const std::string& divergence() const { return divergence_; }
   // What the LLM's prompts say of the hardware (LlmTaskInfo::hardware).
-  void set_llm_hardware(std::string text) { llm_hardware_ = std::move(text); }
+  // `features`: what the part's sheet says it has (LlmTaskInfo::features).
+  void set_llm_hardware(std::string text, std::optional<std::vector<std::string>> features) {
+    llm_hardware_ = std::move(text);
+    llm_features_ = std::move(features);
+  }
 
   // The summary of the run as JSON (kept in runs.summary_json too).
   nlohmann::json summary(const std::string& stop_reason) const;
@@ -215,6 +219,7 @@ class Engine {
 
   LlmSynthesizer* llm_ = nullptr;
   std::string llm_hardware_;
+  std::optional<std::vector<std::string>> llm_features_;
   std::map<int64_t, int64_t> llm_chain_of_;  // LLM-born candidate -> its chain
   std::map<int64_t, LlmChain> llm_chains_;   // by the chain's first candidate
   std::deque<int64_t> llm_repairs_;          // failed LLM-born candidates to repair

@@ -64,6 +64,7 @@ LlmTaskInfo Engine::llm_task_info() const {
   t.entry_point = traits ? traits->entry_point : all_target_traits().front().entry_point;
   t.abi = read_text_file(host_.abi_header);
   t.hardware = llm_hardware_;
+  t.features = llm_features_;
   if (!task_.entry.empty()) {
     // A plain kernel: kevo writes the ABI entry point around the named function.
     const KernelEntry& e = task_.entry;

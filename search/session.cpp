@@ -36,6 +36,9 @@ std::string llm_hardware_text(const std::optional<KbDoc>& sheet, const Roof& roo
     for (const auto& [name, value] : sheet->figures.items())
       figures.push_back(fmt::format("{} {}", name, value.dump()));
     out += fmt::format("- Datasheet ({}): {}: {}\n", sheet->id, sheet->title, fmt::join(figures, ", "));
+    out += fmt::format("- Features of the part: {}\n",
+                       sheet->features.empty() ? std::string("none that kevo's patterns need")
+                                               : fmt::format("{}", fmt::join(sheet->features, ", ")));
   } else {
     out += "- Datasheet: none in kevo's knowledge base for this part\n";
   }
@@ -181,11 +184,15 @@ void SearchSession::start(const SearchSpace& space, EvalBackend& backend) {
       // The hardware the prompts describe: a replay says what the replayed
       // run said (its prompts must come out byte for byte the same).
       std::string hardware;
+      std::optional<std::vector<std::string>> features;
       if (request_.replay) {
         const std::optional<RunRecord> r = store_.run(*request_.replay);
         const nlohmann::json c = r ? r->config() : nlohmann::json();
         if (c.is_object() && c.contains("llm_hardware") && c["llm_hardware"].is_string())
           hardware = c["llm_hardware"].get<std::string>();
+        // A recording from before features were kept retrieved unfiltered.
+        if (c.is_object() && c.contains("llm_features") && c["llm_features"].is_array())
+          features = c["llm_features"].get<std::vector<std::string>>();
       } else {
         std::unique_ptr<Target> own = target_ ? nullptr : make_target(request_.task.target);
         Target& target = target_ ? *target_ : *own;
@@ -196,9 +203,13 @@ void SearchSession::start(const SearchSpace& space, EvalBackend& backend) {
           log_warn("knowledge base: {}", e.what());
         }
         hardware = llm_hardware_text(sheet, roof_);
+        // Patterns that need a feature only for a part whose sheet has it
+        // (no sheet: none that needs one).
+        features = sheet ? sheet->features : std::vector<std::string>{};
       }
       request_.run_config["llm_hardware"] = hardware;
-      engine_->set_llm_hardware(hardware);
+      if (features) request_.run_config["llm_features"] = *features;
+      engine_->set_llm_hardware(hardware, features);
     }
   }
   if (request_.resume) {

@@ -184,12 +184,29 @@ std::string LlmSynthesizer::knowledge_for(const LlmTaskInfo& task, const LlmAsk&
   if (!kb_ || config_.knowledge == 0) return "(none)";
   std::string query = task.op + " " + ask.bound + " " + ask.bottleneck + " " + ask.diagnosis;
   if (ask.mode != LlmAsk::Mode::improve) query += " " + ask.error.substr(0, 400);
+  const size_t k = static_cast<size_t>(config_.knowledge);
   KbFilter f;
   f.target = task.target;
   f.kind = "pattern";
+  f.features = task.features;
+  // Patterns for the parent's bottleneck first (the profile's word), then
+  // for its bound (the roofline's), then any: each pass keeps its BM25 order.
+  std::vector<KbHit> hits;
+  std::set<std::string> seen;
+  auto add = [&](const std::string& bound) {
+    KbFilter g = f;
+    g.bound = bound;
+    for (KbHit& h : kb_->search(query, g, k))
+      if (hits.size() < k && seen.insert(h.doc.id).second) hits.push_back(std::move(h));
+  };
   std::string s;
   try {
-    for (const KbHit& h : kb_->search(query, f, static_cast<size_t>(config_.knowledge))) {
+    const auto& words = kb_tag_words("bound");
+    for (const std::string& b : {ask.bottleneck, ask.bound})
+      if (hits.size() < k && !b.empty() && std::find(words.begin(), words.end(), b) != words.end())
+        add(b);
+    if (hits.size() < k) add("");
+    for (const KbHit& h : hits) {
       std::string body = h.doc.body;
       if (body.size() > 1500) body = body.substr(0, 1500) + " [...]";
       s += fmt::format("### {} ({})\n{}\n\n", h.doc.title, h.doc.id, body);

@@ -52,6 +52,9 @@ struct LlmTaskInfo {
   // The hardware: the knowledge base's sheet of the part and the roof kevo
   // measured on it, side by side ("" when neither is known).
   std::string hardware;
+  // The features the sheet says the part has (TMA, wgmma, AVX-512, ...):
+  // patterns that need others are not retrieved. Unset: not filtered.
+  std::optional<std::vector<std::string>> features;
 };
 
 struct LlmOutcome {

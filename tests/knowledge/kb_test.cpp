@@ -233,6 +233,12 @@ TEST_F(Kb, EveryMalformedFileIsAUserErrorNamingFileAndLine) {
        "3: $.kind: expected \"hardware\""},
       {hw, hw_with("\"sources\": [\"s\"]", "\"sources\": []"),
        "8: $.sources: expected at least one source"},
+      {hw, hw_with("\"notes\"", "\"features\": [\"tma\", \"warp-drive\"],\n  \"notes\""),
+       "7: $.features[1]: unknown feature 'warp-drive'"},
+      {md, pattern_with("source: s\n", "source: s\nneeds: [tma, magic]\n"),
+       "9: needs: unknown feature 'magic'"},
+      {md, pattern_with("source: s\n", "source: s\nneeds: [any]\n"),
+       "9: needs: unknown feature 'any'"},
       {gcc, errors("error: (unclosed", "[\"cpu\"]"),
        "17: $[1].pattern: does not compile as an ECMAScript regex"},
       {gcc, errors("error:", "[\"gpu\"]"), "16: $[1].targets[0]: unknown target 'gpu'"},
@@ -412,6 +418,32 @@ TEST_F(Kb, TagFiltersKeepMatchingAndAnyTaggedDocuments) {
   EXPECT_THROW(kb.search("x", {.op = "sort"}), UserError);
   EXPECT_THROW(kb.search("x", {.bound = "slow"}), UserError);
   EXPECT_THROW(kb.search("x", {.kind = "recipe"}), UserError);
+}
+
+// A pattern that needs a hardware feature is retrieved for a part whose
+// sheet has it, and not for one without; without a feature list, for all.
+TEST_F(Kb, PatternsThatNeedAFeatureOnlyForPartsThatHaveIt) {
+  write("patterns/fx-tma.md",
+        "---\nid: fx-tma\ntitle: Bulk tensor copies\nkind: pattern\ntargets: [cuda]\nops: [any]\n"
+        "bounds: [memory]\nsource: s\nneeds: [tma, clusters]\n---\nCopy tiles with the tensor "
+        "memory accelerator.\n");
+  write("hardware/fx-gpu.json",
+        "{\n  \"id\": \"fx-gpu\",\n  \"kind\": \"hardware\",\n  \"title\": \"G\",\n"
+        "  \"targets\": [\"cuda\"],\n  \"figures\": {\"sm_count\": 10},\n"
+        "  \"features\": [\"cp-async\", \"tma\", \"clusters\"],\n  \"notes\": \"n\",\n"
+        "  \"sources\": [\"s\"]\n}\n");
+  auto kb = open();
+  const KbDoc sheet = *kb.hardware("fx-gpu");
+  EXPECT_EQ(sheet.features, (Ids{"cp-async", "tma", "clusters"}));
+  EXPECT_EQ(kb.get("fx-tma")->needs, (Ids{"tma", "clusters"}));
+  EXPECT_TRUE(has(ids(kb.search("tensor memory accelerator")), "fx-tma"));
+  EXPECT_TRUE(has(ids(kb.search("tensor memory accelerator", {.features = sheet.features})), "fx-tma"));
+  EXPECT_FALSE(has(ids(kb.search("tensor memory accelerator", {.features = Ids{"cp-async", "tma"}})),
+                   "fx-tma"));  // no clusters
+  EXPECT_FALSE(has(ids(kb.search("tensor memory accelerator", {.features = Ids{}})), "fx-tma"));
+  // Patterns that need nothing stay for every part.
+  EXPECT_TRUE(has(ids(kb.search("registers", {.features = Ids{}})), "fx-fusion"));
+  EXPECT_THROW(kb.search("x", {.features = Ids{"warp-drive"}}), UserError);
 }
 
 TEST_F(Kb, RankingStemsWordsWeighsTitlesAndShowsASnippet) {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <fstream>
 #include <regex>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -586,6 +587,8 @@ TEST(LlmHardware, AGpuSheetAndItsRoofSideBySide) {
   const std::string t = llm_hardware_text(sheet, roof);
   EXPECT_NE(t.find("Datasheet (h200)"), std::string::npos) << t;
   EXPECT_NE(t.find("sm_count 132"), std::string::npos) << t;
+  EXPECT_NE(t.find("Features of the part: cp-async, mma-sync, tma, wgmma, clusters, fp8"),
+            std::string::npos) << t;
   EXPECT_NE(t.find("Measured by kevo on this machine (NVIDIA H200 (cc 9.0) x1)"), std::string::npos) << t;
   EXPECT_NE(t.find("copy bandwidth on 1 thread: 4037.0 GB/s at 268 MB .. 4261.0 GB/s at 4.29e+03 MB"),
             std::string::npos) << t;
@@ -678,6 +681,60 @@ TEST(LlmPrompt, ShippedTemplatesCarryTheContext) {
   a.error = "kernel.c:17: error: 'x' undeclared";
   m = s.prompt(t, a);
   EXPECT_NE(m[1].content.find("'x' undeclared"), std::string::npos);
+}
+
+// Retrieval for the part at hand: a pattern that needs TMA or wgmma reaches
+// the prompt for an H200 (its sheet has them) and not for an A100, and
+// patterns for the parent's bottleneck come before others.
+TEST(LlmPrompt, PatternsFollowTheSheetsFeaturesAndTheBottleneck) {
+  auto dir = test::temp_dir("llm-prompt-features");
+  llm::LlmConfig c;
+  c.models.push_back({});
+  c.knowledge = 3;
+  c.prompts_dir = (test::repo_dir() / "configs" / "prompts").string();
+  Store store(dir / "kevo.db");
+  const KnowledgeBase kb = KnowledgeBase::open();
+  LlmSynthesizer s(c, store, &kb);
+  LlmTaskInfo t;
+  t.op = "gemm";
+  t.target = "cuda";
+  LlmAsk a;
+  a.parent_label = "mma BM=128";
+  a.parent_source = "PARENT";
+  a.bound = "compute";
+  a.bottleneck = "compute";
+  a.diagnosis = "compute-bound at 40% of the bf16 tensor peak: warpgroup wgmma with TMA loads "
+                "would feed the tensor cores";
+  // The ids of the patterns the prompt carries (each under "### TITLE (ID)").
+  auto retrieved = [&](const char* part) {
+    t.features = kb.hardware(part)->features;
+    std::istringstream in(s.prompt(t, a)[1].content);
+    std::vector<std::string> ids;
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("### ", 0) == 0 && line.back() == ')')
+        ids.push_back(line.substr(line.rfind('(') + 1, line.size() - line.rfind('(') - 2));
+    return ids;
+  };
+  auto has = [](const std::vector<std::string>& v, const char* id) {
+    return std::find(v.begin(), v.end(), id) != v.end();
+  };
+  const std::vector<std::string> h200 = retrieved("h200"), a100 = retrieved("a100");
+  EXPECT_TRUE(has(h200, "cuda-wgmma-tiling")) << fmt::format("{}", fmt::join(h200, ", "));
+  EXPECT_FALSE(has(a100, "cuda-wgmma-tiling")) << fmt::format("{}", fmt::join(a100, ", "));
+  EXPECT_FALSE(has(a100, "cuda-tma-bulk-copy")) << fmt::format("{}", fmt::join(a100, ", "));
+  // An A100 still gets as many patterns, for what it has; each one retrieved
+  // for a compute bottleneck is tagged for it.
+  EXPECT_EQ(a100.size(), 3u);
+  for (const auto* ids : {&h200, &a100})
+    for (const std::string& id : *ids) {
+      const std::optional<KbDoc> d = kb.get(id);
+      ASSERT_TRUE(d.has_value()) << id;
+      EXPECT_TRUE(std::count(d->bounds.begin(), d->bounds.end(), "compute") ||
+                  std::count(d->bounds.begin(), d->bounds.end(), "any"))
+          << id;
+      for (const std::string& need : d->needs)
+        EXPECT_TRUE(ids == &h200 || need == "cp-async" || need == "mma-sync") << id;
+    }
 }
 
 // The example configs of the README read as they are (no network needed).
