@@ -1,14 +1,19 @@
 #include "eval/evaluator.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 
 #include <fmt/format.h>
 
 #include "core/clock.h"
+#include "core/paths.h"
 #include "core/redact.h"
 #include "eval/compare.h"
 #include "eval/roofline.h"
 #include "eval/static_check.h"
+#include "targets/traits.h"
 
 namespace kevo {
 
@@ -93,6 +98,8 @@ PreparedCandidate Evaluator::prepare(const CandidateSource& source,
     r.detail = *why;
     return p;
   }
+  p.source = source;
+  p.knobs = knobs;
   p.compiled = compiles_.get(target_, task_, source.text, source.origin, source.language, knobs);
   const CompiledCandidate& c = p.compiled;
   r.compile_s = c.seconds;
@@ -186,7 +193,7 @@ EvalResult Evaluator::measure(PreparedCandidate prepared) {
     }
   if (r.status == Status::ok && should_profile(r.timing->median_s, c.key)) {
     if (stage) stage("profiling");
-    add_profile(c, r);
+    add_profile(prepared, r);
   }
   return r;
 }
@@ -343,7 +350,7 @@ EvalResult Evaluator::run_and_judge(const CompiledCandidate& c, EvalResult r,
 }
 
 bool Evaluator::should_profile(double median_s, const std::string& key) {
-  if (profile_top <= 0 || !target_.can_profile()) return false;
+  if (profile_top <= 0 || !(target_.can_profile() || target_.has_compiler_report())) return false;
   std::lock_guard<std::mutex> lock(mutex_);
   if (profiled_.count(key)) return false;
   auto pos = std::lower_bound(best_times_.begin(), best_times_.end(), median_s);
@@ -354,7 +361,39 @@ bool Evaluator::should_profile(double median_s, const std::string& key) {
   return true;
 }
 
-void Evaluator::add_profile(const CompiledCandidate& c, EvalResult& r) {
+void Evaluator::add_profile(const PreparedCandidate& prepared, EvalResult& r) {
+  const CompiledCandidate& c = prepared.compiled;
+  // What the compiler says of it (the cpu target: the vectorizer's remarks),
+  // from a copy of the text it was built from.
+  if (target_.has_compiler_report()) {
+    const std::string ext = prepared.source.origin.has_extension()
+                                ? prepared.source.origin.extension().string()
+                                : source_extension(prepared.source.language);
+    const auto dir = cache_dir() / std::string(target_.name()) / "reports";
+    std::filesystem::create_directories(dir);
+    const auto src = dir / fmt::format("{}.{}{}", c.key, getpid(), ext);
+    write_file_atomic(src, prepared.source.text.data(), prepared.source.text.size());
+    CompileRequest req;
+    req.task = &task_;
+    req.source = src;
+    req.language = prepared.source.language;
+    req.knobs = prepared.knobs;
+    req.output = dir / fmt::format("{}.{}.out", c.key, getpid());
+    if (!prepared.source.origin.empty())
+      req.include_dirs.push_back(std::filesystem::absolute(prepared.source.origin).parent_path());
+    ProfileOutcome report;
+    try {
+      report = target_.compiler_report(req);
+    } catch (const std::exception& e) {
+      report.note = e.what();
+    }
+    std::error_code ec;
+    std::filesystem::remove(src, ec);
+    std::filesystem::remove(req.output, ec);
+    r.profile.insert(r.profile.end(), report.metrics.begin(), report.metrics.end());
+    r.diagnosis->why += "; " + (report.ok ? report.why : "no compiler report: " + report.note);
+  }
+  if (!target_.can_profile()) return;
   // The full-size check phase: the task's shape on the inputs checks use.
   const RunPhase* phase = nullptr;
   for (const auto& p : plan_)

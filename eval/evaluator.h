@@ -37,6 +37,8 @@ struct CandidateSource {
 struct PreparedCandidate {
   EvalResult result;
   CompiledCandidate compiled;
+  CandidateSource source;  // what was compiled (for the compiler's report)
+  KnobValues knobs;
   bool ready = false;
 };
 
@@ -93,7 +95,7 @@ class Evaluator {
   std::vector<double> best_times_;  // the best medians so far, ascending
   std::set<std::string> profiled_;  // compile keys of the kernels profiled
   bool should_profile(double median_s, const std::string& key);
-  void add_profile(const CompiledCandidate& c, EvalResult& r);
+  void add_profile(const PreparedCandidate& p, EvalResult& r);
 };
 
 // The first line of a compiler log that says "error", or its first line.

@@ -138,23 +138,51 @@ LlmAsk Engine::llm_ask(const Observation& o, LlmAsk::Mode mode) const {
       // does; it would also make the prompt differ between two identical runs.
       if (!v || metric.rfind("machine.", 0) == 0) continue;
       if (line && *line > 0) {
-        if (metric != "ncu.line.stall_share") continue;
         // The line's text from the family source (line numbers are the file's).
-        std::string code;
-        size_t pos = 0;
-        for (int64_t l = 1; l < *line && pos != std::string::npos; ++l) {
-          pos = f.text.find('\n', pos);
-          if (pos != std::string::npos) ++pos;
-        }
-        if (pos != std::string::npos) code = first_line(f.text.substr(pos));
-        hot.push_back({*v, fmt::format("line {}: {:.0f}% of the stall samples: {}", *line,
-                                       100 * *v, code)});
+        auto code = [&] {
+          size_t pos = 0;
+          for (int64_t l = 1; l < *line && pos != std::string::npos; ++l) {
+            pos = f.text.find('\n', pos);
+            if (pos != std::string::npos) ++pos;
+          }
+          return pos == std::string::npos ? std::string() : first_line(f.text.substr(pos));
+        };
+        // Ranked: stall shares (0..1) by their share; on the CPU, the loops
+        // the compiler did not vectorize, then those it did.
+        if (metric == "ncu.line.stall_share")
+          hot.push_back({*v, fmt::format("line {}: {:.0f}% of the stall samples: {}", *line,
+                                         100 * *v, code())});
+        else if (metric == "cc.vec.line.missed")
+          hot.push_back({-1, fmt::format("line {}: a loop the compiler did not vectorize: {}", *line,
+                                         code())});
+        else if (metric == "cc.vec.line.vectorized")
+          hot.push_back({-2, fmt::format("line {}: a loop the compiler vectorized{}: {}", *line,
+                                         *v <= 0           ? ""
+                                         : unit == "bytes" ? fmt::format(" ({:.0f}-byte vectors)", *v)
+                                                           : fmt::format(" ({:.0f} lanes)", *v),
+                                         code())});
       } else if (a.profile.size() < 40) {
         a.profile.push_back(fmt::format("{} = {:.4g} {}", metric, *v, unit));
       }
     }
-    std::sort(hot.begin(), hot.end(), [](auto& x, auto& y) { return x.first > y.first; });
+    std::stable_sort(hot.begin(), hot.end(), [](auto& x, auto& y) { return x.first > y.first; });
     for (size_t i = 0; i < hot.size() && i < 5; ++i) a.hot_lines.push_back(hot[i].second);
+    // Without figures, the prompt says why rather than leaving a blank.
+    if (a.profile.empty()) {
+      const std::string why = e->diagnosis ? e->diagnosis->why : std::string();
+      const size_t at = why.find("not profiled: ");
+      if (!o.ok())
+        a.profile.push_back("none: it was not measured correct");
+      else if (at != std::string::npos)
+        a.profile.push_back("none: " + why.substr(at, why.find(';', at) - at));
+      else if (config_.profile_top <= 0)
+        a.profile.push_back("none: this run profiles nothing (search.profile_top is 0)");
+      else
+        a.profile.push_back(fmt::format(
+            "none: kevo profiles the best {} candidates of a run as they are found, and this "
+            "one was not among them",
+            config_.profile_top));
+    }
   }
   if (auto c = llm_chain_of_.find(o.candidate); c != llm_chain_of_.end())
     a.failures = llm_chains_.at(c->second).failures;

@@ -153,6 +153,14 @@ class Target {
                                  const RunPhase& phase, const std::string& source_tag) {
     return {false, "this target has no profiler", {}, "", "", 0};
   }
+  // What the compiler says of a candidate it built, beyond its build log (the
+  // cpu target: which loops the vectorizer vectorized, which not and why),
+  // for the best few that are profiled. `req.output` may be discarded.
+  // Not ok (with a note) where the compiler says nothing of the kind.
+  virtual bool has_compiler_report() const { return false; }
+  virtual ProfileOutcome compiler_report(const CompileRequest& req) {
+    return {false, "this target's compiler gives no report", {}, "", "", 0};
+  }
   // The layers of containment a candidate's runner gets on this machine
   // (kevo targets prints them); empty where the target runs no local process.
   virtual std::vector<runner::ContainmentLayer> containment() { return {}; }

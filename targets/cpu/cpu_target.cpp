@@ -21,6 +21,7 @@
 #include "core/paths.h"
 #include "core/process.h"
 #include "targets/runner/host_loop.h"
+#include "targets/cpu/vectorizer_report.h"
 #include "targets/runner/protocol.h"
 #include "targets/wrapper.h"
 
@@ -101,19 +102,10 @@ class CpuTarget : public Target {
 
   CompileOutcome compile(const CompileRequest& req) override {
     const Task& task = *req.task;
-    std::string compiler = req.language == "c" ? task.compile.cc : task.compile.cxx;
-    SpawnOptions opt;
-    opt.argv.push_back(compiler);
-    for (const auto& f : task.compile.flags) opt.argv.push_back(f);
-    for (const auto& f : task.compile.extra_flags) opt.argv.push_back(f);
-    for (const char* f : {"-fPIC", "-shared", "-fopenmp", "-Wl,--no-undefined"})
-      opt.argv.emplace_back(f);
-    opt.argv.push_back("-I" + (kevo_home() / "targets" / "abi").string());
-    for (const auto& d : req.include_dirs) opt.argv.push_back("-I" + d.string());
-    for (const auto& [k, v] : req.knobs) opt.argv.push_back(fmt::format("-D{}={}", k, v));
-    for (const auto& d : shape_defines(task)) opt.argv.push_back("-D" + d);
     const CompileSource source(req);  // a plain kernel's generated wrapper, or the file
-    opt.argv.push_back(source.path().string());
+    SpawnOptions opt;
+    opt.argv = compile_argv(req, source.path());
+    for (const char* f : {"-shared", "-Wl,--no-undefined"}) opt.argv.emplace_back(f);
     opt.argv.push_back("-o");
     opt.argv.push_back(req.output.string());
     opt.argv.push_back("-lm");
@@ -123,6 +115,9 @@ class CpuTarget : public Target {
                                   static_cast<size_t>(task.limits.output_kb) * 1024);
     return compile_outcome(r, req.output, task.limits.compile_timeout_s);
   }
+
+  bool has_compiler_report() const override { return true; }
+  ProfileOutcome compiler_report(const CompileRequest& req) override;
 
   RunOutcome run(const Task& task, const std::filesystem::path& artifact,
                  const std::vector<RunPhase>& phases, const CheckFn& check,
@@ -155,6 +150,24 @@ class CpuTarget : public Target {
     }
     versions_[compiler] = v;
     return v;
+  }
+
+  // The compiler, its flags, the ABI and knob defines and the source, as
+  // every build of a candidate has them (without output or link options).
+  std::vector<std::string> compile_argv(const CompileRequest& req,
+                                        const std::filesystem::path& source) {
+    const Task& task = *req.task;
+    std::vector<std::string> argv;
+    argv.push_back(req.language == "c" ? task.compile.cc : task.compile.cxx);
+    for (const auto& f : task.compile.flags) argv.push_back(f);
+    for (const auto& f : task.compile.extra_flags) argv.push_back(f);
+    for (const char* f : {"-fPIC", "-fopenmp"}) argv.emplace_back(f);
+    argv.push_back("-I" + (kevo_home() / "targets" / "abi").string());
+    for (const auto& d : req.include_dirs) argv.push_back("-I" + d.string());
+    for (const auto& [k, v] : req.knobs) argv.push_back(fmt::format("-D{}={}", k, v));
+    for (const auto& d : shape_defines(task)) argv.push_back("-D" + d);
+    argv.push_back(source.string());
+    return argv;
   }
 
   // One runner process from spawn to exit; `on_event` sees the job's events
@@ -312,6 +325,37 @@ RunOutcome CpuTarget::run(const Task& task, const std::filesystem::path& artifac
   const runner::JobEventFn on_event = runner::kernel_events(kernel);
   return drive(&task, job, task.limits.timeout_s, task.limits.max_total_s, address_space, on_event,
                session);
+}
+
+// The vectorizer's remarks on the candidate: its build once more, to
+// assembly thrown away, with gcc's -fopt-info (clang: -Rpass) for the
+// vectorizer. Only for the best few (a gemm's report runs to ~90 KB).
+ProfileOutcome CpuTarget::compiler_report(const CompileRequest& req) {
+  const Task& task = *req.task;
+  const std::string compiler = req.language == "c" ? task.compile.cc : task.compile.cxx;
+  const std::string version = compiler_version(compiler);
+  const bool clang = version.find("clang") != std::string::npos;  // else gcc's options
+  const CompileSource source(req);
+  SpawnOptions opt;
+  opt.argv = compile_argv(req, source.path());
+  if (clang) {
+    for (const char* f : {"-Rpass=loop-vectorize", "-Rpass-missed=loop-vectorize",
+                          "-Rpass-analysis=loop-vectorize"})
+      opt.argv.emplace_back(f);
+  } else {
+    opt.argv.emplace_back("-fopt-info-vec-optimized-missed");
+  }
+  for (const char* f : {"-S", "-o", "/dev/null"}) opt.argv.emplace_back(f);
+  opt.limits.address_space_bytes = int64_t{8} << 30;
+  ProcessResult r = run_process(opt, task.limits.compile_timeout_s, size_t{4} << 20);
+  if (!r.exit_code || *r.exit_code != 0) {
+    ProfileOutcome out;
+    out.note = fmt::format("{} gave no vectorizer report (it is neither gcc nor clang, or failed)",
+                           compiler);
+    return out;
+  }
+  // A plain kernel's wrapper includes the file: remarks name the file itself.
+  return parse_vectorizer_remarks(r.err + r.out, req.source.filename().string());
 }
 
 // The x86 sheet by whether the CPU has AVX-512.

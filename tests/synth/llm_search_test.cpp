@@ -576,6 +576,36 @@ TEST_F(LlmSearch, ThePromptCarriesTheHardwareAndTheMeasuredRoof) {
   EXPECT_NE(p.find("fp32_fma peak on 1 thread: 1000000.0 GFLOP/s"), std::string::npos) << p;
 }
 
+// On the CPU the profile is what the compiler says: the prompt carries its
+// vectorizer report, and the loops it did or did not vectorize as the lines
+// to look at; where a run profiles nothing, the prompt says so.
+TEST_F(LlmSearch, TheCpuPromptCarriesTheVectorizerReportOrSaysWhyNone) {
+  FakeLlmServer server;
+  server.set_responder(answer);
+  write_task(server.base_url(), "off", {{"per_batch", 1}}, 3);
+  auto r = kevo({"run", "task.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_FALSE(server.requests().empty());
+  std::string p = testing::prompt_text(server.requests().front());
+  EXPECT_NE(p.find("- cc.vec.loops_vectorized = "), std::string::npos) << p;
+  EXPECT_NE(p.find("the compiler vectorized"), std::string::npos) << p;  // the diagnosis
+  EXPECT_NE(p.find(": a loop the compiler "), std::string::npos) << p;    // its line
+
+  nlohmann::json task = nlohmann::json::parse(std::ifstream(dir_ / "task.json"));
+  task["search"]["profile_top"] = 0;
+  std::ofstream(dir_ / "task.json") << task.dump(2);
+  db_ = (dir_ / "fresh.db").string();  // nothing measured (and profiled) earlier
+  test::store_cpu_roof(db_);
+  const size_t before = server.requests().size();
+  r = kevo({"run", "task.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_GT(server.requests().size(), before);
+  p = testing::prompt_text(server.requests()[before]);
+  EXPECT_NE(p.find("Profile:\n- none: this run profiles nothing (search.profile_top is 0)"),
+            std::string::npos)
+      << p;
+}
+
 // A CUDA part's sheet from the knowledge base beside a roof: no GPU needed.
 TEST(LlmHardware, AGpuSheetAndItsRoofSideBySide) {
   const std::optional<KbDoc> sheet = KnowledgeBase::open().hardware("h200");
