@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <mutex>
 
 #include <fmt/format.h>
 
 #include "core/clock.h"
+#include "core/log.h"
 #include "core/paths.h"
 #include "core/redact.h"
 #include "eval/compare.h"
@@ -112,6 +114,40 @@ PreparedCandidate Evaluator::prepare(const CandidateSource& source,
   }
   p.ready = true;
   return p;
+}
+
+// The CPU's counters over the timed calls, per call and as ratios (cpu.*).
+static void add_counter_metrics(const RunOutcome& run, std::vector<ProfileMetric>& profile) {
+  if (!run.cpu_counted) return;
+  const auto& c = run.cpu_counters;
+  const double calls =
+      static_cast<double>(run.samples_s.size()) * static_cast<double>(run.calls_per_sample);
+  auto get = [&](const char* name) {
+    auto it = c.find(name);
+    return it == c.end() ? -1.0 : it->second;
+  };
+  const double cycles = get("cycles"), instructions = get("instructions");
+  const double references = get("cache_references"), misses = get("cache_misses");
+  const double branch_misses = get("branch_misses"), switches = get("context_switches");
+  if (calls > 0 && cycles > 0) profile.push_back({"cpu.cycles_per_call", cycles / calls, "", 0});
+  if (calls > 0 && instructions >= 0)
+    profile.push_back({"cpu.instructions_per_call", instructions / calls, "", 0});
+  if (cycles > 0 && instructions >= 0)
+    profile.push_back({"cpu.ipc", instructions / cycles, "instructions/cycle", 0});
+  if (references > 0 && misses >= 0)
+    profile.push_back({"cpu.cache_miss_pct", 100 * misses / references, "%", 0});
+  if (calls > 0 && branch_misses >= 0)
+    profile.push_back({"cpu.branch_misses_per_call", branch_misses / calls, "", 0});
+  if (switches >= 0) profile.push_back({"cpu.context_switches", switches, "", 0});
+  // How many hardware events the machine gave (0: none; the note says why).
+  double hardware = 0;
+  for (const char* e : {"cycles", "instructions", "cache_references", "cache_misses", "branch_misses"})
+    hardware += c.count(e);
+  profile.push_back({"cpu.hardware_events", hardware, "", 0});
+  if (hardware == 0 && !run.cpu_counters_note.empty()) {
+    static std::once_flag said;
+    std::call_once(said, [&] { log_debug("cpu counters: {}", run.cpu_counters_note); });
+  }
 }
 
 // The share of its timing the runner waited for a CPU (percent), 0 where not read.
@@ -287,6 +323,7 @@ EvalResult Evaluator::run_and_judge(const CompiledCandidate& c, EvalResult r,
   if (run.timing_cpu_wait_s >= 0 && run.timing_wall_s > 0)
     r.profile.push_back(
         {kCpuWaitMetric, 100 * std::min(1.0, run.timing_cpu_wait_s / run.timing_wall_s), "%", 0});
+  add_counter_metrics(run, r.profile);
   // The samples come from the candidate's process: where kevo's own clock
   // brackets them, they must add up to what it saw.
   std::string clock_doubt;

@@ -167,22 +167,30 @@ LlmAsk Engine::llm_ask(const Observation& o, LlmAsk::Mode mode) const {
     }
     std::stable_sort(hot.begin(), hot.end(), [](auto& x, auto& y) { return x.first > y.first; });
     for (size_t i = 0; i < hot.size() && i < 5; ++i) a.hot_lines.push_back(hot[i].second);
-    // Without figures, the prompt says why rather than leaving a blank.
-    if (a.profile.empty()) {
-      const std::string why = e->diagnosis ? e->diagnosis->why : std::string();
-      const size_t at = why.find("not profiled: ");
-      if (!o.ok())
-        a.profile.push_back("none: it was not measured correct");
-      else if (at != std::string::npos)
-        a.profile.push_back("none: " + why.substr(at, why.find(';', at) - at));
-      else if (config_.profile_top <= 0)
-        a.profile.push_back("none: this run profiles nothing (search.profile_top is 0)");
-      else
-        a.profile.push_back(fmt::format(
-            "none: kevo profiles the best {} candidates of a run as they are found, and this "
-            "one was not among them",
-            config_.profile_top));
-    }
+    // Without a profiler's figures the prompt says why rather than leaving a
+    // blank: the compiler's report (cpu) or ncu's (cuda) is the profile.
+    const bool profiled = std::any_of(prof.begin(), prof.end(), [](const ProfileRow& p) {
+      return p.metric.rfind("ncu.", 0) == 0 || p.metric.rfind("cc.vec.", 0) == 0;
+    });
+    const std::string why = e->diagnosis ? e->diagnosis->why : std::string();
+    const size_t at = why.find("not profiled: ");
+    if (!o.ok())
+      a.profile.push_back("not profiled: it was not measured correct");
+    else if (at != std::string::npos)
+      a.profile.push_back(why.substr(at, why.find(';', at) - at));
+    else if (!profiled && config_.profile_top <= 0)
+      a.profile.push_back("not profiled: this run profiles nothing (search.profile_top is 0)");
+    else if (!profiled)
+      a.profile.push_back(fmt::format(
+          "not profiled: kevo profiles the best {} candidates of a run as they are found, and "
+          "this one was not among them",
+          config_.profile_top));
+    // The CPU's counters were asked for, but the machine gave no hardware ones.
+    if (o.ok() && std::any_of(prof.begin(), prof.end(), [](const ProfileRow& p) {
+          return p.metric == "cpu.hardware_events" && p.value && *p.value == 0;
+        }))
+      a.profile.push_back("cpu hardware counters (cycles, instructions, cache misses): none were "
+                          "read for this measurement (the machine gives kevo none)");
   }
   if (auto c = llm_chain_of_.find(o.candidate); c != llm_chain_of_.end())
     a.failures = llm_chains_.at(c->second).failures;

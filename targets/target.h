@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -76,6 +77,13 @@ struct RunOutcome {
   // Of that time, how long the runner's timing thread was ready to run but
   // waited for a CPU (another process had it): -1 where not read.
   double timing_cpu_wait_s = -1;
+  // The CPU's counters over the same time (runner::ThreadCounters: cycles,
+  // instructions, cache and branch misses, context switches), read by kevo
+  // from outside the runner; empty where not read, with the reason in
+  // cpu_counters_note when the machine gives no hardware counters.
+  bool cpu_counted = false;  // the target asked for them (whatever the machine gave)
+  std::map<std::string, double> cpu_counters;
+  std::string cpu_counters_note;
   // Per sample, how long the device stayed busy after the sample's end event
   // (cuda): work the event did not wait for. Empty where not measured.
   std::vector<double> after_end_s;

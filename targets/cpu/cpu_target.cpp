@@ -215,6 +215,7 @@ RunOutcome CpuTarget::drive(const Task* task, const runner::Job& job, double tim
   loop.timeout_s = timeout_s;
   loop.max_total_s = max_total_s;
   loop.timing_go = job.mode == "kernel";
+  loop.count_cpu = loop.timing_go;
   loop.held = {{0, runner::inode_of(child->stdin_fd()), "kevo's command pipe"},
                {runner::kEventsFd, runner::inode_of(ev.read_fd), "kevo's event pipe"}};
   loop.watch_s = 0.05;

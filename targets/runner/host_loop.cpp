@@ -1,4 +1,5 @@
 #include "targets/runner/host_loop.h"
+#include "targets/runner/counters.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -201,6 +202,7 @@ RunOutcome drive_job(ChildProcess& child, EventReader& events, CappedBuffer& so,
   out.kind = RunOutcome::crashed;
   out.detail = "the runner exited without reporting";
   double wait_at_go = -1;  // the runner's run-queue wait when kevo said "go"
+  ThreadCounters counters;  // from "go" (loop.count_cpu)
   // An event kevo cannot read (a field of the wrong type: the candidate's
   // process wrote it) ends the job as a crash, never kevo.
   std::function<bool(const nlohmann::json&, double&)> decode_event;
@@ -242,6 +244,12 @@ RunOutcome drive_job(ChildProcess& child, EventReader& events, CappedBuffer& so,
       if (kind == "timing" && wait_at_go >= 0) {
         const double wait = runqueue_wait_s(child.pid());
         if (wait >= wait_at_go) out.timing_cpu_wait_s = wait - wait_at_go;
+        if (loop.count_cpu) {
+          out.cpu_counted = true;
+          out.cpu_counters = counters.read();
+          out.cpu_counters_note = counters.why_not();
+          counters = ThreadCounters();
+        }
       }
       double timeout_s = loop.timeout_s;
       const Reply reply = on_event(e, out, timeout_s);
@@ -256,6 +264,7 @@ RunOutcome drive_job(ChildProcess& child, EventReader& events, CappedBuffer& so,
           return true;
         }
         wait_at_go = runqueue_wait_s(child.pid());
+        if (loop.count_cpu) counters = ThreadCounters::open(child.pid());
         out.timing_go_at = monotonic_seconds();
         write_line(child.stdin_fd(), "go");
       }

@@ -134,6 +134,9 @@ struct JobLoop {
   // it and notes the time (RunOutcome::timing_go_at); the timing event's
   // handler then notes kevo's clock around the samples (timing_wall_s).
   bool timing_go = false;
+  // With timing_go: count the runner's threads on the CPU's performance
+  // counters from "go" to the timing event (RunOutcome::cpu_counters).
+  bool count_cpu = false;
   // Descriptors the runner must keep (its command and event pipes): checked
   // each time the loop wakes, at least every `watch_s`. A candidate that
   // puts its own pipe in their place (to rewrite, hold back or make up what

@@ -590,6 +590,11 @@ TEST_F(LlmSearch, TheCpuPromptCarriesTheVectorizerReportOrSaysWhyNone) {
   EXPECT_NE(p.find("- cc.vec.loops_vectorized = "), std::string::npos) << p;
   EXPECT_NE(p.find("the compiler vectorized"), std::string::npos) << p;  // the diagnosis
   EXPECT_NE(p.find(": a loop the compiler "), std::string::npos) << p;    // its line
+  // The CPU's counters: their figures, or that the machine gave none.
+  EXPECT_TRUE(p.find("- cpu.ipc = ") != std::string::npos ||
+              p.find("- cpu hardware counters (cycles, instructions, cache misses): none were "
+                     "read") != std::string::npos)
+      << p;
 
   nlohmann::json task = nlohmann::json::parse(std::ifstream(dir_ / "task.json"));
   task["search"]["profile_top"] = 0;
@@ -601,7 +606,7 @@ TEST_F(LlmSearch, TheCpuPromptCarriesTheVectorizerReportOrSaysWhyNone) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_GT(server.requests().size(), before);
   p = testing::prompt_text(server.requests()[before]);
-  EXPECT_NE(p.find("Profile:\n- none: this run profiles nothing (search.profile_top is 0)"),
+  EXPECT_NE(p.find("\n- not profiled: this run profiles nothing (search.profile_top is 0)\n"),
             std::string::npos)
       << p;
 }

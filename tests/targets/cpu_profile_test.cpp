@@ -1,14 +1,22 @@
-// The cpu target's compiler report: the vectorizer's remarks as gcc 12 and
-// clang 14 print them (captured here), read per loop; and end to end, a
-// measured candidate among the best carries them in its profile and its
-// diagnosis.
+// The cpu target's profile. The compiler's report: the vectorizer's remarks
+// as gcc 12 and clang 14 print them (captured here), read per loop; end to
+// end, a measured candidate among the best carries them in its profile and
+// its diagnosis. The CPU's counters, read by kevo on a runner's threads.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <fstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "support/test_support.h"
+#include "core/clock.h"
 #include "targets/cpu/vectorizer_report.h"
+#include "targets/runner/counters.h"
 
 namespace kevo {
 namespace {
@@ -106,6 +114,58 @@ KEVO_EXPORT int kevo_kernel(const kevo_tensor* in, int n_in, kevo_tensor* out, i
   const std::string why = j["diagnosis"]["why"];
   EXPECT_NE(why.find("the compiler vectorized 1 of 2 loops"), std::string::npos) << why;
   EXPECT_NE(why.find("not vectorized: line 10 ("), std::string::npos) << why;
+  // The CPU's counters over the timed calls: how many hardware events the
+  // machine gave, and their figures where it gave them.
+  std::map<std::string, double> value;
+  for (const auto& m : j["profile"]) value[m["metric"].get<std::string>()] = m["value"].get<double>();
+  ASSERT_TRUE(value.count("cpu.hardware_events")) << j["profile"];
+  if (value["cpu.hardware_events"] > 0) {
+    EXPECT_GT(value["cpu.instructions_per_call"], 0) << j["profile"];
+  } else {
+    EXPECT_FALSE(value.count("cpu.ipc")) << j["profile"];
+  }
+}
+
+// Counters opened on another process's threads, one of which it starts
+// after they were opened, count both; a machine without hardware counters
+// says why and still counts the software event.
+TEST(CpuCounters, CountAnotherProcessesThreadsFromOutside) {
+  int go[2];
+  ASSERT_EQ(pipe(go), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    char c;
+    if (read(go[0], &c, 1) != 1) _exit(1);
+    // Busy on this thread and on one started now, then sleeps (switched out).
+    std::atomic<bool> stop{false};
+    std::thread t([&] {
+      volatile double x = 1;
+      while (!stop) x = x * 1.0000001 + 1e-9;
+    });
+    const double end = monotonic_seconds() + 0.2;
+    volatile double y = 1;
+    while (monotonic_seconds() < end) y = y * 1.0000001 + 1e-9;
+    stop = true;
+    t.join();
+    for (int i = 0; i < 5; ++i) usleep(2000);
+    _exit(0);
+  }
+  runner::ThreadCounters counters = runner::ThreadCounters::open(child);
+  ASSERT_EQ(write(go[1], "g", 1), 1);
+  usleep(300000);  // the child's work, before it exits and its counts go with it
+  const std::map<std::string, double> counts = counters.read();
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  if (counts.empty()) GTEST_SKIP() << "no counter could be opened here: " << counters.why_not();
+  EXPECT_GE(counts.at("context_switches"), 1);  // the sleeps
+  if (!counters.why_not().empty()) {
+    EXPECT_NE(counters.why_not().find("perf_event_open"), std::string::npos) << counters.why_not();
+    EXPECT_EQ(counts.count("cycles"), 0u);
+  } else {
+    EXPECT_GT(counts.at("instructions"), 1e6);  // 0.2 s of two busy threads
+    EXPECT_GT(counts.at("cycles"), 1e6);
+  }
 }
 
 }  // namespace
