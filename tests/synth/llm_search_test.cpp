@@ -79,6 +79,15 @@ Step answer(const RecordedRequest& r) {
   return Step::reply("<<<<<<< SEARCH\nno such line in the parent\n=======\nx\n>>>>>>> REPLACE\n");
 }
 
+// The one text column of `sql` (one "?": the run), row by row.
+std::vector<std::string> strings_of_run(const std::string& db, const std::string& sql, int64_t run) {
+  Store s(db, true);
+  QueryResult q = s.query(sql, {SqlValue(run)});
+  std::vector<std::string> out;
+  for (const auto& row : q.rows) out.push_back(std::get<std::string>(row[0]));
+  return out;
+}
+
 class LlmSearch : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -117,16 +126,13 @@ class LlmSearch : public ::testing::Test {
 
   // The run's tree: per candidate, what it is and where it came from.
   std::vector<std::string> tree(int64_t run) {
-    Store s(db_, true);
-    QueryResult q = s.query(
+    return strings_of_run(
+        db_,
         "SELECT c.source_hash || ' ' || c.knobs_json || ' ' || c.family || ' ' || c.synthesizer || "
         "' <- ' || COALESCE((SELECT group_concat(p.source_hash || p.knobs_json, ',') FROM lineage l "
         "JOIN candidates p ON p.id = l.parent_id WHERE l.child_id = c.id), '') "
         "FROM candidates c WHERE c.run_id = ? ORDER BY c.id",
-        {SqlValue(run)});
-    std::vector<std::string> out;
-    for (const auto& row : q.rows) out.push_back(std::get<std::string>(row[0]));
-    return out;
+        run);
   }
 
   std::filesystem::path dir_;
@@ -206,14 +212,11 @@ TEST_F(LlmSearch, RepairsRecordsAndReplays) {
 
 // The run's LLM calls: each prompt's hash and how the call ended.
 std::vector<std::string> calls_of(const std::string& db, int64_t run) {
-  Store s(db, true);
-  QueryResult q = s.query(
+  return strings_of_run(
+      db,
       "SELECT prompt_hash || ' ' || CASE status WHEN 'failed' THEN 'failed:' || "
       "COALESCE(failure, '') ELSE 'answered' END FROM llm_calls WHERE run_id = ? ORDER BY id",
-      {SqlValue(run)});
-  std::vector<std::string> out;
-  for (const auto& row : q.rows) out.push_back(std::get<std::string>(row[0]));
-  return out;
+      run);
 }
 
 // A model whose every kernel is new (a knob-declaring family of its own),
