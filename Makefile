@@ -40,6 +40,7 @@ build: configure
 # test skips, saying why.
 test: build
 	@scripts/setup.sh test-browser || echo "setup: chromium not installed; the report render test will skip" >&2
+	@scripts/setup.sh test-slurm || echo "setup: slurm-wlm not installed; the slurm backend tests will skip" >&2
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
 # make test as on a machine without the CUDA toolkit, in its own build

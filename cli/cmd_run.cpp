@@ -166,6 +166,10 @@ int cmd_run(const Argv& argv) {
                               "another, a what-if on RUN's points"},
           {"--strategy", "NAME", "grid | random | evolution | mcts (overrides search.strategy)"},
           {"--seed", "N", "the strategy's random seed (overrides search.seed)"},
+          {"--backend", "local|slurm",
+           "where candidates are evaluated: this machine, or a Slurm job array per batch "
+           "(overrides search.backend; slurm without search.backend uses $KEVO_CACHE_DIR/slurm, "
+           "which the nodes must share)"},
           {"--knob", "K=V[,V...]", "search only these values of knob K (e.g. THREADS=1); kept "
                                    "with the run",
            true},
@@ -247,6 +251,16 @@ int cmd_run(const Argv& argv) {
     cfg.params = nlohmann::json::object();  // the config's params were for another strategy
     if (!StrategyRegistry::builtin().find(cfg.strategy))
       throw UserError(fmt::format("--strategy: unknown strategy '{}'", cfg.strategy));
+  }
+  if (auto v = a.value("--backend")) {
+    if (*v == "local") {
+      cfg.backend = nullptr;
+    } else if (*v == "slurm") {
+      if (!cfg.backend.is_object() || cfg.backend.value("kind", std::string()) != "slurm")
+        cfg.backend = {{"kind", "slurm"}, {"dir", (cache_dir() / "slurm").string()}};
+    } else {
+      throw UserError(fmt::format("--backend: expected local or slurm, got '{}'", *v));
+    }
   }
   if (!cfg.stop.max_evals && !cfg.stop.max_seconds) {
     cfg.stop.max_seconds = 15 * 60;

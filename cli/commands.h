@@ -24,5 +24,6 @@ int cmd_compare(const Argv& args);
 int cmd_explain(const Argv& args);
 int cmd_batch(const Argv& args);
 int cmd_report(const Argv& args);
+int cmd_worker(const Argv& args);
 
 }  // namespace kevo::cli

@@ -46,6 +46,8 @@ const Command kCommands[] = {
     {"batch", "search every task of a suite, resumable: kevo batch SUITE", kevo::cli::cmd_batch},
     {"report", "what a run or batch found: kevo report RUN|BATCH --format md|html|json",
      kevo::cli::cmd_report},
+    {"worker", "evaluate one candidate from a request file (a cluster node's job)",
+     kevo::cli::cmd_worker},
 };
 
 void print_overview() {

@@ -17,13 +17,19 @@ packages=(
 # Extra groups, asked for by name: `setup.sh bench` for the peer baselines,
 # `setup.sh test-browser` for the test that renders a report in headless
 # Chromium (`make test` asks for it; the test skips where it is missing),
-# `setup.sh fuzz` for clang and its libFuzzer runtime (`make fuzz`).
+# `setup.sh fuzz` for clang and its libFuzzer runtime (`make fuzz`),
+# `setup.sh test-slurm` for the test Slurm cluster (`make test` asks for it;
+# the slurm tests skip where it is missing).
 for group in "$@"; do
   case "$group" in
     bench) packages+=(libdnnl-dev libopenblas-dev) ;;
     test-browser) packages+=(chromium) ;;
     fuzz) packages+=(clang libclang-rt-dev) ;;
-    *) echo "setup.sh: unknown package group '$group' (known: bench, test-browser, fuzz)" >&2; exit 2 ;;
+    # The single-node Slurm cluster the slurm backend's tests start
+    # (tests/support/slurm_cluster.sh: its own config, keys and sockets; the
+    # packages' system services are not used).
+    test-slurm) packages+=(slurm-wlm munge) ;;
+    *) echo "setup.sh: unknown package group '$group' (known: bench, test-browser, fuzz, test-slurm)" >&2; exit 2 ;;
   esac
 done
 

@@ -14,6 +14,7 @@
 #include "core/store.h"
 #include "eval/roofline.h"
 #include "search/timed.h"
+#include "eval/slurm_backend.h"
 #include "synth/llm/config.h"
 
 namespace kevo {
@@ -49,7 +50,7 @@ nlohmann::json SearchConfig::to_json() const {
           {"batch", batch},       {"seeds_first", seeds_first}, {"stop", stop_j},
           {"seed", seed},         {"confirm", confirm}, {"confirm_rounds", confirm_rounds},
           {"profile_top", profile_top},
-          {"llm", llm}};
+          {"llm", llm}, {"backend", backend}};
 }
 
 SearchConfig parse_search_config(const nlohmann::json& search, const std::string& path) {
@@ -78,6 +79,15 @@ SearchConfig parse_search_config(const nlohmann::json& search, const std::string
   if (const nlohmann::json* l = o.get_raw("llm"); l && !l->is_null()) {
     llm::parse_llm_config(*l, o.path_of("llm"));  // checked now, not mid-run
     c.llm = *l;
+  }
+  if (const nlohmann::json* b = o.get_raw("backend"); b && !b->is_null()) {
+    const std::string kind = b->is_object() ? b->value("kind", std::string()) : std::string();
+    if (kind == "slurm")
+      parse_slurm_config(*b, o.path_of("backend"));  // checked now, not mid-run
+    else if (kind != "local")
+      throw ConfigError(o.path_of("backend"), "expected {\"kind\": \"local\"} or {\"kind\": "
+                                              "\"slurm\", \"dir\": ...}");
+    c.backend = *b;
   }
   JsonObject stop = o.get_object("stop");
   auto non_negative = [&](JsonObject& j, const char* key, double v) {

@@ -53,6 +53,7 @@ struct SearchConfig {
   int64_t confirm_rounds = 3;         // ... in this many rounds, the order reversed every other round
   int64_t profile_top = 3;            // profile candidates among the best k so far (targets with a profiler)
   nlohmann::json llm;                 // the "llm" section (null: no LLM synthesizer)
+  nlohmann::json backend;             // the "backend" section (null: this machine)
   StopConditions stop;
   uint64_t seed = 1;
 

@@ -16,6 +16,7 @@
 #include "core/terminal.h"
 #include "eval/roofline.h"
 #include "eval/roofs.h"
+#include "eval/slurm_backend.h"
 #include "knowledge/knowledge_base.h"
 #include "search/families.h"
 #include "synth/llm/config.h"
@@ -128,7 +129,11 @@ SearchSession::SearchSession(Store& store, SearchRequest request)
     evaluator_->remeasure_roof = [this](double bytes) {
       return remeasure(store_, *target_, bytes, [](std::string_view line) { log_debug("{}", line); });
     };
-    own_backend_ = make_local_backend(*evaluator_);
+    if (cfg.backend.is_object() && cfg.backend.value("kind", std::string()) == "slurm")
+      own_backend_ = std::make_unique<SlurmBackend>(
+          request_.task, roof_, parse_slurm_config(cfg.backend, "$.search.backend"));
+    else
+      own_backend_ = make_local_backend(*evaluator_);
   }
   start(space_, *own_backend_);
 }

@@ -1,0 +1,58 @@
+// kevo worker: evaluates one candidate from a request file and writes its
+// result, for a backend whose jobs run elsewhere (a Slurm array task on a
+// cluster node). Timing happens here, on the node, with the sandbox and the
+// timing defenses of a local evaluation; only JSON goes back.
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/paths.h"
+#include "core/process.h"
+#include "eval/request.h"
+
+namespace kevo::cli {
+
+int cmd_worker(const Argv& argv) {
+  Args a("worker", "worker REQUEST.json -o RESULT.json",
+         "Evaluates the candidate of REQUEST.json (written by a backend that sends jobs away:\n"
+         "the resolved task, the source, the knobs, the submitting host's roof) on this machine\n"
+         "and writes {\"result\": ..., \"host\": ..., \"seconds\": ...} to RESULT.json atomically:\n"
+         "the file appears whole or not at all. A candidate's failure is its result. A request\n"
+         "kevo cannot read is written as {\"error\": ...} and exits 2.",
+         {{"-o", "RESULT", "where the result goes (required)"}}, 1, 1);
+  a.parse(argv);
+  if (a.help()) {
+    fmt::print("{}", a.help_text());
+    return 0;
+  }
+  const auto out = a.value("-o");
+  if (!out) throw UserError("kevo worker: -o RESULT.json is required");
+  const double t0 = monotonic_seconds();
+  nlohmann::json written;
+  int status = 0;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(read_text_file(a.positional()[0]));
+    const EvalRequest request = request_from_json(j);
+    const EvalResult r = evaluate_request(request, cache_dir());
+    written = {{"result", result_to_wire(r)}};
+  } catch (const nlohmann::json::exception& e) {
+    written = {{"error", fmt::format("{}: not a request kevo can read: {}", a.positional()[0], e.what())}};
+    status = 2;
+  } catch (const UserError& e) {
+    written = {{"error", e.what()}};
+    status = 2;
+  }
+  written["host"] = hostname();
+  written["kevo_version"] = KEVO_VERSION;
+  written["seconds"] = monotonic_seconds() - t0;
+  const std::string text = written.dump();
+  write_file_atomic(*out, text.data(), text.size());
+  if (status) fmt::print(stderr, "kevo worker: {}\n", written["error"].get<std::string>());
+  return status;
+}
+
+}  // namespace kevo::cli

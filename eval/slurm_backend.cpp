@@ -1,0 +1,334 @@
+#include "eval/slurm_backend.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/json_reader.h"
+#include "core/log.h"
+#include "core/paths.h"
+#include "core/process.h"
+#include "eval/request.h"
+
+namespace kevo {
+
+namespace {
+
+ProcessResult slurm_command(std::vector<std::string> argv, double timeout_s = 60) {
+  SpawnOptions opt;
+  opt.argv = std::move(argv);
+  return run_process(opt, timeout_s, 1 << 20);
+}
+
+bool succeeded(const ProcessResult& r) { return r.exit_code && *r.exit_code == 0; }
+
+std::string first_line(const std::string& s) {
+  const size_t nl = s.find('\n');
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
+
+// "KEY=VALUE" fields of scontrol's output.
+std::string field(const std::string& text, const std::string& key) {
+  const std::string k = key + "=";
+  for (size_t at = text.find(k); at != std::string::npos; at = text.find(k, at + 1)) {
+    if (at > 0 && !std::isspace(static_cast<unsigned char>(text[at - 1]))) continue;
+    const size_t end = text.find_first_of(" \n", at);
+    return text.substr(at + k.size(), end == std::string::npos ? std::string::npos
+                                                                : end - at - k.size());
+  }
+  return "";
+}
+
+// A quoted word for /bin/sh.
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
+
+SlurmConfig parse_slurm_config(const nlohmann::json& j, const std::string& path) {
+  SlurmConfig c;
+  JsonObject o(j, path);
+  if (o.get_string("kind") != "slurm") throw ConfigError(o.path_of("kind"), "expected \"slurm\"");
+  c.dir = o.get_string("dir");
+  if (c.dir.empty()) throw ConfigError(o.path_of("dir"), "must name a directory the nodes share");
+  c.partition = o.get_string("partition", "");
+  c.account = o.get_string("account", "");
+  c.qos = o.get_string("qos", "");
+  c.gpus = o.get_string("gpus_per_task", "");
+  c.time_limit_min = o.get_number("time_limit_min", c.time_limit_min);
+  if (!(c.time_limit_min > 0)) throw ConfigError(o.path_of("time_limit_min"), "expected minutes > 0");
+  c.extra = o.get_string_list("sbatch_options", std::vector<std::string>{});
+  c.kevo = o.get_string("kevo", (executable_dir() / "kevo").string());
+  c.poll_s = o.get_number("poll_s", c.poll_s);
+  if (!(c.poll_s > 0)) throw ConfigError(o.path_of("poll_s"), "expected seconds > 0");
+  c.result_grace_s = o.get_number("result_grace_s", c.result_grace_s);
+  c.resubmits = static_cast<int>(o.get_int("resubmits", c.resubmits));
+  c.start_timeout_min = o.get_number("start_timeout_min", c.start_timeout_min);
+  if (!(c.start_timeout_min > 0))
+    throw ConfigError(o.path_of("start_timeout_min"), "expected minutes > 0");
+  o.finish();
+  return c;
+}
+
+SlurmBackend::SlurmBackend(const Task& task, const Roof& roof, SlurmConfig config)
+    : task_(task), roof_(roof), config_(std::move(config)) {
+  std::filesystem::create_directories(config_.dir);
+}
+
+SlurmBackend::~SlurmBackend() {
+  // What this process leaves queued or running is cancelled: a run that
+  // ends (or is stopped) leaves nothing behind on the cluster.
+  std::set<std::string> jobs;
+  for (const auto& [ticket, p] : pending_) jobs.insert(p.job);
+  if (jobs.empty()) return;
+  std::vector<std::string> argv = {"scancel"};
+  argv.insert(argv.end(), jobs.begin(), jobs.end());
+  try {
+    slurm_command(argv, 30);
+  } catch (const std::exception& e) {
+    log_warn("slurm: could not cancel this run's jobs: {}", e.what());
+  }
+}
+
+double SlurmBackend::clock() const { return start_ < 0 ? 0 : monotonic_seconds() - start_; }
+
+std::string SlurmBackend::sbatch(const std::filesystem::path& dir,
+                                 const std::vector<size_t>& indexes) {
+  std::vector<std::string> argv = {"sbatch", "--parsable", "--job-name=kevo",
+                                   fmt::format("--array={}", fmt::join(indexes, ",")),
+                                   "--output=" + (dir / "%a.out").string(),
+                                   "--error=" + (dir / "%a.err").string(),
+                                   fmt::format("--time={}", static_cast<int64_t>(
+                                                                std::ceil(config_.time_limit_min)))};
+  if (!config_.partition.empty()) argv.push_back("--partition=" + config_.partition);
+  if (!config_.account.empty()) argv.push_back("--account=" + config_.account);
+  if (!config_.qos.empty()) argv.push_back("--qos=" + config_.qos);
+  if (!config_.gpus.empty()) argv.push_back("--gpus-per-task=" + config_.gpus);
+  argv.insert(argv.end(), config_.extra.begin(), config_.extra.end());
+  argv.push_back((dir / "job.sh").string());
+  const ProcessResult r = slurm_command(argv);
+  const std::string out = first_line(r.out);
+  if (!succeeded(r) || out.empty())
+    throw UserError(fmt::format("sbatch failed: {}", first_line(r.err.empty() ? r.out : r.err)));
+  return out.substr(0, out.find(';'));  // "ID" or "ID;CLUSTER"
+}
+
+std::vector<uint64_t> SlurmBackend::submit(const std::vector<EvalJob>& jobs) {
+  if (jobs.empty()) return {};
+  if (start_ < 0) start_ = monotonic_seconds();
+  const std::filesystem::path dir =
+      std::filesystem::absolute(config_.dir) / fmt::format("kevo-{}-{}-{}", hostname(), getpid(), ++batches_);
+  std::filesystem::create_directories(dir);
+  std::vector<size_t> indexes;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    EvalRequest req;
+    req.task = task_.resolved;
+    req.source = {jobs[i].family->text, jobs[i].family->origin, jobs[i].family->language};
+    req.name = jobs[i].family->name;
+    req.knobs = jobs[i].knobs;
+    req.roof = roof_;
+    const std::string text = request_to_json(req).dump();
+    write_file_atomic(dir / fmt::format("{}.request.json", i), text.data(), text.size());
+    indexes.push_back(i);
+  }
+  // One array task per candidate: the worker evaluates it on the node.
+  const std::string script = fmt::format(
+      "#!/bin/sh\n# kevo: one candidate per array task\ni=$SLURM_ARRAY_TASK_ID\nexec {} worker "
+      "{}/$i.request.json -o {}/$i.result.json\n",
+      shell_quote(config_.kevo.string()), shell_quote(dir.string()), shell_quote(dir.string()));
+  write_file_atomic(dir / "job.sh", script.data(), script.size());
+  const std::string array = sbatch(dir, indexes);
+  std::vector<uint64_t> tickets;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const uint64_t t = ++tickets_;
+    pending_[t] = {dir, i, fmt::format("{}_{}", array, i), 0, 0, monotonic_seconds()};
+    tickets.push_back(t);
+  }
+  return tickets;
+}
+
+std::optional<EvalResult> SlurmBackend::read_result(const Pending& p) const {
+  const auto file = p.dir / fmt::format("{}.result.json", p.index);
+  if (!std::filesystem::exists(file)) return std::nullopt;
+  const nlohmann::json j = nlohmann::json::parse(read_text_file(file), nullptr, false);
+  EvalResult r;
+  if (j.is_object() && j.contains("result")) {
+    try {
+      return result_from_wire(j["result"]);
+    } catch (const std::exception& e) {
+      r.status = Status::crash;
+      r.detail = fmt::format("slurm: the worker's result cannot be read: {}", e.what());
+      return r;
+    }
+  }
+  r.status = Status::crash;
+  r.detail = j.is_object() && j.contains("error") && j["error"].is_string()
+                 ? "slurm: the worker could not evaluate it: " + j["error"].get<std::string>()
+                 : std::string("slurm: the worker's result file is not JSON");
+  return r;
+}
+
+EvalResult SlurmBackend::ended_without_result(const Pending& p, const std::string& state,
+                                              const std::string& detail) const {
+  EvalResult r;
+  r.status = state == "TIMEOUT" ? Status::timeout : Status::crash;
+  r.roof_id = roof_.id;
+  r.detail = state == "never started"
+                 ? fmt::format("slurm: array task {} never started{}", p.job, detail)
+                 : fmt::format("slurm: array task {} ended {} without a result{}", p.job, state,
+                               detail);
+  // What the worker said before it ended.
+  const auto err = p.dir / fmt::format("{}.err", p.index);
+  if (std::filesystem::exists(err)) r.stderr_text = read_text_file(err).substr(0, 16384);
+  return r;
+}
+
+std::vector<FinishedJob> SlurmBackend::poll(const ProgressFn& stage) {
+  std::vector<FinishedJob> done;
+  double last_stage = 0;
+  while (!pending_.empty()) {
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (std::optional<EvalResult> r = read_result(it->second)) {
+        done.push_back({it->first, std::move(*r)});
+        it = pending_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (!done.empty()) return done;
+    // Which tasks the queue still has, and in what state.
+    std::vector<std::string> arrays;
+    for (const auto& [t, p] : pending_) {
+      const std::string array = p.job.substr(0, p.job.find('_'));
+      if (std::find(arrays.begin(), arrays.end(), array) == arrays.end()) arrays.push_back(array);
+    }
+    const ProcessResult q = slurm_command(
+        {"squeue", "-h", "-r", "-o", "%i %T %r", "-j", fmt::format("{}", fmt::join(arrays, ","))});
+    std::map<std::string, std::string> state, why_queued;
+    if (succeeded(q)) {
+      std::istringstream in(q.out);
+      for (std::string line; std::getline(in, line);) {
+        std::istringstream words(line);
+        std::string id, s, reason;
+        if (!(words >> id >> s)) continue;
+        std::getline(words >> std::ws, reason);
+        state[id] = s;
+        why_queued[id] = reason;
+      }
+    }
+    std::vector<std::string> never_started;
+    size_t running = 0, queued = 0;
+    const double now = monotonic_seconds();
+    std::vector<std::pair<uint64_t, Pending>> resubmit;
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      Pending& p = it->second;
+      auto s = state.find(p.job);
+      if (succeeded(q) && s != state.end()) {
+        const bool started = s->second != "PENDING";
+        (started ? running : queued)++;
+        p.gone_since = 0;
+        if (!started && now - p.submitted_at > 60 * config_.start_timeout_min) {
+          never_started.push_back(p.job);
+          done.push_back(
+              {it->first,
+               ended_without_result(p, "never started",
+                                    fmt::format(" within {:.3g} min of its submission (queued: {})",
+                                                config_.start_timeout_min,
+                                                why_queued[p.job].empty() ? "no reason given"
+                                                                          : why_queued[p.job]))});
+          it = pending_.erase(it);
+          continue;
+        }
+        ++it;
+        continue;
+      }
+      if (!succeeded(q)) {  // the controller did not answer: ask again later
+        ++it;
+        continue;
+      }
+      if (p.gone_since == 0) p.gone_since = now;
+      if (now - p.gone_since < config_.result_grace_s) {
+        ++it;
+        continue;
+      }
+      // Out of the queue and no result after the grace: how it ended.
+      const ProcessResult c = slurm_command({"scontrol", "show", "job", p.job});
+      const std::string job_state = succeeded(c) ? field(c.out, "JobState") : "";
+      const std::string reason = succeeded(c) ? field(c.out, "Reason") : "";
+      const std::string exit = succeeded(c) ? field(c.out, "ExitCode") : "";
+      const bool taken = job_state == "PREEMPTED" || job_state == "NODE_FAIL" ||
+                         job_state == "BOOT_FAIL";
+      if (taken && p.resubmits < config_.resubmits) {
+        resubmit.push_back({it->first, p});
+        it = pending_.erase(it);
+        continue;
+      }
+      std::string detail;
+      if (!reason.empty() && reason != "None") detail += fmt::format(" (reason {})", reason);
+      if (!exit.empty() && exit != "0:0") detail += fmt::format(", exit code {}", exit);
+      done.push_back({it->first, ended_without_result(
+                                     p, job_state.empty() ? "unknown to the controller" : job_state,
+                                     detail)});
+      it = pending_.erase(it);
+    }
+    if (!never_started.empty()) {
+      std::vector<std::string> argv = {"scancel"};
+      argv.insert(argv.end(), never_started.begin(), never_started.end());
+      slurm_command(argv, 30);
+    }
+    for (auto& [ticket, p] : resubmit) {
+      log_warn("slurm: array task {} was taken away ({}): submitted again", p.job, "preempted or node failure");
+      const std::string array = sbatch(p.dir, {p.index});
+      p.job = fmt::format("{}_{}", array, p.index);
+      ++p.resubmits;
+      p.gone_since = 0;
+      pending_[ticket] = p;
+    }
+    if (!done.empty()) return done;
+    if (stage && now - last_stage > 5) {
+      stage(fmt::format("{} candidates on the cluster: {} running, {} queued", pending_.size(),
+                        running, queued));
+      last_stage = now;
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(config_.poll_s));
+  }
+  return done;
+}
+
+void SlurmBackend::cancel() {
+  // The tasks not yet started are cancelled and forgotten; running ones
+  // finish and are still collected.
+  std::set<std::string> arrays;
+  for (const auto& [t, p] : pending_) arrays.insert(p.job.substr(0, p.job.find('_')));
+  if (arrays.empty()) return;
+  const ProcessResult q = slurm_command(
+      {"squeue", "-h", "-r", "-t", "PENDING", "-o", "%i", "-j", fmt::format("{}", fmt::join(arrays, ","))});
+  if (!succeeded(q)) return;
+  std::set<std::string> queued;
+  std::istringstream in(q.out);
+  for (std::string id; in >> id;) queued.insert(id);
+  std::vector<std::string> argv = {"scancel"};
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (queued.count(it->second.job)) {
+      argv.push_back(it->second.job);
+      it = pending_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (argv.size() > 1) slurm_command(argv, 30);
+}
+
+}  // namespace kevo

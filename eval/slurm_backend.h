@@ -1,0 +1,86 @@
+// The slurm backend: evaluates a batch of candidates as a Slurm job array.
+// Each candidate's request (eval/request.h: the resolved task, its source and
+// knobs, the roof) is written to a directory the nodes share; one array task
+// per candidate runs `kevo worker` on its node (compile, check, time, under
+// the same sandbox and timing defenses as a local evaluation) and writes its
+// result file atomically; poll() collects the files as they appear while it
+// watches the array's tasks with squeue and, for those that left the queue
+// without a result, scontrol (no slurmdbd needed). A task that ended without
+// a result (TIMEOUT, CANCELLED, a crashed worker, a failed node) is a
+// recorded failure, or resubmitted once where the cluster took it away
+// (PREEMPTED, NODE_FAIL); nothing waits forever.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/roof.h"
+#include "core/task.h"
+#include "eval/backend.h"
+
+namespace kevo {
+
+struct SlurmConfig {
+  std::filesystem::path dir;  // shared by this host and the nodes (requests, results, logs)
+  std::string partition, account, qos;
+  std::string gpus;           // --gpus-per-task (e.g. "1"); "" for none
+  double time_limit_min = 30; // per candidate (--time)
+  std::vector<std::string> extra;  // more sbatch options, as given
+  std::filesystem::path kevo;      // the kevo the nodes run (default: this one)
+  double poll_s = 1;
+  // How long a task may be gone from the queue before a missing result
+  // counts (a shared file system's delay).
+  double result_grace_s = 10;
+  int resubmits = 1;  // per candidate, where the cluster took the task away
+  // A task still queued this long after its submission is cancelled and
+  // recorded as never started, with the queue's reason (a drained node, a
+  // partition that cannot run it).
+  double start_timeout_min = 60;
+};
+
+// The task's "search.backend" object (kind "slurm"), strictly; UserError
+// naming the path for a bad field.
+SlurmConfig parse_slurm_config(const nlohmann::json& j, const std::string& path);
+
+class SlurmBackend final : public EvalBackend {
+ public:
+  SlurmBackend(const Task& task, const Roof& roof, SlurmConfig config);
+  ~SlurmBackend() override;  // cancels what is still queued or running
+  std::string_view name() const override { return "slurm"; }
+  std::vector<uint64_t> submit(const std::vector<EvalJob>& jobs) override;
+  std::vector<FinishedJob> poll(const ProgressFn& stage) override;
+  void cancel() override;
+  size_t outstanding() const override { return pending_.size(); }
+  double clock() const override;
+
+ private:
+  struct Pending {
+    std::filesystem::path dir;
+    size_t index = 0;
+    std::string job;  // "ARRAY_INDEX" as squeue and scontrol name it
+    int resubmits = 0;
+    double gone_since = 0;  // when it was first seen out of the queue without a result
+    double submitted_at = 0;
+  };
+  // sbatch over `indexes` of the batch in `dir`; returns the array job id.
+  std::string sbatch(const std::filesystem::path& dir, const std::vector<size_t>& indexes);
+  std::optional<EvalResult> read_result(const Pending& p) const;
+  EvalResult ended_without_result(const Pending& p, const std::string& state,
+                                  const std::string& detail) const;
+
+  const Task& task_;
+  Roof roof_;
+  SlurmConfig config_;
+  std::map<uint64_t, Pending> pending_;
+  uint64_t tickets_ = 0;
+  uint64_t batches_ = 0;
+  double start_ = -1;
+};
+
+}  // namespace kevo

@@ -1,0 +1,189 @@
+// The slurm backend against a real single-node Slurm (Debian's slurm-wlm and
+// munge, started by tests/support/slurm_cluster.sh for each test; skipped,
+// saying why, where it cannot run). A fixed-seed search gives the same
+// candidates and verdicts through Slurm as on this machine; a worker that
+// dies and a job cancelled mid-run are recorded results and the run goes on.
+#include <chrono>
+#include <fstream>
+#include <future>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/process.h"
+#include "core/store.h"
+#include "support/test_support.h"
+
+namespace kevo {
+namespace {
+
+class Slurm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = test::temp_dir(std::string("slurm-") +
+                          ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    SpawnOptions up;
+    up.argv = {(test::source_dir() / "support" / "slurm_cluster.sh").string(), "up",
+               (dir_ / "cluster").string()};
+    ProcessResult r = run_process(up, 60);
+    if (!r.exit_code || *r.exit_code != 0)
+      GTEST_SKIP() << "no test Slurm cluster here: " << r.err;
+    conf_ = (dir_ / "cluster" / "slurm.conf").string();
+    db_ = (dir_ / "kevo.db").string();
+    test::store_cpu_roof(db_);
+  }
+  void TearDown() override {
+    if (conf_.empty()) return;
+    SpawnOptions down;
+    down.argv = {(test::source_dir() / "support" / "slurm_cluster.sh").string(), "down",
+                 (dir_ / "cluster").string()};
+    run_process(down, 60);
+  }
+
+  void write_task(const std::string& strategy, const nlohmann::json& backend, int evals) {
+    nlohmann::json t = {
+        {"name", "swiglu-slurm"},
+        {"operator", "swiglu"},
+        {"shapes", {{"g", {32, 257}}}},
+        {"timing", {{"min_time_ms", 2}, {"min_samples", 3}}},
+        {"knobs", {{"THREADS", {1}}}},
+        {"search",
+         {{"strategy", strategy},
+          {"families", {"naive", "stream"}},
+          {"batch", 4},
+          {"seed", 7},
+          {"confirm", 0},
+          {"stop", {{"max_evals", evals}}},
+          {"backend", backend}}}};
+    std::ofstream(dir_ / "task.json") << t.dump(2);
+  }
+  nlohmann::json slurm(nlohmann::json extra = nlohmann::json::object()) const {
+    nlohmann::json b = {{"kind", "slurm"}, {"dir", (dir_ / "shared").string()},
+                        {"poll_s", 0.3},   {"result_grace_s", 2}};
+    b.update(extra);
+    return b;
+  }
+  ProcessResult kevo(std::vector<std::string> args) {
+    return test::run_kevo(dir_, db_, std::move(args), {"SLURM_CONF=" + conf_}, 1 << 22);
+  }
+  // Per candidate of the run: its point, who proposed it, its verdict.
+  std::vector<std::string> results(int64_t run) {
+    Store s(db_, true);
+    QueryResult q = s.query(
+        "SELECT c.source_hash || ' ' || c.knobs_json || ' ' || c.synthesizer || ' ' || "
+        "COALESCE(e.status, 'none') FROM candidates c LEFT JOIN candidate_results cr ON "
+        "cr.candidate_id = c.id LEFT JOIN evaluations e ON e.id = cr.evaluation_id "
+        "WHERE c.run_id = ? ORDER BY c.id",
+        {SqlValue(run)});
+    std::vector<std::string> out;
+    for (const auto& row : q.rows) out.push_back(std::get<std::string>(row[0]));
+    return out;
+  }
+
+  std::filesystem::path dir_;
+  std::string conf_, db_;
+};
+
+TEST_F(Slurm, ASearchGivesTheSameCandidatesAndVerdictsAsOnThisMachine) {
+  write_task("random", slurm(), 8);
+  auto on_slurm = kevo({"run", "task.json", "--json"});
+  ASSERT_EQ(on_slurm.exit_code, 0) << on_slurm.err;
+  const auto a = nlohmann::json::parse(on_slurm.out);
+  EXPECT_EQ(a["backend"], "slurm");
+  // The same, on this machine (a fresh store: nothing answered from the first).
+  db_ = (dir_ / "local.db").string();
+  test::store_cpu_roof(db_);
+  auto local = kevo({"run", "task.json", "--backend", "local", "--json"});
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  const auto b = nlohmann::json::parse(local.out);
+  EXPECT_EQ(b["backend"], "local");
+  const std::vector<std::string> here = results(b["run"]);
+  db_ = (dir_ / "kevo.db").string();
+  EXPECT_EQ(results(a["run"]), here);
+  EXPECT_EQ(a["by_status"], b["by_status"]);
+  EXPECT_EQ(a["evaluations"], 8);
+  // The workers timed on the node: a time, from the node's runner.
+  EXPECT_GT(a["best"]["median_s"].get<double>(), 0);
+}
+
+// A worker that dies before writing its result (here: not kevo at all) is a
+// crash per candidate, with Slurm's word on how the task ended; the run goes
+// on to its budget.
+TEST_F(Slurm, AWorkerThatDiesIsARecordedCrash) {
+  write_task("random", slurm({{"kevo", "/bin/false"}}), 4);
+  auto r = kevo({"run", "task.json", "--json"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;  // no correct kernel
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["by_status"]["crash"], 4) << j;
+  EXPECT_EQ(j["stop_reason"], "reached the budget of 4 evaluations");
+  Store s(db_, true);
+  QueryResult q = s.query("SELECT detail FROM evaluations LIMIT 1");
+  const std::string detail = std::get<std::string>(q.rows[0][0]);
+  EXPECT_NE(detail.find("ended FAILED without a result"), std::string::npos) << detail;
+  EXPECT_NE(detail.find("exit code 1:0"), std::string::npos) << detail;
+}
+
+// A task the cluster never starts (here: submitted held) is cancelled after
+// the start timeout and recorded with the queue's reason; nothing waits
+// forever.
+TEST_F(Slurm, ATaskThatNeverStartsIsRecordedNotWaitedFor) {
+  write_task("random", slurm({{"sbatch_options", {"--hold"}}, {"start_timeout_min", 0.05}}), 2);
+  auto r = kevo({"run", "task.json", "--json"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["by_status"]["crash"], 2) << j;
+  Store s(db_, true);
+  QueryResult q = s.query("SELECT detail FROM evaluations LIMIT 1");
+  const std::string detail = std::get<std::string>(q.rows[0][0]);
+  EXPECT_NE(detail.find("never started within 0.05 min of its submission (queued: JobHeldUser)"),
+            std::string::npos)
+      << detail;
+  // Cancelled on the cluster, not left queued.
+  SpawnOptions o;
+  o.argv = {"squeue", "-h"};
+  o.env = {"SLURM_CONF=" + conf_};
+  EXPECT_EQ(run_process(o, 10).out, "");
+}
+
+// A job cancelled on the cluster mid-run (an operator's scancel) is a
+// recorded result; the run goes on.
+TEST_F(Slurm, AJobCancelledMidRunIsRecordedAndTheRunGoesOn) {
+  // The first batch holds until the test has cancelled it: its worker waits
+  // for a file that never comes.
+  const std::string waiter = (dir_ / "slow-kevo.sh").string();
+  std::ofstream(waiter) << "#!/bin/sh\nwhile [ ! -e " << (dir_ / "go").string()
+                        << " ]; do sleep 0.2; done\nexec " << test::kevo_binary().string()
+                        << " \"$@\"\n";
+  std::filesystem::permissions(waiter, std::filesystem::perms::owner_all);
+  write_task("random", slurm({{"kevo", waiter}}), 6);
+  auto run = std::async(std::launch::async, [this] { return kevo({"run", "task.json", "--json"}); });
+  // Wait for the first array to be queued or running, then cancel it whole.
+  std::string job;
+  for (int i = 0; i < 200 && job.empty(); ++i) {
+    SpawnOptions q;
+    q.argv = {"squeue", "-h", "-o", "%F"};
+    q.env = {"SLURM_CONF=" + conf_};
+    ProcessResult r = run_process(q, 10);
+    job = r.out.substr(0, r.out.find('\n'));
+    if (job.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(job.empty()) << "the run never submitted";
+  SpawnOptions c;
+  c.argv = {"scancel", job};
+  c.env = {"SLURM_CONF=" + conf_};
+  run_process(c, 10);
+  std::ofstream(dir_ / "go") << "";  // the later batches run
+  ProcessResult r = run.get();
+  ASSERT_TRUE(r.exit_code.has_value()) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["evaluations"], 6) << r.err;
+  EXPECT_GE(j["by_status"].value("crash", 0), 1) << j;
+  EXPECT_GE(j["by_status"].value("ok", 0), 1) << j;
+  Store s(db_, true);
+  QueryResult q = s.query("SELECT count(*) FROM evaluations WHERE detail LIKE '%ended CANCELLED%'");
+  EXPECT_GE(std::get<int64_t>(q.rows[0][0]), 1);
+}
+
+}  // namespace
+}  // namespace kevo
