@@ -48,6 +48,13 @@ std::string field(const std::string& text, const std::string& key) {
   return "";
 }
 
+// Minutes as Slurm's --time reads them: "MINUTES:SECONDS", whole seconds,
+// at least one.
+std::string slurm_time(double minutes) {
+  const int64_t s = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(minutes * 60)));
+  return fmt::format("{}:{:02d}", s / 60, s % 60);
+}
+
 // A quoted word for /bin/sh.
 std::string shell_quote(const std::string& s) {
   std::string out = "'";
@@ -110,8 +117,7 @@ std::string SlurmBackend::sbatch(const std::filesystem::path& dir,
                                    fmt::format("--array={}", fmt::join(indexes, ",")),
                                    "--output=" + (dir / "%a.out").string(),
                                    "--error=" + (dir / "%a.err").string(),
-                                   fmt::format("--time={}", static_cast<int64_t>(
-                                                                std::ceil(config_.time_limit_min)))};
+                                   "--time=" + slurm_time(config_.time_limit_min)};
   if (!config_.partition.empty()) argv.push_back("--partition=" + config_.partition);
   if (!config_.account.empty()) argv.push_back("--account=" + config_.account);
   if (!config_.qos.empty()) argv.push_back("--qos=" + config_.qos);
@@ -185,8 +191,8 @@ EvalResult SlurmBackend::ended_without_result(const Pending& p, const std::strin
   EvalResult r;
   r.status = state == "TIMEOUT" ? Status::timeout : Status::crash;
   r.roof_id = roof_.id;
-  r.detail = state == "never started"
-                 ? fmt::format("slurm: array task {} never started{}", p.job, detail)
+  r.detail = state == "still queued"
+                 ? fmt::format("slurm: array task {} was still queued{}", p.job, detail)
                  : fmt::format("slurm: array task {} ended {} without a result{}", p.job, state,
                                detail);
   // What the worker said before it ended.
@@ -243,10 +249,11 @@ std::vector<FinishedJob> SlurmBackend::poll(const ProgressFn& stage) {
           never_started.push_back(p.job);
           done.push_back(
               {it->first,
-               ended_without_result(p, "never started",
-                                    fmt::format(" within {:.3g} min of its submission (queued: {})",
+               ended_without_result(p, "still queued",
+                                    fmt::format(" {:.3g} min after its submission (queue reason: "
+                                                "{}): cancelled",
                                                 config_.start_timeout_min,
-                                                why_queued[p.job].empty() ? "no reason given"
+                                                why_queued[p.job].empty() ? "none given"
                                                                           : why_queued[p.job]))});
           it = pending_.erase(it);
           continue;

@@ -38,9 +38,9 @@ struct SlurmConfig {
   // counts (a shared file system's delay).
   double result_grace_s = 10;
   int resubmits = 1;  // per candidate, where the cluster took the task away
-  // A task still queued this long after its submission is cancelled and
-  // recorded as never started, with the queue's reason (a drained node, a
-  // partition that cannot run it).
+  // A task still queued this long after its submission (never started, or
+  // put back in the queue) is cancelled and recorded with the queue's reason
+  // (a drained or down node, a partition that cannot run it).
   double start_timeout_min = 60;
 };
 

@@ -124,7 +124,7 @@ TEST_F(Slurm, AWorkerThatDiesIsARecordedCrash) {
   EXPECT_NE(detail.find("exit code 1:0"), std::string::npos) << detail;
 }
 
-// A task the cluster never starts (here: submitted held) is cancelled after
+// A task the cluster never starts (here: submitted held) is cancelled at
 // the start timeout and recorded with the queue's reason; nothing waits
 // forever.
 TEST_F(Slurm, ATaskThatNeverStartsIsRecordedNotWaitedFor) {
@@ -136,7 +136,8 @@ TEST_F(Slurm, ATaskThatNeverStartsIsRecordedNotWaitedFor) {
   Store s(db_, true);
   QueryResult q = s.query("SELECT detail FROM evaluations LIMIT 1");
   const std::string detail = std::get<std::string>(q.rows[0][0]);
-  EXPECT_NE(detail.find("never started within 0.05 min of its submission (queued: JobHeldUser)"),
+  EXPECT_NE(detail.find("was still queued 0.05 min after its submission (queue reason: "
+                        "JobHeldUser): cancelled"),
             std::string::npos)
       << detail;
   // Cancelled on the cluster, not left queued.
@@ -144,6 +145,61 @@ TEST_F(Slurm, ATaskThatNeverStartsIsRecordedNotWaitedFor) {
   o.argv = {"squeue", "-h"};
   o.env = {"SLURM_CONF=" + conf_};
   EXPECT_EQ(run_process(o, 10).out, "");
+}
+
+// A task killed by its time limit (a worker that hangs past it) is a
+// recorded timeout, with Slurm's word on it.
+TEST_F(Slurm, ATaskKilledByItsTimeLimitIsARecordedTimeout) {
+  const std::string waiter = (dir_ / "hang.sh").string();
+  std::ofstream(waiter) << "#!/bin/sh\nsleep 600\n";
+  std::filesystem::permissions(waiter, std::filesystem::perms::owner_all);
+  write_task("random", slurm({{"kevo", waiter}, {"time_limit_min", 0.1}, {"start_timeout_min", 0.5}}),
+             2);
+  ProcessResult r = kevo({"run", "task.json", "--json"});
+  ASSERT_TRUE(r.exit_code.has_value()) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["by_status"]["timeout"], 2) << j;
+  Store s(db_, true);
+  QueryResult q = s.query("SELECT detail FROM evaluations LIMIT 1");
+  const std::string detail = std::get<std::string>(q.rows[0][0]);
+  EXPECT_NE(detail.find("ended TIMEOUT without a result"), std::string::npos) << detail;
+}
+
+// A node set DOWN under running tasks: Slurm ends them (NODE_FAIL, or puts
+// them back in the queue, where nothing can run them); either way each is a
+// recorded result within the start timeout, and the run ends.
+TEST_F(Slurm, ANodeSetDownMidRunIsRecordedAndTheRunEnds) {
+  const std::string waiter = (dir_ / "hang.sh").string();
+  std::ofstream(waiter) << "#!/bin/sh\nsleep 600\n";
+  std::filesystem::permissions(waiter, std::filesystem::perms::owner_all);
+  write_task("random", slurm({{"kevo", waiter}, {"start_timeout_min", 0.25}}), 2);
+  auto run = std::async(std::launch::async, [this] { return kevo({"run", "task.json", "--json"}); });
+  auto slurm_cmd = [&](std::vector<std::string> argv) {
+    SpawnOptions o;
+    o.argv = std::move(argv);
+    o.env = {"SLURM_CONF=" + conf_};
+    return run_process(o, 10);
+  };
+  std::string node;
+  for (int i = 0; i < 200 && node.empty(); ++i) {
+    node = slurm_cmd({"squeue", "-h", "-t", "RUNNING", "-o", "%N"}).out;
+    node = node.substr(0, node.find('\n'));
+    if (node.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(node.empty()) << "no task ever ran";
+  slurm_cmd({"scontrol", "update", "nodename=" + node, "state=down", "reason=kevo-test"});
+  ProcessResult r = run.get();
+  slurm_cmd({"scontrol", "update", "nodename=" + node, "state=resume"});
+  ASSERT_TRUE(r.exit_code.has_value()) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["by_status"]["crash"], 2) << j;
+  EXPECT_EQ(j["stop_reason"], "reached the budget of 2 evaluations");
+  Store s(db_, true);
+  QueryResult q = s.query("SELECT group_concat(detail, ' | ') FROM evaluations");
+  const std::string details = std::get<std::string>(q.rows[0][0]);
+  EXPECT_TRUE(details.find("NODE_FAIL") != std::string::npos ||
+              details.find("was still queued") != std::string::npos)
+      << details;
 }
 
 // A job cancelled on the cluster mid-run (an operator's scancel) is a
