@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "core/paths.h"
 #include "core/process.h"
+#include "core/knobs.h"
 #include "eval/request.h"
 
 namespace kevo {
@@ -131,14 +132,63 @@ std::string SlurmBackend::sbatch(const std::filesystem::path& dir,
   return out.substr(0, out.find(';'));  // "ID" or "ID;CLUSTER"
 }
 
+std::map<std::string, SlurmBackend::Pending> SlurmBackend::earlier_jobs() const {
+  std::map<std::string, Pending> out;
+  if (run_ == 0) return out;
+  const std::string prefix = fmt::format("run-{}-", run_);
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(config_.dir, ec)) {
+    if (e.path().filename().string().rfind(prefix, 0) != 0) continue;
+    const auto keys_file = e.path() / "keys.json";
+    const auto array_file = e.path() / "array";
+    if (!std::filesystem::exists(keys_file) || !std::filesystem::exists(array_file)) continue;
+    const nlohmann::json keys = nlohmann::json::parse(read_text_file(keys_file), nullptr, false);
+    std::string array = read_text_file(array_file);
+    while (!array.empty() && std::isspace(static_cast<unsigned char>(array.back()))) array.pop_back();
+    if (!keys.is_array() || array.empty()) continue;
+    for (size_t i = 0; i < keys.size(); ++i)
+      if (keys[i].is_string())
+        out[keys[i].get<std::string>()] = {e.path(), i, fmt::format("{}_{}", array, i), 0, 0,
+                                           monotonic_seconds()};
+  }
+  return out;
+}
+
 std::vector<uint64_t> SlurmBackend::submit(const std::vector<EvalJob>& jobs) {
   if (jobs.empty()) return {};
   if (start_ < 0) start_ = monotonic_seconds();
+  // A killed run's jobs: their results, or their tasks still on the cluster.
+  std::vector<uint64_t> tickets(jobs.size(), 0);
+  std::vector<size_t> fresh;
+  const std::map<std::string, Pending> earlier = earlier_jobs();
+  std::set<std::string> on_cluster;
+  if (!earlier.empty()) {
+    const ProcessResult q = slurm_command({"squeue", "-h", "-r", "-o", "%i"});
+    std::istringstream in(q.out);
+    for (std::string id; in >> id;) on_cluster.insert(id);
+  }
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const std::string key = jobs[i].family->source_hash + "|" + knobs_to_json(jobs[i].knobs);
+    auto e = earlier.find(key);
+    if (e != earlier.end() && (on_cluster.count(e->second.job) || read_result(e->second))) {
+      tickets[i] = ++tickets_;
+      pending_[tickets[i]] = e->second;
+      ++adopted_;
+      log_info("slurm: adopted array task {} (submitted before the run was resumed)", e->second.job);
+    } else {
+      fresh.push_back(i);
+    }
+  }
+  if (fresh.empty()) return tickets;
   const std::filesystem::path dir =
-      std::filesystem::absolute(config_.dir) / fmt::format("kevo-{}-{}-{}", hostname(), getpid(), ++batches_);
+      std::filesystem::absolute(config_.dir) /
+      fmt::format("run-{}-{}-{}-{}", run_, hostname(), getpid(), ++batches_);
   std::filesystem::create_directories(dir);
   std::vector<size_t> indexes;
-  for (size_t i = 0; i < jobs.size(); ++i) {
+  nlohmann::json keys = nlohmann::json::array();
+  for (size_t n = 0; n < fresh.size(); ++n) {
+    const size_t i = fresh[n];
+    keys.push_back(jobs[i].family->source_hash + "|" + knobs_to_json(jobs[i].knobs));
     EvalRequest req;
     req.task = task_.resolved;
     req.source = {jobs[i].family->text, jobs[i].family->origin, jobs[i].family->language};
@@ -146,9 +196,11 @@ std::vector<uint64_t> SlurmBackend::submit(const std::vector<EvalJob>& jobs) {
     req.knobs = jobs[i].knobs;
     req.roof = roof_;
     const std::string text = request_to_json(req).dump();
-    write_file_atomic(dir / fmt::format("{}.request.json", i), text.data(), text.size());
-    indexes.push_back(i);
+    write_file_atomic(dir / fmt::format("{}.request.json", n), text.data(), text.size());
+    indexes.push_back(n);
   }
+  const std::string key_text = keys.dump();
+  write_file_atomic(dir / "keys.json", key_text.data(), key_text.size());
   // One array task per candidate: the worker evaluates it on the node.
   const std::string script = fmt::format(
       "#!/bin/sh\n# kevo: one candidate per array task\ni=$SLURM_ARRAY_TASK_ID\nexec {} worker "
@@ -156,11 +208,11 @@ std::vector<uint64_t> SlurmBackend::submit(const std::vector<EvalJob>& jobs) {
       shell_quote(config_.kevo.string()), shell_quote(dir.string()), shell_quote(dir.string()));
   write_file_atomic(dir / "job.sh", script.data(), script.size());
   const std::string array = sbatch(dir, indexes);
-  std::vector<uint64_t> tickets;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    const uint64_t t = ++tickets_;
-    pending_[t] = {dir, i, fmt::format("{}_{}", array, i), 0, 0, monotonic_seconds()};
-    tickets.push_back(t);
+  // Where a resumed run finds it, should this process be killed.
+  write_file_atomic(dir / "array", array.data(), array.size());
+  for (size_t n = 0; n < fresh.size(); ++n) {
+    tickets[fresh[n]] = ++tickets_;
+    pending_[tickets[fresh[n]]] = {dir, n, fmt::format("{}_{}", array, n), 0, 0, monotonic_seconds()};
   }
   return tickets;
 }

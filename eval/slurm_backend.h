@@ -30,7 +30,7 @@ struct SlurmConfig {
   std::filesystem::path dir;  // shared by this host and the nodes (requests, results, logs)
   std::string partition, account, qos;
   std::string gpus;           // --gpus-per-task (e.g. "1"); "" for none
-  double time_limit_min = 30; // per candidate (--time)
+  double time_limit_min = 30; // per candidate (--time; Slurm enforces whole minutes, ~30 s late)
   std::vector<std::string> extra;  // more sbatch options, as given
   std::filesystem::path kevo;      // the kevo the nodes run (default: this one)
   double poll_s = 1;
@@ -55,6 +55,13 @@ class SlurmBackend final : public EvalBackend {
   std::string_view name() const override { return "slurm"; }
   std::vector<uint64_t> submit(const std::vector<EvalJob>& jobs) override;
   std::vector<FinishedJob> poll(const ProgressFn& stage) override;
+  // The run whose candidates this backend evaluates. Its batches are named
+  // by it, and a job submitted for it earlier (by a process that was
+  // killed: `kevo run --resume`) whose result file is there or whose task is
+  // still queued or running is adopted instead of submitted again.
+  void set_run(int64_t run) { run_ = run; }
+  // Jobs adopted so far.
+  int64_t adopted() const { return adopted_; }
   void cancel() override;
   size_t outstanding() const override { return pending_.size(); }
   double clock() const override;
@@ -74,8 +81,13 @@ class SlurmBackend final : public EvalBackend {
   EvalResult ended_without_result(const Pending& p, const std::string& state,
                                   const std::string& detail) const;
 
+  // The earlier batches of this run: point key -> where its task was.
+  std::map<std::string, Pending> earlier_jobs() const;
+
   const Task& task_;
   Roof roof_;
+  int64_t run_ = 0;
+  int64_t adopted_ = 0;
   SlurmConfig config_;
   std::map<uint64_t, Pending> pending_;
   uint64_t tickets_ = 0;

@@ -217,12 +217,15 @@ void SearchSession::start(const SearchSpace& space, EvalBackend& backend) {
       engine_->set_llm_hardware(hardware, features);
     }
   }
+  auto* slurm = dynamic_cast<SlurmBackend*>(backend_);
   if (request_.resume) {
+    if (slurm) slurm->set_run(*request_.resume);  // before the pending candidates are submitted
     engine_->resume(*request_.resume);
     progress(fmt::format("resuming run {}: {} evaluations already stored", *request_.resume,
                          engine_->stats().evaluations));
   } else {
     engine_->begin(request_.run_config, request_.replay ? "replay" : "search");
+    if (slurm) slurm->set_run(engine_->run_id());
   }
 }
 

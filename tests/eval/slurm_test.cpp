@@ -3,6 +3,7 @@
 // saying why, where it cannot run). A fixed-seed search gives the same
 // candidates and verdicts through Slurm as on this machine; a worker that
 // dies and a job cancelled mid-run are recorded results and the run goes on.
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <future>
@@ -11,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "core/paths.h"
 #include "core/process.h"
 #include "core/store.h"
 #include "support/test_support.h"
@@ -200,6 +202,50 @@ TEST_F(Slurm, ANodeSetDownMidRunIsRecordedAndTheRunEnds) {
   EXPECT_TRUE(details.find("NODE_FAIL") != std::string::npos ||
               details.find("was still queued") != std::string::npos)
       << details;
+}
+
+// A run killed (kill -9) while its tasks run on the cluster, resumed: the
+// tasks it left are adopted, not submitted again, and their results count.
+TEST_F(Slurm, AResumedRunAdoptsTheJobsItLeftRunning) {
+  const std::string waiter = (dir_ / "slow-kevo.sh").string();
+  std::ofstream(waiter) << "#!/bin/sh\nwhile [ ! -e " << (dir_ / "go").string()
+                        << " ]; do sleep 0.2; done\nexec " << test::kevo_binary().string()
+                        << " \"$@\"\n";
+  std::filesystem::permissions(waiter, std::filesystem::perms::owner_all);
+  write_task("random", slurm({{"kevo", waiter}}), 6);
+  SpawnOptions o;
+  o.argv = {test::kevo_binary().string(), "run", "task.json", "--json"};
+  o.cwd = dir_;
+  o.env = {"KEVO_DB=" + db_, "SLURM_CONF=" + conf_};
+  auto first = std::make_unique<ChildProcess>(o);
+  std::string running;
+  for (int i = 0; i < 200 && running.empty(); ++i) {
+    SpawnOptions q;
+    q.argv = {"squeue", "-h", "-t", "RUNNING", "-o", "%i"};
+    q.env = {"SLURM_CONF=" + conf_};
+    running = run_process(q, 10).out;
+    if (running.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(running.empty()) << "no task ever ran";
+  first->kill_group();  // kill -9: the tasks on the cluster go on
+  first.reset();
+  std::ofstream(dir_ / "go") << "";
+  auto r = kevo({"run", "--resume", "1", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["evaluations"], 6) << j;
+  EXPECT_EQ(j["by_status"]["ok"], 6) << j;
+  // The seeds' batch was submitted once: no later batch holds their points.
+  Store s(db_, true);
+  QueryResult q = s.query(
+      "SELECT c.source_hash || '|' || c.knobs_json FROM candidates c WHERE c.synthesizer = 'seed'");
+  ASSERT_EQ(q.rows.size(), 2u);
+  int holding = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir_ / "shared")) {
+    const auto keys = nlohmann::json::parse(read_text_file(e.path() / "keys.json"));
+    holding += std::count(keys.begin(), keys.end(), std::get<std::string>(q.rows[0][0]));
+  }
+  EXPECT_EQ(holding, 1);
 }
 
 // A job cancelled on the cluster mid-run (an operator's scancel) is a

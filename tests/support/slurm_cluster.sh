@@ -62,6 +62,7 @@ DefMemPerCPU=$((mem / slots))
 SchedulerParameters=sched_interval=2,bf_interval=2
 SlurmdParameters=config_overrides
 ReturnToService=2
+KillWait=1
 MpiDefault=none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
