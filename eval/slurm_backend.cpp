@@ -77,6 +77,7 @@ SlurmConfig parse_slurm_config(const nlohmann::json& j, const std::string& path)
   c.gpus = o.get_string("gpus_per_task", "");
   c.time_limit_min = o.get_number("time_limit_min", c.time_limit_min);
   if (!(c.time_limit_min > 0)) throw ConfigError(o.path_of("time_limit_min"), "expected minutes > 0");
+  c.exclusive = o.get_bool("exclusive", c.gpus.empty());
   c.extra = o.get_string_list("sbatch_options", std::vector<std::string>{});
   c.kevo = o.get_string("kevo", (executable_dir() / "kevo").string());
   c.poll_s = o.get_number("poll_s", c.poll_s);
@@ -123,6 +124,7 @@ std::string SlurmBackend::sbatch(const std::filesystem::path& dir,
   if (!config_.account.empty()) argv.push_back("--account=" + config_.account);
   if (!config_.qos.empty()) argv.push_back("--qos=" + config_.qos);
   if (!config_.gpus.empty()) argv.push_back("--gpus-per-task=" + config_.gpus);
+  if (config_.exclusive) argv.push_back("--exclusive");
   argv.insert(argv.end(), config_.extra.begin(), config_.extra.end());
   argv.push_back((dir / "job.sh").string());
   const ProcessResult r = slurm_command(argv);
@@ -134,7 +136,7 @@ std::string SlurmBackend::sbatch(const std::filesystem::path& dir,
 
 std::map<std::string, SlurmBackend::Pending> SlurmBackend::earlier_jobs() const {
   std::map<std::string, Pending> out;
-  if (run_ == 0) return out;
+  if (run_.empty()) return out;
   const std::string prefix = fmt::format("run-{}-", run_);
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(config_.dir, ec)) {
@@ -182,7 +184,8 @@ std::vector<uint64_t> SlurmBackend::submit(const std::vector<EvalJob>& jobs) {
   if (fresh.empty()) return tickets;
   const std::filesystem::path dir =
       std::filesystem::absolute(config_.dir) /
-      fmt::format("run-{}-{}-{}-{}", run_, hostname(), getpid(), ++batches_);
+      fmt::format("run-{}-{}-{}-{}", run_.empty() ? "none" : run_, hostname(), getpid(),
+                  ++batches_);
   std::filesystem::create_directories(dir);
   std::vector<size_t> indexes;
   nlohmann::json keys = nlohmann::json::array();

@@ -31,6 +31,10 @@ struct SlurmConfig {
   std::string partition, account, qos;
   std::string gpus;           // --gpus-per-task (e.g. "1"); "" for none
   double time_limit_min = 30; // per candidate (--time; Slurm enforces whole minutes, ~30 s late)
+  // Each task has its node to itself (--exclusive): no other timing shares
+  // its cores or memory bandwidth. Default: on, unless gpus_per_task gives
+  // each task a device of its own (the timing is the device's).
+  bool exclusive = true;
   std::vector<std::string> extra;  // more sbatch options, as given
   std::filesystem::path kevo;      // the kevo the nodes run (default: this one)
   double poll_s = 1;
@@ -55,11 +59,13 @@ class SlurmBackend final : public EvalBackend {
   std::string_view name() const override { return "slurm"; }
   std::vector<uint64_t> submit(const std::vector<EvalJob>& jobs) override;
   std::vector<FinishedJob> poll(const ProgressFn& stage) override;
-  // The run whose candidates this backend evaluates. Its batches are named
-  // by it, and a job submitted for it earlier (by a process that was
+  // The run whose candidates this backend evaluates, as `tag`: unique
+  // among the stores that share the directory (the session gives the run's
+  // id with a hash of the store's path and the run's start). Its batches are
+  // named by it, and a job submitted for it earlier (by a process that was
   // killed: `kevo run --resume`) whose result file is there or whose task is
   // still queued or running is adopted instead of submitted again.
-  void set_run(int64_t run) { run_ = run; }
+  void set_run(std::string tag) { run_ = std::move(tag); }
   // Jobs adopted so far.
   int64_t adopted() const { return adopted_; }
   void cancel() override;
@@ -86,7 +92,7 @@ class SlurmBackend final : public EvalBackend {
 
   const Task& task_;
   Roof roof_;
-  int64_t run_ = 0;
+  std::string run_;  // "" until set_run
   int64_t adopted_ = 0;
   SlurmConfig config_;
   std::map<uint64_t, Pending> pending_;

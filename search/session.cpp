@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/log.h"
 #include "core/paths.h"
 #include "core/process.h"
@@ -217,15 +218,24 @@ void SearchSession::start(const SearchSpace& space, EvalBackend& backend) {
       engine_->set_llm_hardware(hardware, features);
     }
   }
+  // The slurm backend names its batches by the run, uniquely among the
+  // stores whose runs share its directory.
   auto* slurm = dynamic_cast<SlurmBackend*>(backend_);
+  auto run_tag = [&](int64_t run) {
+    const std::optional<RunRecord> r = store_.run(run);
+    return fmt::format("{}-{}", run,
+                       sha256_hex(fmt::format("{}|{}", std::filesystem::absolute(store_.path()).string(),
+                                              r ? r->started_at : ""))
+                           .substr(0, 10));
+  };
   if (request_.resume) {
-    if (slurm) slurm->set_run(*request_.resume);  // before the pending candidates are submitted
+    if (slurm) slurm->set_run(run_tag(*request_.resume));  // before the pending are submitted
     engine_->resume(*request_.resume);
     progress(fmt::format("resuming run {}: {} evaluations already stored", *request_.resume,
                          engine_->stats().evaluations));
   } else {
     engine_->begin(request_.run_config, request_.replay ? "replay" : "search");
-    if (slurm) slurm->set_run(engine_->run_id());
+    if (slurm) slurm->set_run(run_tag(engine_->run_id()));
   }
 }
 

@@ -248,6 +248,22 @@ TEST_F(Slurm, AResumedRunAdoptsTheJobsItLeftRunning) {
   EXPECT_EQ(holding, 1);
 }
 
+// Two stores whose runs share the directory (both run 1 in their store)
+// never take each other's results: the second run submits its own.
+TEST_F(Slurm, RunsOfOtherStoresAreNotAdopted) {
+  write_task("random", slurm(), 2);
+  ASSERT_EQ(kevo({"run", "task.json"}).exit_code, 0);
+  db_ = (dir_ / "other.db").string();
+  test::store_cpu_roof(db_);
+  auto r = kevo({"run", "task.json", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int batches = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir_ / "shared"))
+    batches += e.path().filename().string().rfind("run-1-", 0) == 0;
+  EXPECT_EQ(batches, 2);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["evaluations"], 2);
+}
+
 // A job cancelled on the cluster mid-run (an operator's scancel) is a
 // recorded result; the run goes on.
 TEST_F(Slurm, AJobCancelledMidRunIsRecordedAndTheRunGoesOn) {
