@@ -66,6 +66,19 @@ class Slurm : public ::testing::Test {
     b.update(extra);
     return b;
   }
+  // An executable /bin/sh script in the test's directory; its path.
+  std::string script(const std::string& name, const std::string& body) const {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path) << "#!/bin/sh\n" << body;
+    std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+    return path;
+  }
+  // A worker that waits for the file "go" before it evaluates.
+  std::string waiting_worker() const {
+    return script("slow-kevo.sh", "while [ ! -e " + (dir_ / "go").string() +
+                                      " ]; do sleep 0.2; done\nexec " +
+                                      test::kevo_binary().string() + " \"$@\"\n");
+  }
   ProcessResult kevo(std::vector<std::string> args) {
     return test::run_kevo(dir_, db_, std::move(args), {"SLURM_CONF=" + conf_}, 1 << 22);
   }
@@ -152,11 +165,10 @@ TEST_F(Slurm, ATaskThatNeverStartsIsRecordedNotWaitedFor) {
 // A task killed by its time limit (a worker that hangs past it) is a
 // recorded timeout, with Slurm's word on it.
 TEST_F(Slurm, ATaskKilledByItsTimeLimitIsARecordedTimeout) {
-  const std::string waiter = (dir_ / "hang.sh").string();
-  std::ofstream(waiter) << "#!/bin/sh\nsleep 600\n";
-  std::filesystem::permissions(waiter, std::filesystem::perms::owner_all);
-  write_task("random", slurm({{"kevo", waiter}, {"time_limit_min", 0.1}, {"start_timeout_min", 0.5}}),
-             2);
+  const std::string waiter = script("hang.sh", "sleep 600\n");
+  // Both at once (they only sleep): the test waits for one time limit.
+  write_task("random",
+             slurm({{"kevo", waiter}, {"time_limit_min", 0.1}, {"exclusive", false}}), 2);
   ProcessResult r = kevo({"run", "task.json", "--json"});
   ASSERT_TRUE(r.exit_code.has_value()) << r.err;
   const auto j = nlohmann::json::parse(r.out);
@@ -171,10 +183,9 @@ TEST_F(Slurm, ATaskKilledByItsTimeLimitIsARecordedTimeout) {
 // them back in the queue, where nothing can run them); either way each is a
 // recorded result within the start timeout, and the run ends.
 TEST_F(Slurm, ANodeSetDownMidRunIsRecordedAndTheRunEnds) {
-  const std::string waiter = (dir_ / "hang.sh").string();
-  std::ofstream(waiter) << "#!/bin/sh\nsleep 600\n";
-  std::filesystem::permissions(waiter, std::filesystem::perms::owner_all);
-  write_task("random", slurm({{"kevo", waiter}, {"start_timeout_min", 0.25}}), 2);
+  const std::string waiter = script("hang.sh", "sleep 600\n");
+  write_task("random", slurm({{"kevo", waiter}, {"start_timeout_min", 0.25}, {"exclusive", false}}),
+             2);
   auto run = std::async(std::launch::async, [this] { return kevo({"run", "task.json", "--json"}); });
   auto slurm_cmd = [&](std::vector<std::string> argv) {
     SpawnOptions o;
@@ -207,11 +218,7 @@ TEST_F(Slurm, ANodeSetDownMidRunIsRecordedAndTheRunEnds) {
 // A run killed (kill -9) while its tasks run on the cluster, resumed: the
 // tasks it left are adopted, not submitted again, and their results count.
 TEST_F(Slurm, AResumedRunAdoptsTheJobsItLeftRunning) {
-  const std::string waiter = (dir_ / "slow-kevo.sh").string();
-  std::ofstream(waiter) << "#!/bin/sh\nwhile [ ! -e " << (dir_ / "go").string()
-                        << " ]; do sleep 0.2; done\nexec " << test::kevo_binary().string()
-                        << " \"$@\"\n";
-  std::filesystem::permissions(waiter, std::filesystem::perms::owner_all);
+  const std::string waiter = waiting_worker();
   write_task("random", slurm({{"kevo", waiter}}), 6);
   SpawnOptions o;
   o.argv = {test::kevo_binary().string(), "run", "task.json", "--json"};
@@ -269,11 +276,7 @@ TEST_F(Slurm, RunsOfOtherStoresAreNotAdopted) {
 TEST_F(Slurm, AJobCancelledMidRunIsRecordedAndTheRunGoesOn) {
   // The first batch holds until the test has cancelled it: its worker waits
   // for a file that never comes.
-  const std::string waiter = (dir_ / "slow-kevo.sh").string();
-  std::ofstream(waiter) << "#!/bin/sh\nwhile [ ! -e " << (dir_ / "go").string()
-                        << " ]; do sleep 0.2; done\nexec " << test::kevo_binary().string()
-                        << " \"$@\"\n";
-  std::filesystem::permissions(waiter, std::filesystem::perms::owner_all);
+  const std::string waiter = waiting_worker();
   write_task("random", slurm({{"kevo", waiter}}), 6);
   auto run = std::async(std::launch::async, [this] { return kevo({"run", "task.json", "--json"}); });
   // Wait for the first array to be queued or running, then cancel it whole.
