@@ -29,14 +29,19 @@ class Slurm : public ::testing::Test {
     up.argv = {(test::source_dir() / "support" / "slurm_cluster.sh").string(), "up",
                (dir_ / "cluster").string()};
     ProcessResult r = run_process(up, 60);
-    if (!r.exit_code || *r.exit_code != 0)
-      GTEST_SKIP() << "no test Slurm cluster here: " << r.err;
+    if (!r.exit_code || *r.exit_code != 0) {
+      stop_cluster();  // what it started, whatever it said
+      GTEST_SKIP() << "no test Slurm cluster here: "
+                   << (r.timed_out ? "it did not come up within 60 s" : r.err);
+    }
     conf_ = (dir_ / "cluster" / "slurm.conf").string();
     db_ = (dir_ / "kevo.db").string();
     test::store_cpu_roof(db_);
   }
   void TearDown() override {
-    if (conf_.empty()) return;
+    if (!conf_.empty()) stop_cluster();
+  }
+  void stop_cluster() {
     SpawnOptions down;
     down.argv = {(test::source_dir() / "support" / "slurm_cluster.sh").string(), "down",
                  (dir_ / "cluster").string()};

@@ -40,6 +40,18 @@ read -r cpus mem < <(slurmd -C | awk '/^NodeName/ {for (i=1;i<=NF;i++) {split($i
 mem=$((mem * 9 / 10))
 # Several array tasks at once even on a 2-core machine.
 slots=$((cpus < 8 ? 8 : cpus))
+# Ports no other cluster (another test's, in parallel) holds: the two
+# daemons' ranges do not overlap, and a port something answers on is passed.
+free_port() {
+  local base=$1 port
+  for _ in $(seq 50); do
+    port=$((base + RANDOM % 2000))
+    (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null || { echo "$port"; return; }
+  done
+  echo "$((base + RANDOM % 2000))"
+}
+ctld_port=$(free_port 21000)
+slurmd_port=$(free_port 23000)
 cat > "$dir/slurm.conf" <<CONF
 ClusterName=kevotest
 SlurmctldHost=$host
@@ -52,8 +64,8 @@ SlurmctldPidFile=$dir/slurmctld.pid
 SlurmdPidFile=$dir/slurmd.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
 SlurmdLogFile=$dir/log/slurmd.log
-SlurmctldPort=$((6817 + RANDOM % 1000 * 2))
-SlurmdPort=$((7817 + RANDOM % 1000 * 2))
+SlurmctldPort=$ctld_port
+SlurmdPort=$slurmd_port
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
@@ -81,9 +93,17 @@ echo "AuthInfo=socket=$rt/munge/socket" >> "$dir/slurm.conf"
 # Their own sessions: they outlive this script and whoever started it.
 setsid slurmctld -f "$dir/slurm.conf" -D > "$dir/log/slurmctld.out" 2>&1 < /dev/null &
 setsid slurmd -f "$dir/slurm.conf" -D > "$dir/log/slurmd.out" 2>&1 < /dev/null &
-for _ in $(seq 200); do
-  state=$(sinfo -h -o %t 2>/dev/null | head -1)
+# Up when the node is idle; a controller that died (a port taken after
+# all) or a wait past 20 s is said, and what was started is stopped.
+end=$(( $(date +%s) + 20 ))
+while [ "$(date +%s)" -lt "$end" ]; do
+  state=$(timeout 3 sinfo -h -o %t 2>/dev/null | head -1)
   [ "$state" = idle ] && { echo "$dir/slurm.conf"; exit 0; }
+  if [ -f "$dir/slurmctld.pid" ] && ! kill -0 "$(cat "$dir/slurmctld.pid")" 2>/dev/null; then
+    echo "slurmctld died: $(grep -m1 fatal "$dir/log/slurmctld.out")" >&2
+    down
+    exit 3
+  fi
   sleep 0.1
 done
 echo "the test cluster did not come up within 20 s (node state: ${state:-none}); see $dir/log" >&2
