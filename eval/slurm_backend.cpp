@@ -162,7 +162,9 @@ std::vector<uint64_t> SlurmBackend::submit(const std::vector<EvalJob>& jobs) {
   // A killed run's jobs: their results, or their tasks still on the cluster.
   std::vector<uint64_t> tickets(jobs.size(), 0);
   std::vector<size_t> fresh;
-  const std::map<std::string, Pending> earlier = earlier_jobs();
+  const std::map<std::string, Pending> earlier =
+      may_adopt_ ? earlier_jobs() : std::map<std::string, Pending>{};
+  may_adopt_ = false;
   std::set<std::string> on_cluster;
   if (!earlier.empty()) {
     const ProcessResult q = slurm_command({"squeue", "-h", "-r", "-o", "%i"});

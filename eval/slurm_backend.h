@@ -65,7 +65,13 @@ class SlurmBackend final : public EvalBackend {
   // named by it, and a job submitted for it earlier (by a process that was
   // killed: `kevo run --resume`) whose result file is there or whose task is
   // still queued or running is adopted instead of submitted again.
-  void set_run(std::string tag) { run_ = std::move(tag); }
+  // Only the first submit() after it adopts: what a resumed run submits
+  // first is its pending candidates; a later job for the same point (a
+  // confirmation round) must be measured anew.
+  void set_run(std::string tag) {
+    run_ = std::move(tag);
+    may_adopt_ = true;
+  }
   // Jobs adopted so far.
   int64_t adopted() const { return adopted_; }
   void cancel() override;
@@ -94,6 +100,7 @@ class SlurmBackend final : public EvalBackend {
   Roof roof_;
   std::string run_;  // "" until set_run
   int64_t adopted_ = 0;
+  bool may_adopt_ = false;
   SlurmConfig config_;
   std::map<uint64_t, Pending> pending_;
   uint64_t tickets_ = 0;

@@ -276,6 +276,23 @@ TEST_F(Slurm, RunsOfOtherStoresAreNotAdopted) {
   EXPECT_EQ(nlohmann::json::parse(r.out)["evaluations"], 2);
 }
 
+// The confirmation rounds measure again on the cluster: a point this run
+// measured is submitted anew, not answered from its earlier result file.
+TEST_F(Slurm, ConfirmationRoundsAreMeasuredAgain) {
+  write_task("random", slurm(), 2);
+  nlohmann::json task = nlohmann::json::parse(std::ifstream(dir_ / "task.json"));
+  task["search"]["confirm"] = 1;
+  task["search"]["confirm_rounds"] = 1;
+  std::ofstream(dir_ / "task.json") << task.dump(2);
+  auto r = kevo({"run", "task.json", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GE(nlohmann::json::parse(r.out)["confirmations"].get<int64_t>(), 1);
+  int batches = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir_ / "shared"))
+    batches += std::filesystem::is_directory(e.path());
+  EXPECT_EQ(batches, 2);  // the search's, and the confirmation's
+}
+
 // A job cancelled on the cluster mid-run (an operator's scancel) is a
 // recorded result; the run goes on.
 TEST_F(Slurm, AJobCancelledMidRunIsRecordedAndTheRunGoesOn) {
