@@ -63,7 +63,42 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
+// Where a batch's task `index` was submitted ("ARRAY_INDEX"), for a resumed
+// run to find it.
+std::filesystem::path job_file(const std::filesystem::path& dir, size_t index) {
+  return dir / fmt::format("{}.job", index);
+}
+
 }  // namespace
+
+size_t JobSlots::take(size_t want) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const size_t n = std::min(want, cap_ > used_ ? cap_ - used_ : 0);
+  used_ += n;
+  peak_ = std::max(peak_, used_);
+  return n;
+}
+
+void JobSlots::force(size_t n) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  used_ += n;
+  peak_ = std::max(peak_, used_);
+}
+
+void JobSlots::give_back(size_t n) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  used_ -= std::min(n, used_);
+}
+
+size_t JobSlots::in_flight() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return used_;
+}
+
+size_t JobSlots::peak() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return peak_;
+}
 
 SlurmConfig parse_slurm_config(const nlohmann::json& j, const std::string& path) {
   SlurmConfig c;
@@ -87,6 +122,9 @@ SlurmConfig parse_slurm_config(const nlohmann::json& j, const std::string& path)
   c.start_timeout_min = o.get_number("start_timeout_min", c.start_timeout_min);
   if (!(c.start_timeout_min > 0))
     throw ConfigError(o.path_of("start_timeout_min"), "expected minutes > 0");
+  const int64_t max_jobs = o.get_int("max_jobs", 0);
+  if (max_jobs < 0) throw ConfigError(o.path_of("max_jobs"), "expected a count >= 0 (0: no cap)");
+  c.max_jobs = static_cast<size_t>(max_jobs);
   o.finish();
   return c;
 }
@@ -94,13 +132,17 @@ SlurmConfig parse_slurm_config(const nlohmann::json& j, const std::string& path)
 SlurmBackend::SlurmBackend(const Task& task, const Roof& roof, SlurmConfig config)
     : task_(task), roof_(roof), config_(std::move(config)) {
   std::filesystem::create_directories(config_.dir);
+  if (config_.max_jobs > 0) slots_ = std::make_shared<JobSlots>(config_.max_jobs);
 }
 
 SlurmBackend::~SlurmBackend() {
   // What this process leaves queued or running is cancelled: a run that
   // ends (or is stopped) leaves nothing behind on the cluster.
   std::set<std::string> jobs;
-  for (const auto& [ticket, p] : pending_) jobs.insert(p.job);
+  for (const auto& [ticket, p] : pending_) {
+    release(p);
+    if (!p.job.empty()) jobs.insert(p.job);
+  }
   if (jobs.empty()) return;
   std::vector<std::string> argv = {"scancel"};
   argv.insert(argv.end(), jobs.begin(), jobs.end());
@@ -142,16 +184,17 @@ std::map<std::string, SlurmBackend::Pending> SlurmBackend::earlier_jobs() const 
   for (const auto& e : std::filesystem::directory_iterator(config_.dir, ec)) {
     if (e.path().filename().string().rfind(prefix, 0) != 0) continue;
     const auto keys_file = e.path() / "keys.json";
-    const auto array_file = e.path() / "array";
-    if (!std::filesystem::exists(keys_file) || !std::filesystem::exists(array_file)) continue;
+    if (!std::filesystem::exists(keys_file)) continue;
     const nlohmann::json keys = nlohmann::json::parse(read_text_file(keys_file), nullptr, false);
-    std::string array = read_text_file(array_file);
-    while (!array.empty() && std::isspace(static_cast<unsigned char>(array.back()))) array.pop_back();
-    if (!keys.is_array() || array.empty()) continue;
-    for (size_t i = 0; i < keys.size(); ++i)
-      if (keys[i].is_string())
-        out[keys[i].get<std::string>()] = {e.path(), i, fmt::format("{}_{}", array, i), 0, 0,
-                                           monotonic_seconds()};
+    if (!keys.is_array()) continue;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      // A task that waited for a slot and was never submitted has no file.
+      if (!keys[i].is_string() || !std::filesystem::exists(job_file(e.path(), i))) continue;
+      std::string job = read_text_file(job_file(e.path(), i));
+      while (!job.empty() && std::isspace(static_cast<unsigned char>(job.back()))) job.pop_back();
+      if (!job.empty())
+        out[keys[i].get<std::string>()] = {e.path(), i, job, 0, 0, monotonic_seconds()};
+    }
   }
   return out;
 }
@@ -177,6 +220,7 @@ std::vector<uint64_t> SlurmBackend::submit(const std::vector<EvalJob>& jobs) {
     if (e != earlier.end() && (on_cluster.count(e->second.job) || read_result(e->second))) {
       tickets[i] = ++tickets_;
       pending_[tickets[i]] = e->second;
+      if (slots_) slots_->force(1);
       ++adopted_;
       log_info("slurm: adopted array task {} (submitted before the run was resumed)", e->second.job);
     } else {
@@ -212,14 +256,48 @@ std::vector<uint64_t> SlurmBackend::submit(const std::vector<EvalJob>& jobs) {
       "{}/$i.request.json -o {}/$i.result.json\n",
       shell_quote(config_.kevo.string()), shell_quote(dir.string()), shell_quote(dir.string()));
   write_file_atomic(dir / "job.sh", script.data(), script.size());
-  const std::string array = sbatch(dir, indexes);
-  // Where a resumed run finds it, should this process be killed.
-  write_file_atomic(dir / "array", array.data(), array.size());
+  // Each waits for a slot (none: at once) and is submitted by launch_waiting.
   for (size_t n = 0; n < fresh.size(); ++n) {
     tickets[fresh[n]] = ++tickets_;
-    pending_[tickets[fresh[n]]] = {dir, n, fmt::format("{}_{}", array, n), 0, 0, monotonic_seconds()};
+    pending_[tickets[fresh[n]]] = {dir, n, "", 0, 0, 0};
   }
+  launch_waiting();
   return tickets;
+}
+
+void SlurmBackend::launch_waiting() {
+  // The waiting jobs, batch by batch in submission order (tickets rise).
+  std::vector<std::pair<std::filesystem::path, std::vector<uint64_t>>> batches;
+  for (const auto& [ticket, p] : pending_) {
+    if (!p.job.empty()) continue;
+    if (batches.empty() || batches.back().first != p.dir) batches.push_back({p.dir, {}});
+    batches.back().second.push_back(ticket);
+  }
+  for (auto& [dir, tickets] : batches) {
+    const size_t n = slots_ ? slots_->take(tickets.size()) : tickets.size();
+    if (n == 0) return;
+    tickets.resize(n);
+    std::vector<size_t> indexes;
+    for (uint64_t t : tickets) indexes.push_back(pending_[t].index);
+    std::string array;
+    try {
+      array = sbatch(dir, indexes);
+    } catch (...) {
+      if (slots_) slots_->give_back(n);
+      throw;
+    }
+    for (uint64_t t : tickets) {
+      Pending& p = pending_[t];
+      p.job = fmt::format("{}_{}", array, p.index);
+      p.submitted_at = monotonic_seconds();
+      // Where a resumed run finds it, should this process be killed.
+      write_file_atomic(job_file(dir, p.index), p.job.data(), p.job.size());
+    }
+  }
+}
+
+void SlurmBackend::release(const Pending& p) {
+  if (slots_ && !p.job.empty()) slots_->give_back(1);
 }
 
 std::optional<EvalResult> SlurmBackend::read_result(const Pending& p) const {
@@ -262,9 +340,15 @@ std::vector<FinishedJob> SlurmBackend::poll(const ProgressFn& stage) {
   std::vector<FinishedJob> done;
   double last_stage = 0;
   while (!pending_.empty()) {
+    launch_waiting();
     for (auto it = pending_.begin(); it != pending_.end();) {
+      if (it->second.job.empty()) {
+        ++it;
+        continue;
+      }
       if (std::optional<EvalResult> r = read_result(it->second)) {
         done.push_back({it->first, std::move(*r)});
+        release(it->second);
         it = pending_.erase(it);
       } else {
         ++it;
@@ -273,12 +357,19 @@ std::vector<FinishedJob> SlurmBackend::poll(const ProgressFn& stage) {
     if (!done.empty()) return done;
     // Which tasks the queue still has, and in what state.
     std::vector<std::string> arrays;
+    size_t waiting = 0;
     for (const auto& [t, p] : pending_) {
+      if (p.job.empty()) {
+        ++waiting;
+        continue;
+      }
       const std::string array = p.job.substr(0, p.job.find('_'));
       if (std::find(arrays.begin(), arrays.end(), array) == arrays.end()) arrays.push_back(array);
     }
-    const ProcessResult q = slurm_command(
-        {"squeue", "-h", "-r", "-o", "%i %T %r", "-j", fmt::format("{}", fmt::join(arrays, ","))});
+    const ProcessResult q =
+        arrays.empty() ? ProcessResult{}
+                       : slurm_command({"squeue", "-h", "-r", "-o", "%i %T %r", "-j",
+                                        fmt::format("{}", fmt::join(arrays, ","))});
     std::map<std::string, std::string> state, why_queued;
     if (succeeded(q)) {
       std::istringstream in(q.out);
@@ -297,6 +388,10 @@ std::vector<FinishedJob> SlurmBackend::poll(const ProgressFn& stage) {
     std::vector<std::pair<uint64_t, Pending>> resubmit;
     for (auto it = pending_.begin(); it != pending_.end();) {
       Pending& p = it->second;
+      if (p.job.empty()) {  // waits for a slot on this host
+        ++it;
+        continue;
+      }
       auto s = state.find(p.job);
       if (succeeded(q) && s != state.end()) {
         const bool started = s->second != "PENDING";
@@ -312,6 +407,7 @@ std::vector<FinishedJob> SlurmBackend::poll(const ProgressFn& stage) {
                                                 config_.start_timeout_min,
                                                 why_queued[p.job].empty() ? "none given"
                                                                           : why_queued[p.job]))});
+          release(p);
           it = pending_.erase(it);
           continue;
         }
@@ -345,6 +441,7 @@ std::vector<FinishedJob> SlurmBackend::poll(const ProgressFn& stage) {
       done.push_back({it->first, ended_without_result(
                                      p, job_state.empty() ? "unknown to the controller" : job_state,
                                      detail)});
+      release(p);
       it = pending_.erase(it);
     }
     if (!never_started.empty()) {
@@ -354,16 +451,21 @@ std::vector<FinishedJob> SlurmBackend::poll(const ProgressFn& stage) {
     }
     for (auto& [ticket, p] : resubmit) {
       log_warn("slurm: array task {} was taken away ({}): submitted again", p.job, "preempted or node failure");
-      const std::string array = sbatch(p.dir, {p.index});
+      const std::string array = sbatch(p.dir, {p.index});  // keeps its slot
       p.job = fmt::format("{}_{}", array, p.index);
+      write_file_atomic(job_file(p.dir, p.index), p.job.data(), p.job.size());
       ++p.resubmits;
       p.gone_since = 0;
       pending_[ticket] = p;
     }
     if (!done.empty()) return done;
     if (stage && now - last_stage > 5) {
-      stage(fmt::format("{} candidates on the cluster: {} running, {} queued", pending_.size(),
-                        running, queued));
+      stage(waiting ? fmt::format("{} candidates on the cluster: {} running, {} queued, {} waiting "
+                                  "for a job slot (at most {} in flight)",
+                                  pending_.size() - waiting, running, queued, waiting,
+                                  slots_ ? slots_->cap() : 0)
+                    : fmt::format("{} candidates on the cluster: {} running, {} queued",
+                                  pending_.size(), running, queued));
       last_stage = now;
     }
     std::this_thread::sleep_for(std::chrono::duration<double>(config_.poll_s));
@@ -375,7 +477,14 @@ void SlurmBackend::cancel() {
   // The tasks not yet started are cancelled and forgotten; running ones
   // finish and are still collected.
   std::set<std::string> arrays;
-  for (const auto& [t, p] : pending_) arrays.insert(p.job.substr(0, p.job.find('_')));
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (it->second.job.empty()) {  // never submitted: forgotten
+      it = pending_.erase(it);
+      continue;
+    }
+    arrays.insert(it->second.job.substr(0, it->second.job.find('_')));
+    ++it;
+  }
   if (arrays.empty()) return;
   const ProcessResult q = slurm_command(
       {"squeue", "-h", "-r", "-t", "PENDING", "-o", "%i", "-j", fmt::format("{}", fmt::join(arrays, ","))});
@@ -387,6 +496,7 @@ void SlurmBackend::cancel() {
   for (auto it = pending_.begin(); it != pending_.end();) {
     if (queued.count(it->second.job)) {
       argv.push_back(it->second.job);
+      release(it->second);
       it = pending_.erase(it);
     } else {
       ++it;

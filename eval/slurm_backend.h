@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,28 @@
 #include "eval/backend.h"
 
 namespace kevo {
+
+// A cap on the array tasks in flight (queued or running) at once, shared by
+// every slurm backend that holds it: the runs of one `kevo batch` together,
+// or one run alone ("max_jobs" in its backend section). Thread-safe.
+class JobSlots {
+ public:
+  explicit JobSlots(size_t cap) : cap_(cap) {}
+  size_t cap() const { return cap_; }
+  // Takes up to `want` free slots; returns how many it took (maybe none).
+  size_t take(size_t want);
+  // Takes `n` whatever the cap says (jobs a resumed run finds on the
+  // cluster already: they are in flight, cap or not).
+  void force(size_t n);
+  void give_back(size_t n);
+  size_t in_flight() const;
+  // The most ever in flight at once.
+  size_t peak() const;
+
+ private:
+  mutable std::mutex mutex_;
+  size_t cap_, used_ = 0, peak_ = 0;
+};
 
 struct SlurmConfig {
   std::filesystem::path dir;  // shared by this host and the nodes (requests, results, logs)
@@ -46,6 +70,10 @@ struct SlurmConfig {
   // put back in the queue) is cancelled and recorded with the queue's reason
   // (a drained or down node, a partition that cannot run it).
   double start_timeout_min = 60;
+  // At most this many of the run's array tasks in flight at once (0: no
+  // cap); the rest wait on this host and are submitted as slots free.
+  // `kevo batch` gives its runs one shared cap instead (set_slots).
+  size_t max_jobs = 0;
 };
 
 // The task's "search.backend" object (kind "slurm"), strictly; UserError
@@ -74,6 +102,9 @@ class SlurmBackend final : public EvalBackend {
   }
   // Jobs adopted so far.
   int64_t adopted() const { return adopted_; }
+  // Shares `slots` (a batch's cap) instead of the config's max_jobs; before
+  // the first submit().
+  void set_slots(std::shared_ptr<JobSlots> slots) { slots_ = std::move(slots); }
   void cancel() override;
   size_t outstanding() const override { return pending_.size(); }
   double clock() const override;
@@ -82,13 +113,17 @@ class SlurmBackend final : public EvalBackend {
   struct Pending {
     std::filesystem::path dir;
     size_t index = 0;
-    std::string job;  // "ARRAY_INDEX" as squeue and scontrol name it
+    std::string job;  // "ARRAY_INDEX" as squeue and scontrol name it; "" while it waits for a slot
     int resubmits = 0;
     double gone_since = 0;  // when it was first seen out of the queue without a result
     double submitted_at = 0;
   };
   // sbatch over `indexes` of the batch in `dir`; returns the array job id.
   std::string sbatch(const std::filesystem::path& dir, const std::vector<size_t>& indexes);
+  // Submits the jobs waiting for a slot, as many as the cap lets through.
+  void launch_waiting();
+  // A pending job is done with: its slot goes back.
+  void release(const Pending& p);
   std::optional<EvalResult> read_result(const Pending& p) const;
   EvalResult ended_without_result(const Pending& p, const std::string& state,
                                   const std::string& detail) const;
@@ -102,6 +137,7 @@ class SlurmBackend final : public EvalBackend {
   int64_t adopted_ = 0;
   bool may_adopt_ = false;
   SlurmConfig config_;
+  std::shared_ptr<JobSlots> slots_;  // null: no cap
   std::map<uint64_t, Pending> pending_;
   uint64_t tickets_ = 0;
   uint64_t batches_ = 0;

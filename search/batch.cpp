@@ -54,6 +54,16 @@ Suite load_suite(const std::filesystem::path& path) {
     const nlohmann::json* tasks = root.get_raw("tasks");
     const nlohmann::json* d = root.get_raw("defaults");
     const nlohmann::json* o = root.get_raw("overrides");
+    if (const nlohmann::json* c = root.get_raw("cluster")) {
+      JsonObject cluster(*c, root.path_of("cluster"));
+      const int64_t at_once = cluster.get_int("tasks_at_once", 0);
+      const int64_t jobs = cluster.get_int("max_jobs_in_flight", 0);
+      if (at_once < 0) throw ConfigError(cluster.path_of("tasks_at_once"), "expected a count >= 0");
+      if (jobs < 0) throw ConfigError(cluster.path_of("max_jobs_in_flight"), "expected a count >= 0");
+      cluster.finish();
+      suite.tasks_at_once = static_cast<size_t>(at_once);
+      suite.max_jobs_in_flight = static_cast<size_t>(jobs);
+    }
     root.finish();  // a misspelt key first: it explains what seems missing
     if (!tasks || !tasks->is_array() || tasks->empty())
       throw ConfigError(root.path_of("tasks"),
@@ -112,6 +122,14 @@ Suite load_suite(const std::filesystem::path& path) {
     throw UserError(fmt::format("{}: {}", path.string(), e.what()));
   }
   return suite;
+}
+
+bool evaluates_on_cluster(const nlohmann::json& task_config) {
+  if (!task_config.is_object() || !task_config.contains("search")) return false;
+  const nlohmann::json& s = task_config["search"];
+  if (!s.is_object() || !s.contains("backend") || !s["backend"].is_object()) return false;
+  const nlohmann::json& b = s["backend"];
+  return b.contains("kind") && b["kind"] == "slurm";
 }
 
 int64_t create_batch(Store& store, const Suite& suite) {

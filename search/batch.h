@@ -31,7 +31,15 @@ struct Suite {
   std::filesystem::path path;
   nlohmann::json written;        // the file as written (kept with the batch)
   std::vector<SuiteTask> tasks;  // in the order listed (each glob's matches sorted)
+  // "cluster": {"tasks_at_once": N, "max_jobs_in_flight": M}: how many of the
+  // tasks that evaluate on a cluster (search.backend kind "slurm") are searched
+  // side by side, and a cap on their array tasks in flight together (0: the
+  // default, 4 at once; no cap). Tasks evaluated on this machine run alone.
+  size_t tasks_at_once = 0, max_jobs_in_flight = 0;
 };
+
+// Whether a task's config evaluates on a cluster (search.backend.kind "slurm").
+bool evaluates_on_cluster(const nlohmann::json& task_config);
 
 // Reads a suite file:
 //   {"name": "cpu-nightly",

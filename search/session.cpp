@@ -130,10 +130,12 @@ SearchSession::SearchSession(Store& store, SearchRequest request)
     evaluator_->remeasure_roof = [this](double bytes) {
       return remeasure(store_, *target_, bytes, [](std::string_view line) { log_debug("{}", line); });
     };
-    if (cfg.backend.is_object() && cfg.backend.value("kind", std::string()) == "slurm")
-      own_backend_ = std::make_unique<SlurmBackend>(
+    if (cfg.backend.is_object() && cfg.backend.value("kind", std::string()) == "slurm") {
+      auto slurm = std::make_unique<SlurmBackend>(
           request_.task, roof_, parse_slurm_config(cfg.backend, "$.search.backend"));
-    else
+      if (request_.job_slots) slurm->set_slots(request_.job_slots);
+      own_backend_ = std::move(slurm);
+    } else
       own_backend_ = make_local_backend(*evaluator_);
   }
   start(space_, *own_backend_);
@@ -248,7 +250,7 @@ std::string SearchSession::run(const std::string& label) {
   std::signal(SIGTERM, on_signal);
   engine.interrupted = [] { return g_interrupted != 0; };
   StatusLine status;
-  const bool tty = stderr_is_tty();
+  const bool tty = stderr_is_tty() && !request_.lines_only;
   const bool quiet = request_.replay.has_value() && !tty;
   auto budget = [&](const Engine& e) {
     std::string b = fmt::format("{}", e.stats().evaluations);
@@ -264,7 +266,7 @@ std::string SearchSession::run(const std::string& label) {
     return left < 1e299 ? ", ETA " + format_seconds(std::max(0.0, left)) : "";
   };
   engine.on_stage = [&](std::string_view stage) {
-    status.set(fmt::format("{}[{} evals] {}", label, budget(engine), stage));
+    if (tty) status.set(fmt::format("{}[{} evals] {}", label, budget(engine), stage));
   };
   engine.on_result = [&](const Engine& e, const Observation& o) {
     auto best = e.best();

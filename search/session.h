@@ -18,6 +18,7 @@
 #include "eval/compile_cache.h"
 #include "eval/evaluator.h"
 #include "eval/reference_cache.h"
+#include "eval/slurm_backend.h"
 #include "knowledge/knowledge_base.h"
 #include "search/engine.h"
 #include "search/replay.h"
@@ -33,6 +34,12 @@ struct SearchRequest {
   nlohmann::json run_config;      // kept with a new run (what --resume reads)
   std::optional<int64_t> resume;  // continue this run instead of beginning one
   std::optional<int64_t> replay;  // answer from this run's measurements
+  // A cap on cluster jobs in flight that this run shares with others (kevo
+  // batch's runs side by side); null: the backend config's own.
+  std::shared_ptr<JobSlots> job_slots = nullptr;
+  // A progress line per result even on a terminal, not one status line
+  // rewritten in place: runs side by side would overwrite each other's.
+  bool lines_only = false;
 };
 
 class SearchSession {

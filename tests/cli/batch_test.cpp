@@ -107,18 +107,25 @@ TEST_F(Batch, BadSuitesAreOneLineErrorsNamingWhere) {
   write("badkey.json", R"({"tasks": ["tasks/a.json"], "defaults": {"timing": {"min_tme_ms": 1}}})");
   write("rename.json", R"({"tasks": ["tasks/a.json"], "overrides": {"a": {"name": "x"}}})");
   write("typo.json", R"({"task": ["tasks/a.json"]})");
+  write("cap.json", R"({"tasks": ["tasks/a.json"], "cluster": {"max_jobs_in_flight": -2}})");
+  write("cluster.json", R"({"tasks": ["tasks/a.json"], "cluster": {"tasks_at_one": 2}})");
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"none.json", "$.tasks[0]: 'missing/*.json' matches no file"},
       {"unknown.json", "$.overrides.zz: the suite has no task of this name"},
       {"badkey.json", "task 'a'"},
       {"rename.json", "$.overrides.a.name: a suite cannot rename a task"},
-      {"typo.json", "$.task: unknown key"}};
+      {"typo.json", "$.task: unknown key"},
+      {"cap.json", "$.cluster.max_jobs_in_flight: expected a count >= 0"},
+      {"cluster.json", "$.cluster.tasks_at_one: unknown key"}};
   for (const auto& [file, message] : cases) {
     auto r = kevo({"batch", file});
     EXPECT_EQ(r.exit_code, 2) << file << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
   }
+  auto bad = kevo({"batch", "suite-that-is-not-read.json", "--max-jobs", "many"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--max-jobs: expected a count"), std::string::npos) << bad.err;
   auto r = kevo({"batch", "--resume", "nightly"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("no batch 'nightly'"), std::string::npos) << r.err;

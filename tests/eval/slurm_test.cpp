@@ -328,5 +328,58 @@ TEST_F(Slurm, AJobCancelledMidRunIsRecordedAndTheRunGoesOn) {
   EXPECT_GE(std::get<int64_t>(q.rows[0][0]), 1);
 }
 
+// A suite's cluster tasks are searched side by side under one cap on the
+// jobs in flight: both runs are under way before any candidate has been
+// evaluated (the workers wait until the test lets them go), and the cluster
+// then holds exactly the cap's number of tasks, not both runs' batches.
+TEST_F(Slurm, ASuiteSearchesItsTasksSideBySideUnderOneCap) {
+  const std::string waiter = waiting_worker();
+  write_task("random", slurm({{"kevo", waiter}, {"exclusive", false}}), 4);
+  nlohmann::json task = nlohmann::json::parse(std::ifstream(dir_ / "task.json"));
+  task["search"]["batch"] = 2;
+  task["name"] = "one";
+  std::ofstream(dir_ / "one.json") << task.dump(2);
+  task["name"] = "two";
+  task["shapes"] = {{"g", {16, 129}}};
+  std::ofstream(dir_ / "two.json") << task.dump(2);
+  std::ofstream(dir_ / "suite.json")
+      << nlohmann::json{{"name", "side-by-side"},
+                        {"tasks", {"one.json", "two.json"}},
+                        {"cluster", {{"tasks_at_once", 2}, {"max_jobs_in_flight", 3}}}}
+             .dump();
+  auto batch = std::async(std::launch::async, [&] { return kevo({"batch", "suite.json", "--json"}); });
+  auto array_tasks = [&] {
+    SpawnOptions q;
+    q.argv = {"squeue", "-h", "-r", "-o", "%i"};
+    q.env = {"SLURM_CONF=" + conf_};
+    const std::string out = run_process(q, 10).out;
+    return static_cast<size_t>(std::count(out.begin(), out.end(), '\n'));
+  };
+  auto runs = [&] {
+    Store s(db_, true);
+    return s.query("SELECT id FROM runs").rows.size();
+  };
+  // Both runs begun, and the cap filled, while nothing has been evaluated.
+  size_t on_cluster = 0, begun = 0;
+  for (int i = 0; i < 300 && (begun < 2 || on_cluster < 3); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    begun = runs();
+    on_cluster = array_tasks();
+  }
+  EXPECT_EQ(begun, 2u) << "the second task did not begin beside the first";
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // a fourth would be there by now
+  EXPECT_EQ(array_tasks(), 3u) << "the cap of 3 jobs in flight did not hold";
+  std::ofstream(dir_ / "go") << "";
+  auto r = batch.get();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["cluster"]["peak_jobs_in_flight"], 3) << j;
+  ASSERT_EQ(j["tasks"].size(), 2u);
+  for (const auto& t : j["tasks"]) {
+    EXPECT_EQ(t["status"], "done") << t;
+    EXPECT_EQ(t["evaluations"], 4) << t;
+  }
+}
+
 }  // namespace
 }  // namespace kevo
