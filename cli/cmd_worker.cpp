@@ -19,10 +19,13 @@ namespace kevo::cli {
 int cmd_worker(const Argv& argv) {
   Args a("worker", "worker REQUEST.json -o RESULT.json",
          "Evaluates the candidate of REQUEST.json (written by a backend that sends jobs away:\n"
-         "the resolved task, the source, the knobs, the submitting host's roof) on this machine\n"
-         "and writes {\"result\": ..., \"host\": ..., \"seconds\": ...} to RESULT.json atomically:\n"
-         "the file appears whole or not at all. A candidate's failure is its result. A request\n"
-         "kevo cannot read is written as {\"error\": ...} and exits 2.",
+         "the resolved task, the source, the knobs, the roofs the submitting store knows) on\n"
+         "this machine and writes {\"result\": ..., \"host\": ..., \"seconds\": ...} to RESULT.json\n"
+         "atomically: the file appears whole or not at all. The result is judged against this\n"
+         "node type's roof: the request's, else one calibrated here once (kept in the cache\n"
+         "directory) and written with the result as \"roof\" for the store. A candidate's\n"
+         "failure is its result. A request kevo cannot read is written as {\"error\": ...}\n"
+         "and exits 2.",
          {{"-o", "RESULT", "where the result goes (required)"}}, 1, 1);
   a.parse(argv);
   if (a.help()) {
@@ -37,8 +40,15 @@ int cmd_worker(const Argv& argv) {
   try {
     const nlohmann::json j = nlohmann::json::parse(read_text_file(a.positional()[0]));
     const EvalRequest request = request_from_json(j);
-    const EvalResult r = evaluate_request(request, cache_dir());
+    Roof roof;
+    const EvalResult r = evaluate_request(request, cache_dir(), {}, &roof);
     written = {{"result", result_to_wire(r)}};
+    // A roof measured on this node, which the submitting store has not seen.
+    if (request.roof_by_node && roof.id == 0) {
+      written["roof"] = roof.to_json();
+      if (const char* node = std::getenv("SLURMD_NODENAME"); node && *node)
+        written["roof"]["hostname"] = node;
+    }
   } catch (const nlohmann::json::exception& e) {
     written = {{"error", fmt::format("{}: not a request kevo can read: {}", a.positional()[0], e.what())}};
     status = 2;

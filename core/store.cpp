@@ -564,6 +564,14 @@ std::vector<Roof> Store::roofs(std::string_view target, std::string_view host_ke
   return out;
 }
 
+std::vector<std::string> Store::roof_host_keys(std::string_view target) {
+  std::vector<std::string> out;
+  Stmt s(db_, "SELECT host_key FROM roofs WHERE target = ? GROUP BY host_key ORDER BY MAX(id) DESC");
+  s.bind(1, std::string(target));
+  while (s.step()) out.push_back(std::get<std::string>(s.column(0)));
+  return out;
+}
+
 void Store::set_run_summary(int64_t run, const nlohmann::json& summary) {
   Stmt s(db_, "UPDATE runs SET summary_json = ? WHERE id = ?");
   s.bind(1, summary.dump()).bind(2, run);

@@ -235,6 +235,9 @@ class Store {
   int64_t add_roof(const Roof& roof);
   // Every calibration stored for this target and host, oldest first.
   std::vector<Roof> roofs(std::string_view target, std::string_view host_key);
+  // The hosts (node types: CPU model and count, or GPU) with a calibration
+  // of this target, the most recently calibrated first.
+  std::vector<std::string> roof_host_keys(std::string_view target);
 
   // Runs any SQL; returns the rows of the last statement (kevo query).
   QueryResult query(std::string_view sql);

@@ -1,5 +1,9 @@
 #include "eval/request.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -7,6 +11,9 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/hash.h"
+#include "core/log.h"
+#include "core/paths.h"
 #include "core/task.h"
 #include "eval/compile_cache.h"
 #include "eval/reference_cache.h"
@@ -52,11 +59,28 @@ T get(const json& j, const char* key, const char* what) {
   }
 }
 
+json roof_to_wire(const Roof& r) {
+  json j = r.to_json();
+  j["id"] = r.id;
+  return j;
+}
+
+Roof roof_from_wire(const json& j) {
+  try {
+    Roof r = Roof::from_json(j);
+    r.id = j.value("id", int64_t{0});
+    return r;
+  } catch (const json::exception& e) {
+    throw UserError(fmt::format("evaluation request: bad roof: {}", e.what()));
+  }
+}
+
 }  // namespace
 
 json request_to_json(const EvalRequest& r) {
-  json roof = r.roof.to_json();
-  roof["id"] = r.roof.id;
+  json roof = roof_to_wire(r.roof);
+  json roofs = json::array();
+  for (const Roof& n : r.roofs) roofs.push_back(roof_to_wire(n));
   return {{"task", r.task},
           {"source", {{"text", r.source.text},
                       {"language", r.source.language},
@@ -64,6 +88,8 @@ json request_to_json(const EvalRequest& r) {
           {"name", r.name},
           {"knobs", json::parse(knobs_to_json(r.knobs))},
           {"roof", std::move(roof)},
+          {"roof_by_node", r.roof_by_node},
+          {"roofs", std::move(roofs)},
           {"profile", r.profile}};
 }
 
@@ -83,12 +109,11 @@ EvalRequest request_from_json(const json& j) {
       throw UserError(fmt::format("evaluation request: knob '{}' is not an integer", k));
     r.knobs[k] = v.get<int64_t>();
   }
-  const json& roof = field(j, "roof", what);
-  try {
-    r.roof = Roof::from_json(roof);
-    r.roof.id = roof.value("id", int64_t{0});
-  } catch (const json::exception& e) {
-    throw UserError(fmt::format("evaluation request: bad 'roof': {}", e.what()));
+  r.roof = roof_from_wire(field(j, "roof", what));
+  if (j.contains("roof_by_node")) r.roof_by_node = get<bool>(j, "roof_by_node", what);
+  if (j.contains("roofs")) {
+    if (!j["roofs"].is_array()) throw UserError("evaluation request: 'roofs' is not a list");
+    for (const json& n : j["roofs"]) r.roofs.push_back(roof_from_wire(n));
   }
   if (j.contains("profile")) r.profile = get<bool>(j, "profile", what);
   return r;
@@ -201,13 +226,53 @@ EvalResult result_from_wire(const json& j) {
   return r;
 }
 
+Roof roof_here(const EvalRequest& request, Target& target, const std::filesystem::path& cache_dir,
+               const std::function<void(std::string_view)>& progress) {
+  const std::string key = target.host_key();
+  for (const Roof& r : request.roofs)
+    if (r.host_key == key && r.target == target.name()) return r;
+  const std::filesystem::path dir = cache_dir / "roofs";
+  std::filesystem::create_directories(dir);
+  const std::string stem = fmt::format("{}-{}", target.name(), sha256_hex(key).substr(0, 16));
+  const std::filesystem::path file = dir / (stem + ".json");
+  // One calibration per machine: others wait for it and read it.
+  const int fd = ::open((dir / (stem + ".lock")).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw UserError(fmt::format("cannot open a lock in {}", dir.string()));
+  ::flock(fd, LOCK_EX);
+  struct Unlock {
+    int fd;
+    ~Unlock() { ::close(fd); }
+  } unlock{fd};
+  if (std::filesystem::exists(file)) {
+    const json kept = json::parse(read_text_file(file), nullptr, false);
+    if (kept.is_object()) {
+      Roof r = roof_from_wire(kept);
+      if (r.host_key == key) {
+        r.id = 0;
+        return r;
+      }
+    }
+  }
+  progress(fmt::format("no roof for this node type ({}) yet: calibrating (once per node)", key));
+  Roof r = target.calibrate(progress, {});
+  r.id = 0;
+  const std::string text = roof_to_wire(r).dump();
+  write_file_atomic(file, text.data(), text.size());
+  return r;
+}
+
 EvalResult evaluate_request(const EvalRequest& request, const std::filesystem::path& cache_dir,
-                            std::function<Roof(double bytes)> remeasure_roof) {
+                            std::function<Roof(double bytes)> remeasure_roof, Roof* used) {
   const Task task = parse_task(request.task);
   std::unique_ptr<Target> target = make_target(task.target);
   ReferenceCache references(cache_dir / "ref");
   CompileCache compiles(cache_dir);
-  Evaluator evaluator(task, *target, request.roof, references, compiles);
+  const Roof roof = request.roof_by_node
+                        ? roof_here(request, *target, cache_dir,
+                                    [](std::string_view line) { log_info("{}", line); })
+                        : request.roof;
+  if (used) *used = roof;
+  Evaluator evaluator(task, *target, roof, references, compiles);
   // One candidate per evaluator: top-1 of what it measured is this one.
   evaluator.profile_top = request.profile ? 1 : 0;
   evaluator.remeasure_roof = std::move(remeasure_roof);

@@ -25,7 +25,13 @@ struct EvalRequest {
   CandidateSource source;
   std::string name;  // the candidate's family, for messages
   KnobValues knobs;
-  Roof roof;  // the submitting host's roof for the task's target (roof.id stamps the result)
+  Roof roof;  // the roof to judge against (roof.id stamps the result), unless roof_by_node
+  // A cluster's request: the machine that evaluates it takes its own node
+  // type's roof from `roofs` (the submitting store's roofs, one per host
+  // key), else the one it calibrated before, else calibrates now
+  // (roof_here). `roof` is then unused.
+  bool roof_by_node = false;
+  std::vector<Roof> roofs;
   bool profile = false;  // run it under the target's profiler too
 };
 
@@ -38,12 +44,24 @@ EvalRequest request_from_json(const nlohmann::json& j);
 nlohmann::json result_to_wire(const EvalResult& r);
 EvalResult result_from_wire(const nlohmann::json& j);
 
+// The roof of this machine (its node type: `target`'s host key) for a
+// request with roof_by_node: the request's roof of that host key (its id
+// stamps the result); else the one this machine calibrated for an earlier
+// request, kept under `cache_dir`/roofs; else a calibration made now, one at
+// a time per machine (a lock file: tasks sharing a node wait for the first),
+// and kept there. Those two have id 0 and hostname this machine's: the
+// submitting store adds them (SlurmBackend). `progress` hears a calibration.
+Roof roof_here(const EvalRequest& request, Target& target, const std::filesystem::path& cache_dir,
+               const std::function<void(std::string_view)>& progress);
+
 // Evaluates `request` on this machine with the task's target, the compiled
 // candidates and references cached under `cache_dir`. A candidate's failure is
 // its result's status; a malformed request (an unknown target, a task that
 // does not parse) throws UserError. A time that beats the request's roof is
 // checked against `remeasure_roof` where given (see Evaluator), else suspect.
+// `used`, where given, gets the roof the result was judged against.
 EvalResult evaluate_request(const EvalRequest& request, const std::filesystem::path& cache_dir,
-                            std::function<Roof(double bytes)> remeasure_roof = {});
+                            std::function<Roof(double bytes)> remeasure_roof = {},
+                            Roof* used = nullptr);
 
 }  // namespace kevo

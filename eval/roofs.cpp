@@ -29,4 +29,11 @@ Roof roof_for(Store& store, Target& target, const std::function<void(std::string
   return Roof::best_of(stored);
 }
 
+std::vector<Roof> roofs_by_host(Store& store, std::string_view target_name) {
+  std::vector<Roof> out;
+  for (const std::string& key : store.roof_host_keys(target_name))
+    out.push_back(Roof::best_of(store.roofs(target_name, key)));
+  return out;
+}
+
 }  // namespace kevo

@@ -24,5 +24,9 @@ Roof remeasure(Store& store, Target& target, double bytes,
 // (see Roof::best_of), calibrating first when there is none (and saying so
 // on stderr: it takes a while, once per machine).
 Roof roof_for(Store& store, Target& target, const std::function<void(std::string_view)>& progress);
+// Every node type's roof for `target_name` in the store (the best figures of
+// each host key's calibrations), the most recently calibrated first: what a
+// cluster's workers choose theirs from.
+std::vector<Roof> roofs_by_host(Store& store, std::string_view target_name);
 
 }  // namespace kevo

@@ -129,8 +129,9 @@ SlurmConfig parse_slurm_config(const nlohmann::json& j, const std::string& path)
   return c;
 }
 
-SlurmBackend::SlurmBackend(const Task& task, const Roof& roof, SlurmConfig config)
-    : task_(task), roof_(roof), config_(std::move(config)) {
+SlurmBackend::SlurmBackend(const Task& task, const Roof& roof, std::vector<Roof> roofs,
+                           SlurmConfig config)
+    : task_(task), roof_(roof), roofs_(std::move(roofs)), config_(std::move(config)) {
   std::filesystem::create_directories(config_.dir);
   if (config_.max_jobs > 0) slots_ = std::make_shared<JobSlots>(config_.max_jobs);
 }
@@ -244,6 +245,8 @@ std::vector<uint64_t> SlurmBackend::submit(const std::vector<EvalJob>& jobs) {
     req.name = jobs[i].family->name;
     req.knobs = jobs[i].knobs;
     req.roof = roof_;
+    req.roof_by_node = true;
+    req.roofs = roofs_;
     const std::string text = request_to_json(req).dump();
     write_file_atomic(dir / fmt::format("{}.request.json", n), text.data(), text.size());
     indexes.push_back(n);
@@ -300,14 +303,34 @@ void SlurmBackend::release(const Pending& p) {
   if (slots_ && !p.job.empty()) slots_->give_back(1);
 }
 
-std::optional<EvalResult> SlurmBackend::read_result(const Pending& p) const {
+int64_t SlurmBackend::roof_id_of(const Roof& roof) {
+  for (const Roof& r : roofs_)
+    if (r.host_key == roof.host_key && r.target == roof.target && r.measured_at == roof.measured_at)
+      return r.id;
+  Roof kept = roof;
+  kept.id = store_roof_ ? store_roof_(roof) : 0;
+  if (kept.id)
+    log_info("slurm: node {} calibrated its roof ({}): stored as roof {}", roof.hostname,
+             roof.host_key, kept.id);
+  roofs_.push_back(kept);  // later requests carry it
+  return kept.id;
+}
+
+std::optional<EvalResult> SlurmBackend::read_result(const Pending& p) {
   const auto file = p.dir / fmt::format("{}.result.json", p.index);
   if (!std::filesystem::exists(file)) return std::nullopt;
   const nlohmann::json j = nlohmann::json::parse(read_text_file(file), nullptr, false);
   EvalResult r;
   if (j.is_object() && j.contains("result")) {
     try {
-      return result_from_wire(j["result"]);
+      EvalResult got = result_from_wire(j["result"]);
+      if (j.contains("roof") && j["roof"].is_object()) {
+        // Judged against a roof the node calibrated: the store keeps it,
+        // with the node's name, and the result points at it.
+        Roof roof = Roof::from_json(j["roof"]);
+        got.roof_id = roof_id_of(roof);
+      }
+      return got;
     } catch (const std::exception& e) {
       r.status = Status::crash;
       r.detail = fmt::format("slurm: the worker's result cannot be read: {}", e.what());

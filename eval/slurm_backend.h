@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -82,7 +83,11 @@ SlurmConfig parse_slurm_config(const nlohmann::json& j, const std::string& path)
 
 class SlurmBackend final : public EvalBackend {
  public:
-  SlurmBackend(const Task& task, const Roof& roof, SlurmConfig config);
+  // `roofs`: the store's roofs of the task's target, one per node type; a
+  // node takes its own from them, or calibrates once and its result brings
+  // the new roof back (given to set_roof_store's function, which stores it
+  // and names its id). `roof` stamps failures that no node judged.
+  SlurmBackend(const Task& task, const Roof& roof, std::vector<Roof> roofs, SlurmConfig config);
   ~SlurmBackend() override;  // cancels what is still queued or running
   std::string_view name() const override { return "slurm"; }
   std::vector<uint64_t> submit(const std::vector<EvalJob>& jobs) override;
@@ -105,6 +110,7 @@ class SlurmBackend final : public EvalBackend {
   // Shares `slots` (a batch's cap) instead of the config's max_jobs; before
   // the first submit().
   void set_slots(std::shared_ptr<JobSlots> slots) { slots_ = std::move(slots); }
+  void set_roof_store(std::function<int64_t(const Roof&)> store) { store_roof_ = std::move(store); }
   void cancel() override;
   size_t outstanding() const override { return pending_.size(); }
   double clock() const override;
@@ -124,7 +130,9 @@ class SlurmBackend final : public EvalBackend {
   void launch_waiting();
   // A pending job is done with: its slot goes back.
   void release(const Pending& p);
-  std::optional<EvalResult> read_result(const Pending& p) const;
+  std::optional<EvalResult> read_result(const Pending& p);
+  // The store's id of a roof a node calibrated (stored on first sight).
+  int64_t roof_id_of(const Roof& roof);
   EvalResult ended_without_result(const Pending& p, const std::string& state,
                                   const std::string& detail) const;
 
@@ -133,6 +141,8 @@ class SlurmBackend final : public EvalBackend {
 
   const Task& task_;
   Roof roof_;
+  std::vector<Roof> roofs_;
+  std::function<int64_t(const Roof&)> store_roof_;
   std::string run_;  // "" until set_run
   int64_t adopted_ = 0;
   bool may_adopt_ = false;

@@ -121,6 +121,22 @@ SearchSession::SearchSession(Store& store, SearchRequest request)
     }
     own_backend_ = std::move(replay);
     request_.run_config["replay"] = replayed;
+  } else if (cfg.backend.is_object() && cfg.backend.value("kind", std::string()) == "slurm") {
+    // Timed on the nodes, judged against each node type's roof: the store's
+    // (one per host key), or one a node calibrates and sends back. This host
+    // (a login node, maybe without the device) is not calibrated.
+    std::vector<Roof> roofs = roofs_by_host(store, target_->name());
+    if (!roofs.empty()) {
+      roof_ = roofs.front();
+    } else {
+      roof_.target = target_->name();
+      roof_.host_key = "(none yet: calibrated on the nodes)";
+    }
+    auto slurm = std::make_unique<SlurmBackend>(request_.task, roof_, std::move(roofs),
+                                                parse_slurm_config(cfg.backend, "$.search.backend"));
+    if (request_.job_slots) slurm->set_slots(request_.job_slots);
+    slurm->set_roof_store([this](const Roof& r) { return store_.add_roof(r); });
+    own_backend_ = std::move(slurm);
   } else {
     roof_ = roof_for(store, *target_, [](std::string_view line) { log_debug("{}", line); });
     references_ = std::make_unique<ReferenceCache>(cache_dir() / "ref");
@@ -130,13 +146,7 @@ SearchSession::SearchSession(Store& store, SearchRequest request)
     evaluator_->remeasure_roof = [this](double bytes) {
       return remeasure(store_, *target_, bytes, [](std::string_view line) { log_debug("{}", line); });
     };
-    if (cfg.backend.is_object() && cfg.backend.value("kind", std::string()) == "slurm") {
-      auto slurm = std::make_unique<SlurmBackend>(
-          request_.task, roof_, parse_slurm_config(cfg.backend, "$.search.backend"));
-      if (request_.job_slots) slurm->set_slots(request_.job_slots);
-      own_backend_ = std::move(slurm);
-    } else
-      own_backend_ = make_local_backend(*evaluator_);
+    own_backend_ = make_local_backend(*evaluator_);
   }
   start(space_, *own_backend_);
 }

@@ -2,13 +2,16 @@
 // candidate elsewhere, and a result that comes back whole. The requests are
 // evaluated for real (compile, runner, check) after a trip through text.
 #include <cmath>
+#include <fstream>
 #include <limits>
 
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/paths.h"
 #include "eval/request.h"
+#include "targets/target.h"
 #include "support/test_support.h"
 
 namespace kevo {
@@ -153,6 +156,44 @@ TEST_F(EvalRequestRun, TheCheckRunsWhereTheRequestIsEvaluated) {
   ASSERT_FALSE(wrong.checks.empty());
   EXPECT_FALSE(wrong.checks.front().passed);
   EXPECT_TRUE(wrong.checks.front().first.has_value());
+}
+
+// A cluster's request: the node takes its own node type's roof from the
+// request's list (its id stamps the result), else the one it calibrated
+// before; it calibrates only when it has neither (the slurm tests do that).
+TEST(EvalRequestRoof, ANodeTakesItsOwnTypesRoof) {
+  std::unique_ptr<Target> cpu = make_target("cpu");
+  EvalRequest req;
+  req.roof_by_node = true;
+  Roof other = test::fake_roof(10, 100);
+  other.target = "cpu";
+  other.host_key = "another node type";
+  other.id = 5;
+  Roof mine = test::fake_roof(20, 200);
+  mine.target = "cpu";
+  mine.host_key = cpu->host_key();
+  mine.id = 9;
+  req.roofs = {other, mine};
+  const EvalRequest arrived = request_from_json(json::parse(request_to_json(req).dump()));
+  ASSERT_EQ(arrived.roofs.size(), 2u);
+  const auto dir = test::temp_dir("node-roof");
+  int calibrations = 0;
+  auto said = [&](std::string_view) { ++calibrations; };
+  Roof got = roof_here(arrived, *cpu, dir, said);
+  EXPECT_EQ(got.id, 9);
+  EXPECT_EQ(got.host_key, cpu->host_key());
+  // Not in the request, but kept from an earlier calibration on this node.
+  Roof kept = mine;
+  kept.measured_at = "2026-01-01T00:00:00Z";
+  json k = kept.to_json();
+  std::filesystem::create_directories(dir / "roofs");
+  std::ofstream(dir / "roofs" / ("cpu-" + sha256_hex(cpu->host_key()).substr(0, 16) + ".json"))
+      << k.dump();
+  req.roofs = {other};
+  got = roof_here(req, *cpu, dir, said);
+  EXPECT_EQ(got.id, 0);  // the submitting store adds it
+  EXPECT_EQ(got.measured_at, "2026-01-01T00:00:00Z");
+  EXPECT_EQ(calibrations, 0);
 }
 
 }  // namespace

@@ -328,6 +328,32 @@ TEST_F(Slurm, AJobCancelledMidRunIsRecordedAndTheRunGoesOn) {
   EXPECT_GE(std::get<int64_t>(q.rows[0][0]), 1);
 }
 
+// The submitting host is not calibrated: a node with no roof in the store
+// calibrates its own once, and the store keeps it with the node's name;
+// every result the node timed is judged against it.
+TEST_F(Slurm, ANodeCalibratesItsOwnRoofAndTheStoreKeepsItWithItsName) {
+  db_ = (dir_ / "bare.db").string();  // no roof at all
+  write_task("random", slurm(), 4);
+  auto r = kevo({"run", "task.json", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("calibrating (once)"), std::string::npos) << "the submit host calibrated";
+  SpawnOptions h;
+  h.argv = {"hostname", "-s"};
+  std::string node = run_process(h, 10).out;
+  node.erase(node.find_last_not_of("\n") + 1);
+  Store s(db_, true);
+  QueryResult roofs = s.query("SELECT id, hostname FROM roofs");
+  ASSERT_EQ(roofs.rows.size(), 1u) << "one calibration per node type";
+  const int64_t id = std::get<int64_t>(roofs.rows[0][0]);
+  EXPECT_EQ(std::get<std::string>(roofs.rows[0][1]), node);
+  EXPECT_NE(r.err.find("node " + node + " calibrated its roof"), std::string::npos) << r.err;
+  QueryResult judged = s.query("SELECT COUNT(*) FROM evaluations WHERE status = 'ok' AND roof_id = ?",
+                               {SqlValue(id)});
+  EXPECT_EQ(std::get<int64_t>(judged.rows[0][0]), 4);
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_GT(j["best"]["roof_fraction"].get<double>(), 0);
+}
+
 // A suite's cluster tasks are searched side by side under one cap on the
 // jobs in flight: both runs are under way before any candidate has been
 // evaluated (the workers wait until the test lets them go), and the cluster
