@@ -70,6 +70,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/eval_result.h"
@@ -81,6 +82,8 @@
 #include "core/store.h"
 #include "core/task.h"
 #include "eval/backend.h"
+#include "eval/request.h"
+#include "eval/slurm_backend.h"
 #include "search/engine.h"
 #include "search/session.h"
 #include "search/strategy.h"
@@ -559,6 +562,125 @@ void BM_EngineRun(benchmark::State& state, std::string strategy) {
   state.counters["dups_per_eval"] = static_cast<double>(dups) / n;
 }
 
+// The engine's own cost per evaluation as the batch grows (what bounds a
+// cluster of many nodes: one batch is one generation evaluated at once):
+// 1600 evaluations on a WAL file store in batches of `batch`, answered at
+// once by the fake backend. Counters as BM_EngineRun.
+void BM_EngineScale(benchmark::State& state, std::string strategy) {
+  const SearchSpace& space = gemm_space();
+  const size_t batch = static_cast<size_t>(state.range(0));
+  double searcher_s = 0, store_s = 0, wall_s = 0;
+  int64_t evals = 0;
+  for (auto _ : state) {
+    TempDir dir;
+    Store store(dir.path / "store.db");
+    FakeBackend backend(space);
+    SearchConfig c;
+    c.strategy = strategy;
+    c.stop.max_evals = 1600;
+    c.batch = batch;
+    c.seed = 1;
+    Engine e(gemm_task(), space, store, backend, c, this_machine());
+    e.begin(nlohmann::json::object());
+    const auto t0 = Clock::now();
+    e.run();
+    const double t = seconds_since(t0);
+    state.SetIterationTime(t);
+    wall_s += t;
+    searcher_s += e.stats().searcher_s;
+    store_s += e.stats().store_s;
+    evals += e.stats().evaluations;
+  }
+  const double n = static_cast<double>(evals);
+  state.counters["evals"] = n / static_cast<double>(state.iterations());
+  state.counters["us_per_eval"] = 1e6 * wall_s / n;
+  state.counters["searcher_us_per_eval"] = 1e6 * searcher_s / n;
+  state.counters["store_us_per_eval"] = 1e6 * store_s / n;
+}
+
+// The slurm backend's own cost per candidate, against stand-ins for sbatch,
+// squeue and scancel (shell scripts on PATH: no cluster, no worker):
+//   submit_us_per_eval   submit() of `batch` candidates: a request file
+//                        each, the batch's script, one sbatch;
+//   round_us             one poll round with all `batch` tasks in flight:
+//                        a result-file look-up each, one squeue and its
+//                        `batch` lines parsed (plus the 1 ms poll sleep);
+//   collect_us_per_eval  poll() reading and parsing the results, all there.
+void BM_SlurmBackend(benchmark::State& state) {
+  const size_t batch = static_cast<size_t>(state.range(0));
+  const SearchSpace& space = gemm_space();
+  TempDir fake;
+  const fs::path bin = fake.path / "bin";
+  fs::create_directories(bin);
+  auto script = [&](const char* name, const std::string& body) {
+    const fs::path f = bin / name;
+    std::FILE* out = std::fopen(f.c_str(), "w");
+    std::fputs(("#!/bin/sh\n" + body).c_str(), out);
+    std::fclose(out);
+    fs::permissions(f, fs::perms::owner_all);
+  };
+  const std::string d = fake.path.string();
+  script("sbatch", "n=$(cat " + d + "/n 2>/dev/null || echo 1000); n=$((n+1)); echo $n > " + d +
+                       "/n; echo $n\n");
+  // The queue as the bench wrote it; then, once, the result the bench named.
+  script("squeue", "[ -f " + d + "/queue ] && cat " + d + "/queue\nif [ -f " + d +
+                       "/then ]; then read src dst < " + d + "/then; cp \"$src\" \"$dst\"; rm " + d +
+                       "/then; fi\nexit 0\n");
+  script("scancel", "exit 0\n");
+  const std::string path = bin.string() + ":" + (std::getenv("PATH") ? std::getenv("PATH") : "");
+  setenv("PATH", path.c_str(), 1);
+  EvalResult r = fake_result(1e-3, 1);
+  const std::string canned = nlohmann::json{{"result", result_to_wire(r)}, {"host", "node"}}.dump();
+  write_file_atomic(fake.path / "canned.json", canned.data(), canned.size());
+  Roof roof;
+  roof.target = "cpu";
+  roof.host_key = "bench";
+  std::vector<EvalJob> jobs;
+  for (size_t i = 0; i < batch; ++i) {
+    const Point p = space.at(i % space.size());
+    jobs.push_back({&space.family(p.family), p.knobs});
+  }
+  double submit_s = 0, round_s = 0, collect_s = 0;
+  int64_t n = 0;
+  for (auto _ : state) {
+    TempDir dir;
+    SlurmConfig cfg;
+    cfg.dir = dir.path;
+    cfg.poll_s = 1e-3;
+    cfg.result_grace_s = 60;
+    cfg.kevo = "/bin/false";
+    SlurmBackend backend(gemm_task(), roof, {roof}, cfg);
+    auto t0 = Clock::now();
+    backend.submit(jobs);
+    submit_s += seconds_since(t0);
+    fs::path batch_dir;
+    for (const auto& e : fs::directory_iterator(dir.path)) batch_dir = e.path();
+    const std::string array = read_text_file(fake.path / "n");
+    std::string queue;
+    for (size_t i = 0; i < batch; ++i)
+      queue += fmt::format("{}_{} RUNNING None\n", std::stoll(array), i);
+    write_file_atomic(fake.path / "queue", queue.data(), queue.size());
+    const std::string then =
+        (fake.path / "canned.json").string() + " " + (batch_dir / "0.result.json").string() + "\n";
+    write_file_atomic(fake.path / "then", then.data(), then.size());
+    t0 = Clock::now();
+    const size_t first = backend.poll(nullptr).size();
+    round_s += seconds_since(t0);
+    for (size_t i = 1; i < batch; ++i)
+      write_file_atomic(batch_dir / fmt::format("{}.result.json", i), canned.data(), canned.size());
+    fs::remove(fake.path / "queue");
+    t0 = Clock::now();
+    size_t got = first;
+    while (backend.outstanding() > 0) got += backend.poll(nullptr).size();
+    collect_s += seconds_since(t0);
+    n += static_cast<int64_t>(got);
+  }
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["submit_us_per_eval"] = 1e6 * submit_s / static_cast<double>(n);
+  state.counters["round_us"] = 1e6 * round_s / iters;
+  state.counters["collect_us_per_eval"] = 1e6 * collect_s / static_cast<double>(n - state.iterations());
+}
+
 void register_all() {
   using benchmark::RegisterBenchmark;
   const std::vector<Family> blocked = {gemm_family("blocked")};
@@ -609,6 +731,26 @@ void register_all() {
     // run's summary (O(history)), so 2000 evaluations take over a minute.
     if (info.name != "evolution") b->Args({0, 2000});
   }
+
+  // 1x, 10x and 100x a batch of 8 (one generation per batch).
+  for (const auto& info : StrategyRegistry::builtin().all()) {
+    if (info.name == "grid") continue;
+    RegisterBenchmark(("BM_EngineScale/" + info.name).c_str(), BM_EngineScale, info.name)
+        ->ArgName("batch")
+        ->Arg(8)
+        ->Arg(80)
+        ->Arg(800)
+        ->Iterations(1)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
+  }
+  RegisterBenchmark("BM_SlurmBackend", BM_SlurmBackend)
+      ->ArgName("batch")
+      ->Arg(8)
+      ->Arg(80)
+      ->Arg(800)
+      ->Iterations(3)
+      ->Unit(benchmark::kMillisecond);
 }
 
 }  // namespace
