@@ -40,15 +40,17 @@ int cmd_worker(const Argv& argv) {
   try {
     const nlohmann::json j = nlohmann::json::parse(read_text_file(a.positional()[0]));
     const EvalRequest request = request_from_json(j);
-    Roof roof;
-    const EvalResult r = evaluate_request(request, cache_dir(), {}, &roof);
-    written = {{"result", result_to_wire(r)}};
+    RequestOutcome how;
+    const EvalResult r = evaluate_request(request, cache_dir(), {}, &how);
+    const Roof& roof = how.roof;
+    written = {{"result", result_to_wire(r)}, {"profiled", how.profiled}};
     // A roof measured on this node, which the submitting store has not seen.
     if (request.roof_by_node && roof.id == 0) {
       written["roof"] = roof.to_json();
       if (const char* node = std::getenv("SLURMD_NODENAME"); node && *node)
         written["roof"]["hostname"] = node;
     }
+    if (const char* node = std::getenv("SLURMD_NODENAME"); node && *node) written["node"] = node;
   } catch (const nlohmann::json::exception& e) {
     written = {{"error", fmt::format("{}: not a request kevo can read: {}", a.positional()[0], e.what())}};
     status = 2;

@@ -388,6 +388,7 @@ EvalResult Evaluator::run_and_judge(const CompiledCandidate& c, EvalResult r,
 
 bool Evaluator::should_profile(double median_s, const std::string& key) {
   if (profile_top <= 0 || !(target_.can_profile() || target_.has_compiler_report())) return false;
+  if (!(median_s < profile_below_s)) return false;
   std::lock_guard<std::mutex> lock(mutex_);
   if (profiled_.count(key)) return false;
   auto pos = std::lower_bound(best_times_.begin(), best_times_.end(), median_s);

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <set>
 #include <string>
@@ -74,6 +75,14 @@ class Evaluator {
   // once per compiled kernel: re-measuring one (the confirmation rounds) does
   // not profile it again.
   int profile_top = 3;
+  // And only those faster than this (a remote evaluation's request carries
+  // the submitting side's k-th best time: the rank among all of the run's).
+  double profile_below_s = std::numeric_limits<double>::infinity();
+  // How many candidates this evaluator has profiled.
+  size_t profiled() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return profiled_.size();
+  }
 
  private:
   const Task& task_;
@@ -90,7 +99,7 @@ class Evaluator {
   // One run of the plan and its verdict (status, timing, diagnosis; no
   // profile): `r` carries what prepare() found.
   EvalResult run_and_judge(const CompiledCandidate& c, EvalResult r, const ProgressFn& stage);
-  std::mutex mutex_;              // measure() runs on several threads (one per GPU)
+  mutable std::mutex mutex_;      // measure() runs on several threads (one per GPU)
   std::mutex stage_mutex_;
   std::vector<double> best_times_;  // the best medians so far, ascending
   std::set<std::string> profiled_;  // compile keys of the kernels profiled

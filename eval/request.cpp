@@ -90,7 +90,8 @@ json request_to_json(const EvalRequest& r) {
           {"roof", std::move(roof)},
           {"roof_by_node", r.roof_by_node},
           {"roofs", std::move(roofs)},
-          {"profile", r.profile}};
+          {"profile", r.profile},
+          {"profile_below_s", number(r.profile_below_s)}};
 }
 
 EvalRequest request_from_json(const json& j) {
@@ -116,6 +117,8 @@ EvalRequest request_from_json(const json& j) {
     for (const json& n : j["roofs"]) r.roofs.push_back(roof_from_wire(n));
   }
   if (j.contains("profile")) r.profile = get<bool>(j, "profile", what);
+  if (j.contains("profile_below_s"))
+    r.profile_below_s = number_of(j["profile_below_s"], "profile_below_s");
   return r;
 }
 
@@ -262,7 +265,7 @@ Roof roof_here(const EvalRequest& request, Target& target, const std::filesystem
 }
 
 EvalResult evaluate_request(const EvalRequest& request, const std::filesystem::path& cache_dir,
-                            std::function<Roof(double bytes)> remeasure_roof, Roof* used) {
+                            std::function<Roof(double bytes)> remeasure_roof, RequestOutcome* how) {
   const Task task = parse_task(request.task);
   std::unique_ptr<Target> target = make_target(task.target);
   ReferenceCache references(cache_dir / "ref");
@@ -271,12 +274,17 @@ EvalResult evaluate_request(const EvalRequest& request, const std::filesystem::p
                         ? roof_here(request, *target, cache_dir,
                                     [](std::string_view line) { log_info("{}", line); })
                         : request.roof;
-  if (used) *used = roof;
   Evaluator evaluator(task, *target, roof, references, compiles);
   // One candidate per evaluator: top-1 of what it measured is this one.
   evaluator.profile_top = request.profile ? 1 : 0;
+  evaluator.profile_below_s = request.profile_below_s;
   evaluator.remeasure_roof = std::move(remeasure_roof);
-  return evaluator.evaluate(request.source, request.knobs);
+  EvalResult r = evaluator.evaluate(request.source, request.knobs);
+  if (how) {
+    how->roof = roof;
+    how->profiled = evaluator.profiled() > 0;
+  }
+  return r;
 }
 
 }  // namespace kevo

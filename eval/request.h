@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -32,7 +33,10 @@ struct EvalRequest {
   // (roof_here). `roof` is then unused.
   bool roof_by_node = false;
   std::vector<Roof> roofs;
-  bool profile = false;  // run it under the target's profiler too
+  bool profile = false;  // run it under the target's profiler too...
+  // ...when its median is below this (the submitting side's k-th best so
+  // far; infinity: whatever its time).
+  double profile_below_s = std::numeric_limits<double>::infinity();
 };
 
 nlohmann::json request_to_json(const EvalRequest& r);
@@ -59,9 +63,14 @@ Roof roof_here(const EvalRequest& request, Target& target, const std::filesystem
 // its result's status; a malformed request (an unknown target, a task that
 // does not parse) throws UserError. A time that beats the request's roof is
 // checked against `remeasure_roof` where given (see Evaluator), else suspect.
-// `used`, where given, gets the roof the result was judged against.
+// `how`, where given, gets the roof the result was judged against and
+// whether the candidate was profiled.
+struct RequestOutcome {
+  Roof roof;
+  bool profiled = false;
+};
 EvalResult evaluate_request(const EvalRequest& request, const std::filesystem::path& cache_dir,
                             std::function<Roof(double bytes)> remeasure_roof = {},
-                            Roof* used = nullptr);
+                            RequestOutcome* how = nullptr);
 
 }  // namespace kevo

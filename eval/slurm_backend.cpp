@@ -194,7 +194,8 @@ std::map<std::string, SlurmBackend::Pending> SlurmBackend::earlier_jobs() const 
       std::string job = read_text_file(job_file(e.path(), i));
       while (!job.empty() && std::isspace(static_cast<unsigned char>(job.back()))) job.pop_back();
       if (!job.empty())
-        out[keys[i].get<std::string>()] = {e.path(), i, job, 0, 0, monotonic_seconds()};
+        out[keys[i].get<std::string>()] = {e.path(), i, job, 0, 0, monotonic_seconds(),
+                                           keys[i].get<std::string>()};
     }
   }
   return out;
@@ -247,6 +248,9 @@ std::vector<uint64_t> SlurmBackend::submit(const std::vector<EvalJob>& jobs) {
     req.roof = roof_;
     req.roof_by_node = true;
     req.roofs = roofs_;
+    req.profile = profile_top_ > 0 && !profiled_.count(keys.back().get<std::string>());
+    if (static_cast<int>(best_times_.size()) >= profile_top_ && profile_top_ > 0)
+      req.profile_below_s = best_times_.back();
     const std::string text = request_to_json(req).dump();
     write_file_atomic(dir / fmt::format("{}.request.json", n), text.data(), text.size());
     indexes.push_back(n);
@@ -262,7 +266,7 @@ std::vector<uint64_t> SlurmBackend::submit(const std::vector<EvalJob>& jobs) {
   // Each waits for a slot (none: at once) and is submitted by launch_waiting.
   for (size_t n = 0; n < fresh.size(); ++n) {
     tickets[fresh[n]] = ++tickets_;
-    pending_[tickets[fresh[n]]] = {dir, n, "", 0, 0, 0};
+    pending_[tickets[fresh[n]]] = {dir, n, "", 0, 0, 0, keys[n].get<std::string>()};
   }
   launch_waiting();
   return tickets;
@@ -316,6 +320,13 @@ int64_t SlurmBackend::roof_id_of(const Roof& roof) {
   return kept.id;
 }
 
+void SlurmBackend::note_result(const EvalResult& r) {
+  if (profile_top_ <= 0 || r.status != Status::ok || !r.timing) return;
+  const double t = r.timing->median_s;
+  best_times_.insert(std::lower_bound(best_times_.begin(), best_times_.end(), t), t);
+  if (static_cast<int>(best_times_.size()) > profile_top_) best_times_.pop_back();
+}
+
 std::optional<EvalResult> SlurmBackend::read_result(const Pending& p) {
   const auto file = p.dir / fmt::format("{}.result.json", p.index);
   if (!std::filesystem::exists(file)) return std::nullopt;
@@ -324,6 +335,7 @@ std::optional<EvalResult> SlurmBackend::read_result(const Pending& p) {
   if (j.is_object() && j.contains("result")) {
     try {
       EvalResult got = result_from_wire(j["result"]);
+      if (j.value("profiled", false)) profiled_.insert(p.key);  // not again when measured again
       if (j.contains("roof") && j["roof"].is_object()) {
         // Judged against a roof the node calibrated: the store keeps it,
         // with the node's name, and the result points at it.
@@ -370,6 +382,7 @@ std::vector<FinishedJob> SlurmBackend::poll(const ProgressFn& stage) {
         continue;
       }
       if (std::optional<EvalResult> r = read_result(it->second)) {
+        note_result(*r);
         done.push_back({it->first, std::move(*r)});
         release(it->second);
         it = pending_.erase(it);

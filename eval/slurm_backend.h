@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,12 @@ class SlurmBackend final : public EvalBackend {
   // the first submit().
   void set_slots(std::shared_ptr<JobSlots> slots) { slots_ = std::move(slots); }
   void set_roof_store(std::function<int64_t(const Roof&)> store) { store_roof_ = std::move(store); }
+  // Profiles on the nodes, as the local backend does, the candidates whose
+  // time ranks among the best `k` of the run so far (0: none): each request
+  // carries the k-th best time seen when it was submitted, and the node
+  // profiles the candidate if it comes in faster (a whole first batch, then,
+  // before any time is known).
+  void set_profile_top(int k) { profile_top_ = k; }
   void cancel() override;
   size_t outstanding() const override { return pending_.size(); }
   double clock() const override;
@@ -123,6 +130,7 @@ class SlurmBackend final : public EvalBackend {
     int resubmits = 0;
     double gone_since = 0;  // when it was first seen out of the queue without a result
     double submitted_at = 0;
+    std::string key;  // the point: "source_hash|knobs"
   };
   // sbatch over `indexes` of the batch in `dir`; returns the array job id.
   std::string sbatch(const std::filesystem::path& dir, const std::vector<size_t>& indexes);
@@ -131,6 +139,8 @@ class SlurmBackend final : public EvalBackend {
   // A pending job is done with: its slot goes back.
   void release(const Pending& p);
   std::optional<EvalResult> read_result(const Pending& p);
+  // What a result tells the profiling rank.
+  void note_result(const EvalResult& r);
   // The store's id of a roof a node calibrated (stored on first sight).
   int64_t roof_id_of(const Roof& roof);
   EvalResult ended_without_result(const Pending& p, const std::string& state,
@@ -151,6 +161,9 @@ class SlurmBackend final : public EvalBackend {
   std::map<uint64_t, Pending> pending_;
   uint64_t tickets_ = 0;
   uint64_t batches_ = 0;
+  int profile_top_ = 0;
+  std::vector<double> best_times_;  // the best profile_top_ medians, fastest first
+  std::set<std::string> profiled_;  // points whose result came back profiled
   double start_ = -1;
 };
 

@@ -136,6 +136,7 @@ SearchSession::SearchSession(Store& store, SearchRequest request)
                                                 parse_slurm_config(cfg.backend, "$.search.backend"));
     if (request_.job_slots) slurm->set_slots(request_.job_slots);
     slurm->set_roof_store([this](const Roof& r) { return store_.add_roof(r); });
+    slurm->set_profile_top(static_cast<int>(cfg.profile_top));
     own_backend_ = std::move(slurm);
   } else {
     roof_ = roof_for(store, *target_, [](std::string_view line) { log_debug("{}", line); });
