@@ -62,6 +62,10 @@ class EvalBackend {
   // Seconds charged to the time budget so far: wall time for the local
   // backend, the recorded compile and run times for a replay.
   virtual double clock() const = 0;
+  // While on, the jobs submitted are compared with one another (the
+  // confirmation rounds): a backend that spreads jobs over machines should
+  // run them all on one. This machine's backends are one machine already.
+  virtual void compare_on_one_machine(bool on) { (void)on; }
 };
 
 // The batch loop every caller uses: submits `jobs`, then polls, calling

@@ -157,7 +157,7 @@ SlurmBackend::~SlurmBackend() {
 double SlurmBackend::clock() const { return start_ < 0 ? 0 : monotonic_seconds() - start_; }
 
 std::string SlurmBackend::sbatch(const std::filesystem::path& dir,
-                                 const std::vector<size_t>& indexes) {
+                                 const std::vector<size_t>& indexes, const std::string& node) {
   std::vector<std::string> argv = {"sbatch", "--parsable", "--job-name=kevo",
                                    fmt::format("--array={}", fmt::join(indexes, ",")),
                                    "--output=" + (dir / "%a.out").string(),
@@ -169,12 +169,16 @@ std::string SlurmBackend::sbatch(const std::filesystem::path& dir,
   if (!config_.gpus.empty()) argv.push_back("--gpus-per-task=" + config_.gpus);
   if (config_.exclusive) argv.push_back("--exclusive");
   argv.insert(argv.end(), config_.extra.begin(), config_.extra.end());
+  if (!node.empty()) argv.push_back("--nodelist=" + node);
   argv.push_back((dir / "job.sh").string());
   const ProcessResult r = slurm_command(argv);
   const std::string out = first_line(r.out);
   if (!succeeded(r) || out.empty())
     throw UserError(fmt::format("sbatch failed: {}", first_line(r.err.empty() ? r.out : r.err)));
-  return out.substr(0, out.find(';'));  // "ID" or "ID;CLUSTER"
+  const std::string array = out.substr(0, out.find(';'));  // "ID" or "ID;CLUSTER"
+  const std::string args = fmt::format("{}\n", fmt::join(argv, " "));
+  write_file_atomic(dir / fmt::format("sbatch-{}.args", array), args.data(), args.size());
+  return array;
 }
 
 std::map<std::string, SlurmBackend::Pending> SlurmBackend::earlier_jobs() const {
@@ -263,10 +267,17 @@ std::vector<uint64_t> SlurmBackend::submit(const std::vector<EvalJob>& jobs) {
       "{}/$i.request.json -o {}/$i.result.json\n",
       shell_quote(config_.kevo.string()), shell_quote(dir.string()), shell_quote(dir.string()));
   write_file_atomic(dir / "job.sh", script.data(), script.size());
+  // Compared with one another: on the node that measured the first (the
+  // best), else the last one heard from.
+  if (pin_ && pin_node_.empty()) {
+    auto it = node_of_.find(keys[0].get<std::string>());
+    pin_node_ = it != node_of_.end() ? it->second : last_node_;
+  }
   // Each waits for a slot (none: at once) and is submitted by launch_waiting.
   for (size_t n = 0; n < fresh.size(); ++n) {
     tickets[fresh[n]] = ++tickets_;
-    pending_[tickets[fresh[n]]] = {dir, n, "", 0, 0, 0, keys[n].get<std::string>()};
+    pending_[tickets[fresh[n]]] = {dir, n, "", 0, 0, 0, keys[n].get<std::string>(),
+                                   pin_ ? pin_node_ : ""};
   }
   launch_waiting();
   return tickets;
@@ -287,8 +298,19 @@ void SlurmBackend::launch_waiting() {
     std::vector<size_t> indexes;
     for (uint64_t t : tickets) indexes.push_back(pending_[t].index);
     std::string array;
+    const std::string node = pending_[tickets[0]].node;
     try {
-      array = sbatch(dir, indexes);
+      try {
+        array = sbatch(dir, indexes, node);
+      } catch (const UserError& e) {
+        if (node.empty()) throw;
+        // The node is gone from the cluster (renamed, removed): anywhere.
+        log_warn("slurm: cannot submit to node {} ({}): these candidates are measured on "
+                 "whichever node Slurm gives",
+                 node, e.what());
+        for (uint64_t t : tickets) pending_[t].node.clear();
+        array = sbatch(dir, indexes);
+      }
     } catch (...) {
       if (slots_) slots_->give_back(n);
       throw;
@@ -336,6 +358,9 @@ std::optional<EvalResult> SlurmBackend::read_result(const Pending& p) {
     try {
       EvalResult got = result_from_wire(j["result"]);
       if (j.value("profiled", false)) profiled_.insert(p.key);  // not again when measured again
+      if (j.contains("node") && j["node"].is_string()) {
+        node_of_[p.key] = last_node_ = j["node"].get<std::string>();
+      }
       if (j.contains("roof") && j["roof"].is_object()) {
         // Judged against a roof the node calibrated: the store keeps it,
         // with the node's name, and the result points at it.
@@ -435,6 +460,17 @@ std::vector<FinishedJob> SlurmBackend::poll(const ProgressFn& stage) {
         p.gone_since = 0;
         if (!started && now - p.submitted_at > 60 * config_.start_timeout_min) {
           never_started.push_back(p.job);
+          if (!p.node.empty()) {
+            // Its node never took it: measured anywhere instead, once.
+            log_warn("slurm: array task {} waited {:.3g} min for node {} (queue reason: {}): "
+                     "submitted to any node",
+                     p.job, config_.start_timeout_min, p.node,
+                     why_queued[p.job].empty() ? "none given" : why_queued[p.job]);
+            p.node.clear();
+            resubmit.push_back({it->first, p});
+            it = pending_.erase(it);
+            continue;
+          }
           done.push_back(
               {it->first,
                ended_without_result(p, "still queued",
@@ -486,11 +522,16 @@ std::vector<FinishedJob> SlurmBackend::poll(const ProgressFn& stage) {
       slurm_command(argv, 30);
     }
     for (auto& [ticket, p] : resubmit) {
-      log_warn("slurm: array task {} was taken away ({}): submitted again", p.job, "preempted or node failure");
+      const bool moved = std::find(never_started.begin(), never_started.end(), p.job) !=
+                         never_started.end();
+      if (!moved)
+        log_warn("slurm: array task {} was taken away (preempted or node failure): submitted again",
+                 p.job);
       const std::string array = sbatch(p.dir, {p.index});  // keeps its slot
       p.job = fmt::format("{}_{}", array, p.index);
+      p.submitted_at = monotonic_seconds();
       write_file_atomic(job_file(p.dir, p.index), p.job.data(), p.job.size());
-      ++p.resubmits;
+      if (!moved) ++p.resubmits;
       p.gone_since = 0;
       pending_[ticket] = p;
     }

@@ -118,6 +118,14 @@ class SlurmBackend final : public EvalBackend {
   // profiles the candidate if it comes in faster (a whole first batch, then,
   // before any time is known).
   void set_profile_top(int k) { profile_top_ = k; }
+  // On: the jobs submitted go to one node (sbatch --nodelist), the one that
+  // measured the first of them (the run's best), else the last node heard
+  // from. Where that node cannot take them (gone from the cluster, or still
+  // queued past start_timeout_min), they go anywhere, once, and say so.
+  void compare_on_one_machine(bool on) override {
+    pin_ = on;
+    pin_node_.clear();
+  }
   void cancel() override;
   size_t outstanding() const override { return pending_.size(); }
   double clock() const override;
@@ -131,9 +139,13 @@ class SlurmBackend final : public EvalBackend {
     double gone_since = 0;  // when it was first seen out of the queue without a result
     double submitted_at = 0;
     std::string key;  // the point: "source_hash|knobs"
+    std::string node;  // the node it must run on ("": any)
   };
   // sbatch over `indexes` of the batch in `dir`; returns the array job id.
-  std::string sbatch(const std::filesystem::path& dir, const std::vector<size_t>& indexes);
+  // With `node`, on that node only. The arguments are kept in the batch's
+  // directory (sbatch-ARRAY.args) for whoever looks into it.
+  std::string sbatch(const std::filesystem::path& dir, const std::vector<size_t>& indexes,
+                     const std::string& node = "");
   // Submits the jobs waiting for a slot, as many as the cap lets through.
   void launch_waiting();
   // A pending job is done with: its slot goes back.
@@ -164,6 +176,10 @@ class SlurmBackend final : public EvalBackend {
   int profile_top_ = 0;
   std::vector<double> best_times_;  // the best profile_top_ medians, fastest first
   std::set<std::string> profiled_;  // points whose result came back profiled
+  bool pin_ = false;
+  std::string pin_node_;
+  std::map<std::string, std::string> node_of_;  // point -> the node that last measured it
+  std::string last_node_;
   double start_ = -1;
 };
 

@@ -571,6 +571,12 @@ void Engine::confirm() {
     if (o->point.knobs == defaults_[static_cast<size_t>(o->point.family)]) add(o);
   std::vector<std::vector<double>> rounds(pick.size());
   std::vector<bool> failed(pick.size(), false);
+  // Compared with one another: on one machine (a cluster pins them to a node).
+  struct OneMachine {
+    EvalBackend& b;
+    explicit OneMachine(EvalBackend& backend) : b(backend) { b.compare_on_one_machine(true); }
+    ~OneMachine() { b.compare_on_one_machine(false); }
+  } one_machine(backend_);
   const auto keep_going = [&] { return !(interrupted && interrupted()); };
   for (int64_t round = 0; round < config_.confirm_rounds && keep_going(); ++round) {
     std::vector<size_t> order(pick.size());

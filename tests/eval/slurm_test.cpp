@@ -312,9 +312,45 @@ TEST_F(Slurm, ConfirmationRoundsAreMeasuredAgain) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_GE(nlohmann::json::parse(r.out)["confirmations"].get<int64_t>(), 1);
   int batches = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir_ / "shared"))
-    batches += std::filesystem::is_directory(e.path());
+  std::vector<std::string> pinned;  // the sbatch arguments' --nodelist, per batch
+  for (const auto& e : std::filesystem::directory_iterator(dir_ / "shared")) {
+    if (!std::filesystem::is_directory(e.path())) continue;
+    ++batches;
+    for (const auto& f : std::filesystem::directory_iterator(e.path()))
+      if (f.path().extension() == ".args") {
+        const std::string args = read_text_file(f.path());
+        const size_t at = args.find("--nodelist=");
+        pinned.push_back(at == std::string::npos
+                             ? ""
+                             : args.substr(at + 11, args.find(' ', at) - at - 11));
+      }
+  }
   EXPECT_EQ(batches, 2);  // the search's, and the confirmation's
+  // The confirmation went to the node that measured the best: its rounds
+  // are compared on one machine. The search went anywhere.
+  SpawnOptions h;
+  h.argv = {"hostname", "-s"};
+  std::string node = run_process(h, 10).out;
+  node.erase(node.find_last_not_of("\n") + 1);
+  std::sort(pinned.begin(), pinned.end());
+  EXPECT_EQ(pinned, (std::vector<std::string>{"", node}));
+}
+
+// A confirmation pinned to a node the cluster no longer has (here: workers
+// that say they ran on "ghost") is measured on any node, and said so; the
+// run does not end on sbatch's refusal.
+TEST_F(Slurm, AConfirmationWhoseNodeIsGoneRunsElsewhere) {
+  const std::string ghost = script("ghost-kevo.sh", "SLURMD_NODENAME=ghost exec " +
+                                                        test::kevo_binary().string() + " \"$@\"\n");
+  write_task("random", slurm({{"kevo", ghost}}), 2);
+  nlohmann::json task = nlohmann::json::parse(std::ifstream(dir_ / "task.json"));
+  task["search"]["confirm"] = 1;
+  task["search"]["confirm_rounds"] = 1;
+  std::ofstream(dir_ / "task.json") << task.dump(2);
+  auto r = kevo({"run", "task.json", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("cannot submit to node ghost"), std::string::npos) << r.err;
+  EXPECT_GE(nlohmann::json::parse(r.out)["confirmations"].get<int64_t>(), 1);
 }
 
 // A job cancelled on the cluster mid-run (an operator's scancel) is a
