@@ -76,8 +76,18 @@ ChildProcess::ChildProcess(const SpawnOptions& options) {
   for (const auto& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   std::vector<std::string> env_store;
+  // A variable given in options.env replaces the inherited one of that name
+  // (getenv and execvpe take the first: a duplicate would be ignored).
+  auto given = [&](const char* e) {
+    const char* eq = std::strchr(e, '=');
+    const size_t n = eq ? static_cast<size_t>(eq - e) : std::strlen(e);
+    for (const auto& o : options.env)
+      if (o.size() > n && o[n] == '=' && o.compare(0, n, e, n) == 0) return true;
+    return false;
+  };
   if (options.inherit_env)
-    for (char** e = environ; *e; ++e) env_store.emplace_back(*e);
+    for (char** e = environ; *e; ++e)
+      if (!given(*e)) env_store.emplace_back(*e);
   for (const auto& e : options.env) env_store.push_back(e);
   std::vector<char*> envp;
   for (auto& e : env_store) envp.push_back(e.data());

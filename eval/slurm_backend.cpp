@@ -171,10 +171,31 @@ std::string SlurmBackend::sbatch(const std::filesystem::path& dir,
   argv.insert(argv.end(), config_.extra.begin(), config_.extra.end());
   if (!node.empty()) argv.push_back("--nodelist=" + node);
   argv.push_back((dir / "job.sh").string());
-  const ProcessResult r = slurm_command(argv);
-  const std::string out = first_line(r.out);
-  if (!succeeded(r) || out.empty())
-    throw UserError(fmt::format("sbatch failed: {}", first_line(r.err.empty() ? r.out : r.err)));
+  // A controller that is busy or restarting answers again a little later:
+  // tried 4 times over about 30 s. Anything else (a bad partition, a limit)
+  // is said at once.
+  ProcessResult r;
+  std::string out, why;
+  for (int attempt = 0;; ++attempt) {
+    r = slurm_command(argv);
+    out = first_line(r.out);
+    if (succeeded(r) && !out.empty()) break;
+    why = first_line(r.err.empty() ? r.out : r.err);
+    const bool transient =
+        r.timed_out || why.find("timed out") != std::string::npos ||
+        why.find("Unable to contact") != std::string::npos ||
+        why.find("temporarily unavailable") != std::string::npos ||
+        why.find("temporarily unable") != std::string::npos ||
+        why.find("try again") != std::string::npos || why.find("Zero Bytes") != std::string::npos;
+    if (!transient || attempt == 3) {
+      if (why.find("MaxSubmit") != std::string::npos)
+        why += " (the cluster's limit on submitted jobs: set search.backend.max_jobs below it)";
+      throw UserError(fmt::format("sbatch failed: {}", why));
+    }
+    const double wait_s = 2.0 * (1 << attempt);  // 2, 4, 8 s
+    log_warn("slurm: sbatch failed ({}): trying again in {:.0f} s", why, wait_s);
+    std::this_thread::sleep_for(std::chrono::duration<double>(wait_s));
+  }
   const std::string array = out.substr(0, out.find(';'));  // "ID" or "ID;CLUSTER"
   const std::string args = fmt::format("{}\n", fmt::join(argv, " "));
   write_file_atomic(dir / fmt::format("sbatch-{}.args", array), args.data(), args.size());

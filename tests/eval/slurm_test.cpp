@@ -414,6 +414,50 @@ TEST_F(Slurm, ANodeCalibratesItsOwnRoofAndTheStoreKeepsItWithItsName) {
   EXPECT_GT(j["best"]["roof_fraction"].get<double>(), 0);
 }
 
+// A run's own cap: with max_jobs 1 every candidate goes out alone, as the one
+// before it finishes. A controller that fails to answer sbatch once (a
+// stand-in that says what a busy slurmctld says, then hands over to the
+// real sbatch) is asked again, not the end of the run.
+TEST_F(Slurm, ARunsCapHoldsAndABusyControllerIsAskedAgain) {
+  const auto bin = dir_ / "bin";
+  std::filesystem::create_directories(bin);
+  SpawnOptions which;
+  which.argv = {"sh", "-c", "command -v sbatch"};
+  std::string real = run_process(which, 10).out;
+  real.erase(real.find_last_not_of("\n") + 1);
+  ASSERT_FALSE(real.empty());
+  const std::string once = (dir_ / "failed-once").string();
+  {
+    std::ofstream f(bin / "sbatch");
+    f << "#!/bin/sh\nif [ ! -e " << once << " ]; then touch " << once
+      << "; echo 'sbatch: error: Batch job submission failed: Socket timed out on send/recv "
+         "operation' >&2; exit 1; fi\nexec "
+      << real << " \"$@\"\n";
+  }
+  std::filesystem::permissions(bin / "sbatch", std::filesystem::perms::owner_all);
+  write_task("random", slurm({{"max_jobs", 1}, {"exclusive", false}}), 4);
+  const char* path = std::getenv("PATH");
+  auto r = test::run_kevo(dir_, db_, {"run", "task.json", "--json"},
+                          {"SLURM_CONF=" + conf_, "PATH=" + bin.string() + ":" + (path ? path : "")},
+                          1 << 22);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("Socket timed out"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("trying again"), std::string::npos) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["evaluations"], 4);
+  // One array task per sbatch: the cap of one in flight.
+  int submissions = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir_ / "shared"))
+    for (const auto& f : std::filesystem::directory_iterator(e.path()))
+      if (f.path().extension() == ".args") {
+        ++submissions;
+        const std::string args = read_text_file(f.path());
+        const size_t at = args.find("--array=");
+        ASSERT_NE(at, std::string::npos);
+        EXPECT_EQ(args.substr(at, args.find(' ', at) - at).find(','), std::string::npos) << args;
+      }
+  EXPECT_EQ(submissions, 4);
+}
+
 // A suite's cluster tasks are searched side by side under one cap on the
 // jobs in flight: both runs are under way before any candidate has been
 // evaluated (the workers wait until the test lets them go), and the cluster
