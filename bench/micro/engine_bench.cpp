@@ -633,7 +633,7 @@ void BM_SlurmBackend(benchmark::State& state) {
   const std::string canned = nlohmann::json{{"result", result_to_wire(r)}, {"host", "node"}}.dump();
   write_file_atomic(fake.path / "canned.json", canned.data(), canned.size());
   Roof roof;
-  roof.target = "cpu";
+  roof.target = gemm_task().target;
   roof.host_key = "bench";
   std::vector<EvalJob> jobs;
   for (size_t i = 0; i < batch; ++i) {
