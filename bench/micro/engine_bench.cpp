@@ -527,10 +527,11 @@ class FakeBackend final : public ImmediateBackend {
   double clock_s_ = 0;
 };
 
-void BM_EngineRun(benchmark::State& state, std::string strategy) {
+// Whole Engine::runs of `max_evals` in batches of `batch` with the fake
+// backend, on a memory or a WAL file store; the counters per evaluation.
+void engine_runs(benchmark::State& state, const std::string& strategy, bool file,
+                 int64_t max_evals, size_t batch) {
   const SearchSpace& space = gemm_space();  // enumerated: the engine's copy is too
-  const bool file = state.range(0) != 0;
-  const int64_t max_evals = state.range(1);
   double searcher_s = 0, store_s = 0, wall_s = 0;
   int64_t evals = 0, dups = 0;
   for (auto _ : state) {
@@ -540,7 +541,7 @@ void BM_EngineRun(benchmark::State& state, std::string strategy) {
     SearchConfig c;
     c.strategy = strategy;
     c.stop.max_evals = max_evals;
-    c.batch = 4;
+    c.batch = batch;
     c.seed = 1;
     Engine e(gemm_task(), space, *store, backend, c, this_machine());
     e.begin(nlohmann::json::object());
@@ -562,40 +563,16 @@ void BM_EngineRun(benchmark::State& state, std::string strategy) {
   state.counters["dups_per_eval"] = static_cast<double>(dups) / n;
 }
 
+void BM_EngineRun(benchmark::State& state, std::string strategy) {
+  engine_runs(state, strategy, state.range(0) != 0, state.range(1), 4);
+}
+
 // The engine's own cost per evaluation as the batch grows (what bounds a
 // cluster of many nodes: one batch is one generation evaluated at once):
 // 1600 evaluations on a WAL file store in batches of `batch`, answered at
 // once by the fake backend. Counters as BM_EngineRun.
 void BM_EngineScale(benchmark::State& state, std::string strategy) {
-  const SearchSpace& space = gemm_space();
-  const size_t batch = static_cast<size_t>(state.range(0));
-  double searcher_s = 0, store_s = 0, wall_s = 0;
-  int64_t evals = 0;
-  for (auto _ : state) {
-    TempDir dir;
-    Store store(dir.path / "store.db");
-    FakeBackend backend(space);
-    SearchConfig c;
-    c.strategy = strategy;
-    c.stop.max_evals = 1600;
-    c.batch = batch;
-    c.seed = 1;
-    Engine e(gemm_task(), space, store, backend, c, this_machine());
-    e.begin(nlohmann::json::object());
-    const auto t0 = Clock::now();
-    e.run();
-    const double t = seconds_since(t0);
-    state.SetIterationTime(t);
-    wall_s += t;
-    searcher_s += e.stats().searcher_s;
-    store_s += e.stats().store_s;
-    evals += e.stats().evaluations;
-  }
-  const double n = static_cast<double>(evals);
-  state.counters["evals"] = n / static_cast<double>(state.iterations());
-  state.counters["us_per_eval"] = 1e6 * wall_s / n;
-  state.counters["searcher_us_per_eval"] = 1e6 * searcher_s / n;
-  state.counters["store_us_per_eval"] = 1e6 * store_s / n;
+  engine_runs(state, strategy, true, 1600, static_cast<size_t>(state.range(0)));
 }
 
 // The slurm backend's own cost per candidate, against stand-ins for sbatch,

@@ -71,6 +71,14 @@ class Slurm : public ::testing::Test {
     b.update(extra);
     return b;
   }
+  // The test cluster's one node (slurm_cluster.sh names it hostname -s).
+  static std::string node_name() {
+    SpawnOptions h;
+    h.argv = {"hostname", "-s"};
+    std::string node = run_process(h, 10).out;
+    node.erase(node.find_last_not_of("\n") + 1);
+    return node;
+  }
   // An executable /bin/sh script in the test's directory; its path.
   std::string script(const std::string& name, const std::string& body) const {
     const std::string path = (dir_ / name).string();
@@ -328,10 +336,7 @@ TEST_F(Slurm, ConfirmationRoundsAreMeasuredAgain) {
   EXPECT_EQ(batches, 2);  // the search's, and the confirmation's
   // The confirmation went to the node that measured the best: its rounds
   // are compared on one machine. The search went anywhere.
-  SpawnOptions h;
-  h.argv = {"hostname", "-s"};
-  std::string node = run_process(h, 10).out;
-  node.erase(node.find_last_not_of("\n") + 1);
+  const std::string node = node_name();
   std::sort(pinned.begin(), pinned.end());
   EXPECT_EQ(pinned, (std::vector<std::string>{"", node}));
 }
@@ -397,10 +402,7 @@ TEST_F(Slurm, ANodeCalibratesItsOwnRoofAndTheStoreKeepsItWithItsName) {
   auto r = kevo({"run", "task.json", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err.find("calibrating (once)"), std::string::npos) << "the submit host calibrated";
-  SpawnOptions h;
-  h.argv = {"hostname", "-s"};
-  std::string node = run_process(h, 10).out;
-  node.erase(node.find_last_not_of("\n") + 1);
+  const std::string node = node_name();
   Store s(db_, true);
   QueryResult roofs = s.query("SELECT id, hostname FROM roofs");
   ASSERT_EQ(roofs.rows.size(), 1u) << "one calibration per node type";
