@@ -6,11 +6,8 @@
 # the best candidates are profiled (ncu) on the node; the confirmation is
 # pinned to the node that measured the best; both backends find the same
 # kind of best. Figures go to $OUT (the device tool's output folder).
-#
-# Status (2026-12-02): on the CPU machine the stand-ins run a search to its
-# end; on the H200 host the first array task never started (no .err file,
-# the stand-in's log empty) and the run waited until its timeout. Not yet
-# explained: see issue 24's note. The diagnostics below are for that.
+# SKIP_LOCAL=1 leaves the local search out. Results:
+# bench/results/2026-12-02-slurm-path-on-h200.md.
 set -u
 export KEVO_HOME=$PWD
 B=${KEVO_BIN:-build/bin}
