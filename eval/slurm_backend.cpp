@@ -90,11 +90,6 @@ void JobSlots::give_back(size_t n) {
   used_ -= std::min(n, used_);
 }
 
-size_t JobSlots::in_flight() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return used_;
-}
-
 size_t JobSlots::peak() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return peak_;
@@ -220,7 +215,7 @@ std::map<std::string, SlurmBackend::Pending> SlurmBackend::earlier_jobs() const 
       while (!job.empty() && std::isspace(static_cast<unsigned char>(job.back()))) job.pop_back();
       if (!job.empty())
         out[keys[i].get<std::string>()] = {e.path(), i, job, 0, 0, monotonic_seconds(),
-                                           keys[i].get<std::string>()};
+                                           keys[i].get<std::string>(), ""};
     }
   }
   return out;

@@ -43,7 +43,6 @@ class JobSlots {
   // cluster already: they are in flight, cap or not).
   void force(size_t n);
   void give_back(size_t n);
-  size_t in_flight() const;
   // The most ever in flight at once.
   size_t peak() const;
 

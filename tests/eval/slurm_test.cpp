@@ -65,6 +65,14 @@ class Slurm : public ::testing::Test {
           {"backend", backend}}}};
     std::ofstream(dir_ / "task.json") << t.dump(2);
   }
+  // Two evaluations, then the best re-measured in one confirmation round.
+  void write_confirming_task(const nlohmann::json& backend) {
+    write_task("random", backend, 2);
+    nlohmann::json task = nlohmann::json::parse(std::ifstream(dir_ / "task.json"));
+    task["search"]["confirm"] = 1;
+    task["search"]["confirm_rounds"] = 1;
+    std::ofstream(dir_ / "task.json") << task.dump(2);
+  }
   nlohmann::json slurm(nlohmann::json extra = nlohmann::json::object()) const {
     nlohmann::json b = {{"kind", "slurm"}, {"dir", (dir_ / "shared").string()},
                         {"poll_s", 0.3},   {"result_grace_s", 2}};
@@ -311,11 +319,7 @@ TEST_F(Slurm, RunsOfOtherStoresAreNotAdopted) {
 // The confirmation rounds measure again on the cluster: a point this run
 // measured is submitted anew, not answered from its earlier result file.
 TEST_F(Slurm, ConfirmationRoundsAreMeasuredAgain) {
-  write_task("random", slurm(), 2);
-  nlohmann::json task = nlohmann::json::parse(std::ifstream(dir_ / "task.json"));
-  task["search"]["confirm"] = 1;
-  task["search"]["confirm_rounds"] = 1;
-  std::ofstream(dir_ / "task.json") << task.dump(2);
+  write_confirming_task(slurm());
   auto r = kevo({"run", "task.json", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_GE(nlohmann::json::parse(r.out)["confirmations"].get<int64_t>(), 1);
@@ -347,11 +351,7 @@ TEST_F(Slurm, ConfirmationRoundsAreMeasuredAgain) {
 TEST_F(Slurm, AConfirmationWhoseNodeIsGoneRunsElsewhere) {
   const std::string ghost = script("ghost-kevo.sh", "SLURMD_NODENAME=ghost exec " +
                                                         test::kevo_binary().string() + " \"$@\"\n");
-  write_task("random", slurm({{"kevo", ghost}}), 2);
-  nlohmann::json task = nlohmann::json::parse(std::ifstream(dir_ / "task.json"));
-  task["search"]["confirm"] = 1;
-  task["search"]["confirm_rounds"] = 1;
-  std::ofstream(dir_ / "task.json") << task.dump(2);
+  write_confirming_task(slurm({{"kevo", ghost}}));
   auto r = kevo({"run", "task.json", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("cannot submit to node ghost"), std::string::npos) << r.err;
