@@ -301,6 +301,11 @@ EvalResult Evaluator::run_and_judge(const CompiledCandidate& c, EvalResult r,
       r.status = Status::crash;
       r.detail = run.detail;
       return r;
+    case RunOutcome::compile_failed:
+      r.status = Status::compile_error;
+      r.detail = run.detail;
+      r.compile_log += (r.compile_log.empty() ? "" : "\n") + run.detail;
+      return r;
     case RunOutcome::finished:
       break;
   }

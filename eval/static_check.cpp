@@ -140,8 +140,185 @@ bool looks_up_tensor_map_encoder(const std::string& source, size_t pos) {
 
 }  // namespace
 
+std::string strip_python_comments_and_strings(const std::string& s) {
+  std::string out = s;
+  size_t i = 0;
+  const size_t n = s.size();
+  while (i < n) {
+    const char c = s[i];
+    if (c == '#') {
+      while (i < n && s[i] != '\n') out[i++] = ' ';
+      continue;
+    }
+    if (c != '\'' && c != '"') {
+      ++i;
+      continue;
+    }
+    // A string: its prefix letters (r, b, u, f) are the word just before it.
+    size_t p = i;
+    bool formatted = false, raw = false;
+    while (p > 0 && std::isalpha(static_cast<unsigned char>(s[p - 1]))) {
+      const char l = static_cast<char>(std::tolower(static_cast<unsigned char>(s[p - 1])));
+      if (l == 'f') formatted = true;
+      if (l == 'r') raw = true;
+      --p;
+    }
+    const bool triple = i + 2 < n && s[i + 1] == c && s[i + 2] == c;
+    const size_t open = triple ? 3 : 1;
+    size_t j = i + open;
+    while (j < n) {
+      if (s[j] == '\\' && !raw) {
+        j += 2;
+        continue;
+      }
+      if (!triple && s[j] == '\n') break;
+      if (s[j] == c && (!triple || (j + 2 < n && s[j + 1] == c && s[j + 2] == c))) break;
+      ++j;
+    }
+    const size_t end = std::min(n, j + (j < n ? open : 0));
+    // An f-string's text stays: what its braces hold is code.
+    if (!formatted)
+      for (size_t k = i; k < end; ++k)
+        if (out[k] != '\n') out[k] = ' ';
+    i = end;
+  }
+  return out;
+}
+
+namespace {
+
+// What a Python candidate may import: torch, Triton's language (and its
+// sub-modules), its host-side tensor descriptors, math.
+bool python_import_allowed(const std::string& module) {
+  static const std::regex ok(
+      R"(^(torch|triton|math|triton\.language(\.[A-Za-z_][A-Za-z0-9_]*)*|triton\.tools\.tensor_descriptor)$)");
+  return std::regex_match(module, ok);
+}
+
+// Names a Python candidate may not use, by what they reach. As a bare name
+// or as an attribute (`torch.os`, `triton.runtime.build.subprocess`).
+const Banned kBannedPython[] = {
+    {"reads files, runs code from text or reflects on objects",
+     "open|exec|eval|compile|globals|locals|vars|getattr|setattr|delattr|breakpoint|input|help|"
+     "memoryview|exit|quit|dir"},
+    {"reaches the operating system (processes, files, the environment, the network)",
+     "os|sys|subprocess|socket|shutil|pathlib|builtins|importlib|ctypes|signal|multiprocessing|"
+     "threading|io|pickle|marshal|inspect|gc|weakref|runpy|environ|getenv|system|popen"},
+    {"loads code (extensions, custom ops, the hub)", "hub|load_library|cpp_extension|distributed"},
+    {"reaches Triton's runtime, compiler or settings (kevo runs and compiles the kernels)",
+     "runtime|compiler|driver|knobs|backends|testing"},
+    {"tunes on its own (kevo is the tuner)", "autotune"},
+    {"makes or switches streams or devices (launch on torch's current stream)",
+     "Stream|ExternalStream|stream|set_stream|set_device|device_of"},
+    {"changes torch's global settings", "set_[A-Za-z0-9_]+|manual_seed[A-Za-z0-9_]*|use_deterministic_algorithms"},
+};
+
+std::optional<std::string> static_check_python(const std::string& source,
+                                               const std::string& entry_point) {
+  const std::string code = strip_python_comments_and_strings(source);
+  if (!std::regex_search(code, std::regex("(^|\n)def\\s+" + entry_point + "\\s*\\(")))
+    return fmt::format("does not define the entry point {}() at the top level", entry_point);
+  // Imports: each module named, and the names they bind.
+  std::vector<std::string> bound = {"torch", "triton", "tl", "math"};
+  std::vector<std::string> torch_names = {"torch"};  // names bound to torch itself
+  {
+    static const std::regex import_stmt(R"((^|[\n;])[ \t]*import[ \t]+([^\n;]+))");
+    static const std::regex from_stmt(R"((^|[\n;])[ \t]*from[ \t]+([.\w]+)[ \t]+import[ \t]+\(?([^\n;)]+))");
+    static const std::regex item(R"(([.\w]+)(?:[ \t]+as[ \t]+(\w+))?)");
+    for (std::sregex_iterator it(code.begin(), code.end(), import_stmt), end; it != end; ++it) {
+      const std::string list = (*it)[2].str();
+      for (std::sregex_iterator m(list.begin(), list.end(), item); m != end; ++m) {
+        const std::string module = (*m)[1].str();
+        if (!python_import_allowed(module))
+          return fmt::format("line {}: imports {}: a Triton candidate imports only torch, triton, "
+                             "triton.language and math",
+                             line_of(code, static_cast<size_t>(it->position(2))), module);
+        bound.push_back((*m)[2].matched ? (*m)[2].str() : module.substr(0, module.find('.')));
+        if (module == "torch") torch_names.push_back(bound.back());
+      }
+    }
+    for (std::sregex_iterator it(code.begin(), code.end(), from_stmt), end; it != end; ++it) {
+      const std::string module = (*it)[2].str();
+      const std::string list = (*it)[3].str();
+      for (std::sregex_iterator m(list.begin(), list.end(), item); m != end; ++m) {
+        const std::string name = (*m)[1].str();
+        const std::string full = module + "." + name;
+        if (!python_import_allowed(module) || (module == "torch" && !python_import_allowed(full) &&
+                                               std::regex_search(name, std::regex("^[a-z]"))))
+          return fmt::format("line {}: imports {} from {}: a Triton candidate imports only torch, "
+                             "triton, triton.language and math",
+                             line_of(code, static_cast<size_t>(it->position(2))), name, module);
+        bound.push_back((*m)[2].matched ? (*m)[2].str() : name);
+      }
+    }
+  }
+  // Private and special attributes (torch._C, fn.__globals__) and special
+  // names (__import__, __builtins__) reach past every rule below.
+  {
+    static const std::regex hidden(R"((\.[ \t]*_[A-Za-z0-9_]*)|((^|[^A-Za-z0-9_.])__[A-Za-z0-9_]*))");
+    std::smatch m;
+    if (std::regex_search(code, m, hidden))
+      return fmt::format("line {}: uses {}, a private or special name: kernels may only compute",
+                         line_of(code, static_cast<size_t>(m.position(0))), m[0].str());
+  }
+  for (const Banned& b : kBannedPython) {
+    std::regex use(std::string("(^|[^A-Za-z0-9_])(") + b.names + ")(?![A-Za-z0-9_])");
+    for (std::sregex_iterator it(code.begin(), code.end(), use), end; it != end; ++it) {
+      const size_t pos = static_cast<size_t>(it->position(2));
+      size_t after = pos + (*it)[2].length();
+      while (after < code.size() && (code[after] == ' ' || code[after] == '\t')) ++after;
+      // A keyword argument or a name of its own being bound (`stream=`,
+      // `def load(`) is not the banned thing, unless it is an attribute.
+      const bool attribute = pos > 0 && code[pos - 1] == '.';
+      const bool keyword = after < code.size() && code[after] == '=' &&
+                           (after + 1 >= code.size() || code[after + 1] != '=');
+      if (!attribute && keyword) continue;
+      return fmt::format("line {}: uses {}, which {}: kernels may only compute",
+                         line_of(code, pos), (*it)[2].str(), b.what);
+    }
+  }
+  // torch's own file and code loaders (tl.load is Triton's, and fine).
+  for (const std::string& name : torch_names) {
+    std::regex io("(^|[^A-Za-z0-9_.])" + name + "[ \\t]*\\.[ \\t]*(load|save|from_file|ops|library|utils)(?![A-Za-z0-9_])");
+    std::smatch m;
+    if (std::regex_search(code, m, io))
+      return fmt::format("line {}: uses {}.{}, which reads or writes files or loads code: kernels "
+                         "may only compute",
+                         line_of(code, static_cast<size_t>(m.position(2))), name, m[2].str());
+  }
+  // State that outlives a call or changes what others see.
+  {
+    static const std::regex keyword(R"((^|[^A-Za-z0-9_.])(global|nonlocal)(?![A-Za-z0-9_]))");
+    std::smatch m;
+    if (std::regex_search(code, m, keyword))
+      return fmt::format("line {}: uses '{}': a candidate keeps no state between calls",
+                         line_of(code, static_cast<size_t>(m.position(2))), m[2].str());
+  }
+  for (const std::string& name : bound) {
+    // At a statement's start or in a tuple of targets (`a, torch.x = ...`);
+    // not `x: tl.constexpr = 1`, an annotation.
+    std::regex assign("(^|[\\n;,(])[ \\t]*(" + name +
+                      "(\\.[A-Za-z0-9_]+)+)[ \\t]*([-+*/%&|^@]|//|<<|>>|\\*\\*)?=(?!=)");
+    std::smatch m;
+    if (std::regex_search(code, m, assign))
+      return fmt::format("line {}: assigns {}: a candidate may not change torch's, Triton's or "
+                         "math's attributes",
+                         line_of(code, static_cast<size_t>(m.position(2))), m[2].str());
+    std::regex del("(^|[^A-Za-z0-9_.])del[ \\t]+(" + name + "(\\.[A-Za-z0-9_]+)+)");
+    if (std::regex_search(code, m, del))
+      return fmt::format("line {}: deletes {}: a candidate may not change torch's, Triton's or "
+                         "math's attributes",
+                         line_of(code, static_cast<size_t>(m.position(2))), m[2].str());
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<std::string> static_check(const std::string& source, const std::string& entry_point,
                                         const std::string& language) {
+  if (const TargetTraits* t = traits_of_language(language); t && std::string(t->syntax) == "python")
+    return static_check_python(source, entry_point);
   const std::string code = strip_comments_and_strings(source);
   if (!has_call_of(code, entry_point))
     return fmt::format("does not define the entry point {}()", entry_point);

@@ -7,12 +7,16 @@
 
 #include "core/error.h"
 #include "core/paths.h"
+#include "targets/traits.h"
 
 namespace kevo {
 
-std::string standalone_source(const Family& family, const KnobValues& knobs,
-                              const std::string& note,
-                              const std::vector<std::string>& shape_defaults) {
+namespace {
+
+// A C, C++ or CUDA family: the values as #defines; the shapes unless the
+// compiler defines them.
+std::string c_header(const Family& family, const KnobValues& knobs, const std::string& note,
+                     const std::vector<std::string>& shape_defaults) {
   std::string out = fmt::format("/* {}\n * family {} ({}), knobs baked in: {}\n */\n", note,
                                 family.name, family.origin.string(), knobs_to_string(knobs));
   for (const auto& [k, v] : knobs) out += fmt::format("#define {} {}\n", k, v);
@@ -24,6 +28,28 @@ std::string standalone_source(const Family& family, const KnobValues& knobs,
     const std::string name = d.substr(0, eq);
     out += fmt::format("#ifndef {0}\n#define {0} {1}\n#endif\n", name, d.substr(eq + 1));
   }
+  return out;
+}
+
+// A Python family (triton): the values as module globals, assigned at the
+// top. The shapes are left to kevo, which gives every candidate its task's
+// own (a global assigned here would override them).
+std::string python_header(const Family& family, const KnobValues& knobs, const std::string& note) {
+  std::string out = fmt::format("# {}\n# family {} ({}), knobs baked in: {}\n", note, family.name,
+                                family.origin.string(), knobs_to_string(knobs));
+  for (const auto& [k, v] : knobs) out += fmt::format("{} = {}\n", k, v);
+  return out;
+}
+
+}  // namespace
+
+std::string standalone_source(const Family& family, const KnobValues& knobs,
+                              const std::string& note,
+                              const std::vector<std::string>& shape_defaults) {
+  const TargetTraits* traits = traits_of_language(family.language);
+  const std::string out = traits && std::string(traits->syntax) == "python"
+                              ? python_header(family, knobs, note)
+                              : c_header(family, knobs, note, shape_defaults);
   // The declarations stay as comments: kevo would otherwise pass the
   // defaults as -D flags over the baked values.
   std::string text = family.text;

@@ -62,6 +62,9 @@ struct RunOutcome {
     crashed,       // signal, memory violation, unexpected exit
     timed_out,
     kernel_error,  // the entry point returned non-zero
+    // The target compiles at the first call (triton: Triton's JIT) and the
+    // compiler refused the candidate: `detail` holds its message and line.
+    compile_failed,
   } kind = finished;
   std::string detail;
   std::vector<CheckReport> checks;  // in phase order, as far as they ran

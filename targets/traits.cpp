@@ -52,6 +52,27 @@ const std::vector<TargetTraits>& all_target_traits() {
        "CUDA",
        true,
        false},
+      {"triton",
+       "NVIDIA GPUs: Triton kernels in Python, one kevo-triton-runner per GPU (torch and Triton "
+       "from KEVO_PYTHON)",
+       "kevo_launch",
+       "",
+       false,
+       {{"triton", ".py"}},
+       {},
+       "\n- Triton in Python: @triton.jit kernels and def kevo_launch(inputs, outputs, scalars) "
+       "over torch tensors (kevo's tensor order), launched on torch's current stream. Import only "
+       "torch, triton, triton.language and math. Knobs are module globals (pass them to the "
+       "kernel as tl.constexpr, num_warps=, num_stages=). No triton.autotune: kevo is the tuner. "
+       "No private (_name) or dunder attributes, no setattr/getattr/exec/eval/open, no assignments "
+       "to torch's or triton's attributes. bf16 I/O, fp32 math.",
+       "",
+       "",
+       "",
+       "Triton",
+       true,
+       false,
+       "python"},
       {"trainium",
        "AWS Trainium / Inferentia: NKI kernels",
        "",

@@ -7,7 +7,9 @@ For each task this script times two peers on the same inputs:
   compile  the same function through
            torch.compile(fn, mode="max-autotune-no-cudagraphs",
                          dynamic=False, fullgraph=True)
-  kevo     (with --kevo-dir DIR) kevo's kernel DIR/<config name>.best.cu, as
+  kevo     (with --kevo-dir DIR) kevo's kernel DIR/<config name>.best.cu (or,
+           for a Triton task, DIR/<config name>.best.py, called in this
+           process through its kevo_launch), as
            `kevo run -o` writes it, built with nvcc as kevo builds it and
            called through its kevo_launch on torch's stream: kevo's kernel and
            the peers are then timed by one harness, call for call alike
@@ -695,9 +697,35 @@ def kevo_peer(task, kevo_dir, workdir):
     returns a function that allocates the outputs and calls kevo_launch."""
     stem = os.path.splitext(os.path.basename(task.source))[0]
     src = os.path.join(kevo_dir, stem + ".best.cu")
+    triton_src = os.path.join(kevo_dir, stem + ".best.py")
+    if not os.path.isfile(src) and os.path.isfile(triton_src):
+        return kevo_triton_kernel(task, triton_src)
     if not os.path.isfile(src):
         raise BadInput(f"kevo peer: no {src} (kevo run CONFIG -o {src} writes it)")
     return kevo_kernel(task, src, {}, workdir, stem)
+
+
+def kevo_triton_kernel(task, src):
+    """A kevo Triton kernel (`kevo run -o BEST.py` writes it, knobs as module
+    globals) wrapped as a function like the peers': it allocates the outputs
+    and calls the module's kevo_launch(inputs, outputs, scalars)."""
+    with open(src) as f:
+        code = compile(f.read(), src, "exec")
+    module = {"__name__": "kevo_best", "__file__": src}
+    exec(code, module)
+    launch = module["kevo_launch"]
+    names = task.spec["outputs"]
+    scalars = tuple(float(task.params[k]) for k in task.spec["scalars"])
+
+    def kevo(*inputs):
+        outs = tuple(torch.empty(task.shapes[n], dtype=inputs[0].dtype, device=inputs[0].device)
+                     for n in names)
+        rc = launch(inputs, outs, scalars)
+        if rc not in (None, 0):
+            raise RuntimeError(f"kevo_launch returned {rc}")
+        return outs[0] if len(outs) == 1 else outs
+    kevo.__name__ = f"kevo:{os.path.basename(src)}"
+    return kevo
 
 
 def shape_defines(task):

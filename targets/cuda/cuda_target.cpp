@@ -32,6 +32,7 @@
 #include "core/paths.h"
 #include "core/process.h"
 #include "targets/cuda/reports.h"
+#include "targets/runner/gpu_host.h"
 #include "targets/runner/host_loop.h"
 #include "targets/runner/protocol.h"
 #include "targets/wrapper.h"
@@ -40,33 +41,10 @@ namespace kevo {
 
 namespace {
 
-std::optional<std::filesystem::path> find_program(const std::string& name, const char* env,
-                                                  const std::vector<std::filesystem::path>& also) {
-  if (const char* e = std::getenv(env); e && *e) {
-    if (std::filesystem::exists(e)) return std::filesystem::path(e);
-    return std::nullopt;
-  }
-  if (const char* path = std::getenv("PATH")) {
-    std::string p = path;
-    size_t start = 0;
-    while (start <= p.size()) {
-      size_t end = p.find(':', start);
-      if (end == std::string::npos) end = p.size();
-      auto candidate = std::filesystem::path(p.substr(start, end - start)) / name;
-      if (end > start && access(candidate.c_str(), X_OK) == 0) return candidate;
-      start = end + 1;
-    }
-  }
-  for (const auto& a : also)
-    if (access((a / name).c_str(), X_OK) == 0) return a / name;
-  return std::nullopt;
-}
-
-const std::vector<std::filesystem::path>& cuda_bins() {
-  static const std::vector<std::filesystem::path> dirs = {"/usr/local/cuda/bin",
-                                                           "/opt/nvidia/nsight-compute"};
-  return dirs;
-}
+using runner::cuda_bins;
+using runner::describe_exit;
+using runner::find_program;
+using runner::Spawner;
 
 // Datasheet figures, shown beside the measured roof (never used as the roof).
 struct Datasheet {
@@ -86,64 +64,6 @@ const Datasheet* datasheet_for(const std::string& name) {
     if (name.find(d.match) != std::string::npos) return &d;
   return nullptr;
 }
-
-std::string describe_exit(const ChildProcess& c) {
-  if (int sig = c.term_signal()) return "the runner died of " + signal_description(sig);
-  if (auto code = c.exit_code()) return fmt::format("the runner exited with status {}", *code);
-  return "the runner stopped";
-}
-
-// Starts processes from one thread that lives as long as the target. A child
-// dies with the thread that forked it (PR_SET_PDEATHSIG), and runners are
-// started from whichever thread measures: a measuring thread that ends (the
-// backend's per-batch workers do) must not take its runner with it.
-class Spawner {
- public:
-  Spawner() : thread_([this] { loop(); }) {}
-  ~Spawner() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-  std::unique_ptr<ChildProcess> spawn(const SpawnOptions& options) {
-    std::promise<std::unique_ptr<ChildProcess>> promise;
-    auto result = promise.get_future();
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      jobs_.push_back([&] {
-        try {
-          promise.set_value(std::make_unique<ChildProcess>(options));
-        } catch (...) {
-          promise.set_exception(std::current_exception());
-        }
-      });
-    }
-    cv_.notify_all();
-    return result.get();
-  }
-
- private:
-  void loop() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    for (;;) {
-      cv_.wait(lock, [&] { return done_ || !jobs_.empty(); });
-      if (jobs_.empty()) return;
-      auto job = std::move(jobs_.front());
-      jobs_.pop_front();
-      lock.unlock();
-      job();
-      lock.lock();
-    }
-  }
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> jobs_;
-  bool done_ = false;
-  std::thread thread_;
-};
 
 // One GPU and the runner process that owns it.
 struct Slot {

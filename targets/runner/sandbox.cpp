@@ -130,9 +130,17 @@ void install_cpu_rules(Filter& f, uint64_t self) {
   f.rule(SCMP_ACT_ALLOW, "prlimit64", {SCMP_A0(SCMP_CMP_EQ, 0), SCMP_A2(SCMP_CMP_EQ, 0)});
 }
 
-void install_cuda_rules(Filter& f, uint64_t self) {
-  for (const char* name : kCudaDenied) f.rule(kEperm, name);
-  f.rule(kEperm, "clone", {SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0)});
+bool starts_programs(const char* name) {
+  for (const char* p : {"fork", "vfork", "execve", "execveat"})
+    if (std::strcmp(name, p) == 0) return true;
+  return false;
+}
+
+// `processes`: whether it may start processes and programs (triton).
+void install_cuda_rules(Filter& f, uint64_t self, bool processes) {
+  for (const char* name : kCudaDenied)
+    if (!processes || !starts_programs(name)) f.rule(kEperm, name);
+  if (!processes) f.rule(kEperm, "clone", {SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0)});
   for (uint64_t ns : {uint64_t{CLONE_NEWNS}, uint64_t{CLONE_NEWCGROUP}, uint64_t{CLONE_NEWUTS},
                       uint64_t{CLONE_NEWIPC}, uint64_t{CLONE_NEWUSER}, uint64_t{CLONE_NEWPID},
                       uint64_t{CLONE_NEWNET}})
@@ -166,7 +174,7 @@ std::string install_syscall_filter(FilterProfile profile) {
   if (profile == FilterProfile::cpu)
     install_cpu_rules(f, self);
   else
-    install_cuda_rules(f, self);
+    install_cuda_rules(f, self, profile == FilterProfile::triton);
   if (!f.error().empty()) return f.error();
   if (int rc = seccomp_load(f.get()); rc < 0) return std::string("seccomp_load: ") + strerror(-rc);
   return "";
@@ -231,6 +239,17 @@ FileRules cuda_runner_files(const std::string& files, const std::string& output)
         r.devices.push_back(std::string("/dev/") + e->d_name);
     closedir(dev);
   }
+  return r;
+}
+
+FileRules triton_runner_files(const std::string& files, const std::string& output,
+                              const std::vector<std::string>& python, const std::string& work) {
+  FileRules r = cuda_runner_files(files, output);
+  for (const std::string& p : python)
+    if (!p.empty() && p[0] == '/') r.readable.push_back(p);
+  r.workdirs.push_back(work);
+  // Triton runs its compilers with their output sent to /dev/null.
+  r.writable.emplace_back("/dev/null");
   return r;
 }
 
@@ -299,9 +318,12 @@ std::string confine_file_system(const FileRules& rules) {
   const uint64_t read = kExecute | kReadFile | kReadDir;
   const uint64_t write = kReadFile | kWriteFile | kTruncate;
   const uint64_t device = kReadFile | kReadDir | kWriteFile | kIoctlDev;
+  const uint64_t work = kReadFile | kReadDir | kWriteFile | kTruncate | kMakeReg | kMakeDir |
+                        kRemoveFile | kRemoveDir | kRefer;
   for (const auto& [paths, rights] : {std::pair{&rules.readable, read},
                                       std::pair{&rules.writable, write},
-                                      std::pair{&rules.devices, device}})
+                                      std::pair{&rules.devices, device},
+                                      std::pair{&rules.workdirs, work}})
     for (const std::string& path : *paths)
       if (std::string why = allow(path, rights); !why.empty()) return why;
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
@@ -363,13 +385,22 @@ ContainmentLayer probe_network_namespace() {
               strerror(result[1])};
 }
 
+const char* filter_detail(FilterProfile profile) {
+  switch (profile) {
+    case FilterProfile::cpu: return "deny-by-default";
+    case FilterProfile::cuda: return "deny list";
+    case FilterProfile::triton: return "deny list, child processes allowed";
+  }
+  return "";
+}
+
 ContainmentLayer probe_seccomp(FilterProfile profile) {
   // A filter mode that knows filters answers a null program with EFAULT.
   if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0)
     return {"seccomp", false, std::string("not in this kernel: ") + strerror(errno)};
   if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, nullptr, 0, 0) == 0 || errno != EFAULT)
     return {"seccomp", false, std::string("no filter mode in this kernel: ") + strerror(errno)};
-  return {"seccomp", true, profile == FilterProfile::cpu ? "deny-by-default" : "deny list"};
+  return {"seccomp", true, filter_detail(profile)};
 }
 
 }  // namespace
@@ -393,7 +424,7 @@ std::vector<ContainmentLayer> containment_got(FilterProfile profile,
   return {{"environment", true, "clean"},
           layer("landlock", why_not.landlock, ""),
           layer("network namespace", why_not.network, ""),
-          layer("seccomp", why_not.filter, cpu ? "deny-by-default" : "deny list"),
+          layer("seccomp", why_not.filter, filter_detail(profile)),
           {"limits", true, cpu ? "" : "wall clock only"}};
 }
 

@@ -20,6 +20,10 @@ enum class FilterProfile {
   // than AF_UNIX, ptrace, mount, namespaces, bpf, keys, perf, modules, ...):
   // what the CUDA driver calls cannot be listed without a GPU to watch it.
   cuda,
+  // cuda's deny list, less processes and programs: Triton runs its compilers
+  // (ptxas, the C compiler for its launchers) as child processes, which
+  // inherit every layer (the filter, Landlock, the network namespace).
+  triton,
 };
 
 // Installs the filter for this process and all its threads, those running
@@ -51,6 +55,9 @@ struct FileRules {
   std::vector<std::string> readable;
   std::vector<std::string> writable;
   std::vector<std::string> devices;
+  // Directories it may also create, rename and remove files and directories
+  // in (a runner's scratch: its compiler's cache and temporary files).
+  std::vector<std::string> workdirs;
 };
 
 // Confines the file system for this process and every thread it starts later
@@ -77,6 +84,12 @@ FileRules cpu_runner_files(const std::string& artifact);
 // kevo puts each candidate in); `output` and its own threads' files in
 // /proc (the driver names its threads) to write.
 FileRules cuda_runner_files(const std::string& files, const std::string& output);
+
+// What a triton runner (a Python interpreter running torch and Triton) needs:
+// a cuda runner's files, the interpreter's own directories `python` (its
+// prefix and import path) to read, and `work` (its scratch) to make files in.
+FileRules triton_runner_files(const std::string& files, const std::string& output,
+                              const std::vector<std::string>& python, const std::string& work);
 
 // One layer of containment and whether a runner has it: `name` is one of
 // "environment", "landlock", "network namespace", "seccomp", "limits";

@@ -210,7 +210,7 @@ TEST_F(Kb, EveryMalformedFileIsAUserErrorNamingFileAndLine) {
       {md, pattern_with("title: T\n", "just words\n"), "3: expected 'key: value'"},
       {md, pattern_with("title: T\n", "title: T\ntitle: U\n"), "4: key 'title' given twice"},
       {md, pattern_with("targets: [any]", "targets: [gpu]"),
-       "5: targets: unknown target 'gpu' (expected one of: cpu, cuda, trainium, any)"},
+       "5: targets: unknown target 'gpu' (expected one of: cpu, cuda, triton, trainium, any)"},
       {md, pattern_with("ops: [any]", "ops: [any, sorting]"), "6: ops: unknown op 'sorting'"},
       {md, pattern_with("bounds: [any]", "bounds: memory"), "7: bounds: expected a list"},
       {md, pattern_with("targets: [any]", "targets: []"), "5: targets: empty list"},
