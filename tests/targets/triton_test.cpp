@@ -106,7 +106,7 @@ TEST(TritonStaticCheck, RefusesWhatReachesOutside) {
   }
   // Names of its own that only look like banned ones are fine: a keyword
   // argument, a local of another name, tl.load, a string.
-  for (const std::string& line :
+  for (const char* line :
        {"def g(stream=None):\n    return 0", "openness = 1", "x = 'eval(os)'", "r = tl.load"}) {
     const auto why = check_py(std::string(kGood) + "\n" + line + "\n");
     EXPECT_FALSE(why) << line << " -> " << *why;
