@@ -579,10 +579,9 @@ def is_cuda_error(e):
 
 def error_line(e, path):
     """The candidate's line the error points at (0: none)."""
-    for attr in ("lineno",):
-        v = getattr(e, attr, None)
-        if isinstance(v, int) and v > 0:
-            return v
+    v = getattr(e, "lineno", None)
+    if isinstance(v, int) and v > 0:
+        return v
     src = getattr(e, "src", None)
     node = getattr(e, "node", None)
     if node is not None and getattr(node, "lineno", None):
