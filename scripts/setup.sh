@@ -19,7 +19,13 @@ packages=(
 # Chromium (`make test` asks for it; the test skips where it is missing),
 # `setup.sh fuzz` for clang and its libFuzzer runtime (`make fuzz`),
 # `setup.sh test-slurm` for the test Slurm cluster (`make test` asks for it;
-# the slurm tests skip where it is missing).
+# the slurm tests skip where it is missing),
+# `setup.sh test-triton` for a Python virtual environment with torch and Triton
+# from PyPI, where the triton target's tests run their candidates in Triton's
+# interpreter when there is no GPU (`make test` asks for it; those tests skip
+# where it is missing). It lives in ${KEVO_TRITON_VENV:-$XDG_CACHE_HOME/kevo/triton-venv}
+# and is made once; about 5 GB.
+triton_venv=""
 for group in "$@"; do
   case "$group" in
     bench) packages+=(libdnnl-dev libopenblas-dev) ;;
@@ -29,7 +35,10 @@ for group in "$@"; do
     # (tests/support/slurm_cluster.sh: its own config, keys and sockets; the
     # packages' system services are not used).
     test-slurm) packages+=(slurm-wlm munge) ;;
-    *) echo "setup.sh: unknown package group '$group' (known: bench, test-browser, fuzz, test-slurm)" >&2; exit 2 ;;
+    test-triton)
+      packages+=(python3-venv python3-pip)
+      triton_venv="${KEVO_TRITON_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/kevo/triton-venv}" ;;
+    *) echo "setup.sh: unknown package group '$group' (known: bench, test-browser, fuzz, test-slurm, test-triton)" >&2; exit 2 ;;
   esac
 done
 
@@ -37,11 +46,24 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq >&2 || true
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
 
-echo "setup: installing ${missing[*]}" >&2
-sudo=""
-[ "$(id -u)" -ne 0 ] && sudo="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq >&2 || true
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+# The Triton test environment: made once, in a temporary directory that is
+# renamed into place only when torch and Triton import, so an interrupted
+# install leaves nothing half-made behind.
+if [ -n "$triton_venv" ] && ! "$triton_venv/bin/python" -c 'import torch, triton, numpy' 2>/dev/null; then
+  echo "setup: making the Triton test environment in $triton_venv (torch, triton, numpy from PyPI; a few minutes)" >&2
+  rm -rf "$triton_venv" "$triton_venv.partial"
+  mkdir -p "$(dirname "$triton_venv")"
+  /usr/bin/python3 -m venv "$triton_venv.partial"
+  "$triton_venv.partial/bin/python" -m pip install -q torch triton numpy >&2
+  "$triton_venv.partial/bin/python" -c 'import torch, triton, numpy'
+  mv "$triton_venv.partial" "$triton_venv"
+fi
