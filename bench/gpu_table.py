@@ -6,7 +6,9 @@ bandwidth or FLOP rate against the measured roof.
 
 When torch_peers.py also timed kevo's kernel (--kevo-dir: peer "kevo"), the
 ratios are taken from that one harness, call for call alike; kevo's own
-measurement (kevo eval, kevo-cuda-runner) is shown beside it.
+measurement (kevo eval, kevo-cuda-runner) is shown beside it. When it also
+timed kevo's CUDA kernel for the task (--kevo-cuda-dir: peer "kevo_cuda"),
+two last columns put kevo's two targets side by side.
 
     bench/gpu_table.py OUT_DIR
 """
@@ -31,7 +33,7 @@ def peer_medians(out, task):
     docs = [load(p) for p in sorted(glob.glob(os.path.join(out, f"{task}.peers.*.json")))]
     if not any(docs):
         docs = [load(p) for p in sorted(glob.glob(os.path.join(out, "all.peers*.json")))]
-    found = {"eager": [], "compile": [], "kevo": []}
+    found = {"eager": [], "compile": [], "kevo": [], "kevo_cuda": []}
     for j in docs:
         for t in (j or {}).get("tasks", []):
             if t.get("name") != task:
@@ -75,18 +77,22 @@ def main(out):
         med = lambda v: statistics.median(v) if v else None
         k, e, c, kp = med(kevo), med(peers["eager"]), med(peers["compile"]), med(peers["kevo"])
         found = f"{best.get('family', '?')} after {run.get('evaluations', '?')} evaluations" if best else "—"
-        rows.append((task, status, k, kp, e, c, med(frac), bound, len(kevo), found))
+        rows.append((task, status, k, kp, e, c, med(frac), bound, len(kevo), found,
+                     med(peers["kevo_cuda"])))
+    cuda = any(r[-1] for r in rows)
     print("| task | kevo best, same harness as the peers (us) | kevo best, kevo's runner (us) "
           "| eager (us) | torch.compile (us) | eager / kevo | compile / kevo "
-          "| kevo vs measured roof | kevo timings | kevo's best |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| kevo vs measured roof | kevo timings | kevo's best |"
+          + (" kevo CUDA best, same harness (us) | kevo CUDA / kevo |" if cuda else ""))
+    print("|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if cuda else ""))
     f = lambda v: f"{v:.1f}" if v else "—"
-    for task, status, k, kp, e, c, fr, bound, n, found in rows:
+    for task, status, k, kp, e, c, fr, bound, n, found, kc in rows:
         base = kp or k  # the ratios: one harness for both when it timed kevo's kernel too
         ratio = lambda p: f"**{p / base:.2f}x**" if p and base else "—"
         roof = f"{100 * fr:.0f}% of {'copy bandwidth' if bound == 'memory' else 'bf16 rate'}" if fr else "—"
         print(f"| {task}{'' if status in ('ok', '') else f' ({status})'} | {f(kp)} | {f(k)} | {f(e)} "
-              f"| {f(c)} | {ratio(e)} | {ratio(c)} | {roof} | {n} | {found} |")
+              f"| {f(c)} | {ratio(e)} | {ratio(c)} | {roof} | {n} | {found} |"
+              + (f" {f(kc)} | {ratio(kc)} |" if cuda else ""))
 
 
 if __name__ == "__main__":

@@ -447,6 +447,9 @@ void Evaluator::add_profile(const PreparedCandidate& prepared, EvalResult& r) {
   if (!phase) return;
   ProfileOutcome p = target_.profile(task_, c.artifact, *phase, c.key);
   r.profile.insert(r.profile.end(), p.metrics.begin(), p.metrics.end());
+  // What profiling cost, beside what it found: a search pays it for each of
+  // the best few.
+  if (p.seconds > 0) r.profile.push_back({"profile.seconds", p.seconds, "s", 0});
   if (!p.ok) {
     r.diagnosis->why += "; not profiled: " + p.note;
     return;

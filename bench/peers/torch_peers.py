@@ -13,6 +13,9 @@ For each task this script times two peers on the same inputs:
            `kevo run -o` writes it, built with nvcc as kevo builds it and
            called through its kevo_launch on torch's stream: kevo's kernel and
            the peers are then timed by one harness, call for call alike
+  kevo_cuda (with --kevo-cuda-dir DIR) kevo's CUDA kernel DIR/<config name>.best.cu
+           for the same task, beside a Triton one from --kevo-dir: kevo's two
+           targets in one harness
 
 Tasks (the six defaults, `--task NAME`; any shape through a kevo task config):
 
@@ -691,14 +694,14 @@ def kevo_descriptor(t):
     return d
 
 
-def kevo_peer(task, kevo_dir, workdir):
+def kevo_peer(task, kevo_dir, workdir, cuda_only=False):
     """kevo's best kernel for `task` as a function like the peers': builds
     DIR/<config name>.best.cu into a shared library with kevo's nvcc flags and
     returns a function that allocates the outputs and calls kevo_launch."""
     stem = os.path.splitext(os.path.basename(task.source))[0]
     src = os.path.join(kevo_dir, stem + ".best.cu")
     triton_src = os.path.join(kevo_dir, stem + ".best.py")
-    if not os.path.isfile(src) and os.path.isfile(triton_src):
+    if not cuda_only and not os.path.isfile(src) and os.path.isfile(triton_src):
         return kevo_triton_kernel(task, triton_src)
     if not os.path.isfile(src):
         raise BadInput(f"kevo peer: no {src} (kevo run CONFIG -o {src} writes it)")
@@ -820,6 +823,9 @@ def run_task(task, device, opts, timer):
             elif peer == "kevo":
                 call = kevo_peer(task, opts.kevo_dir, opts.workdir)
                 rec["what"] = f"{call.__name__} through kevo_launch"
+            elif peer == "kevo_cuda":
+                call = kevo_peer(task, opts.kevo_cuda_dir, opts.workdir, cuda_only=True)
+                rec["what"] = f"{call.__name__} (CUDA) through kevo_launch"
             else:
                 rec["what"] = (f"torch.compile({fn.__name__}, mode={COMPILE_MODE!r}, "
                                f"dynamic=False, fullgraph=True)")
@@ -932,11 +938,14 @@ def parse_args(argv):
     ap.add_argument("--json", metavar="OUT", help="write every result, samples included, here")
     ap.add_argument("--rounds", type=int, default=1, help="interleave the peers R times (1)")
     ap.add_argument("--peers", default="eager,compile",
-                    help="comma-separated subset of eager,compile,kevo (eager,compile; "
+                    help="comma-separated subset of eager,compile,kevo,kevo_cuda (eager,compile; "
                          "kevo is added when --kevo-dir is given)")
     ap.add_argument("--kevo-dir", metavar="DIR",
                     help="time kevo's kernel DIR/<config name>.best.cu as peer 'kevo' by this "
                          "same harness (configs only)")
+    ap.add_argument("--kevo-cuda-dir", metavar="DIR",
+                    help="also time kevo's CUDA kernel DIR/<config name>.best.cu as peer "
+                         "'kevo_cuda' (beside a Triton kernel from --kevo-dir)")
     ap.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu (cuda)")
     ap.add_argument("--min-time-ms", type=float, default=100.0,
                     help="sampling goes on until this much timed (100)")
@@ -959,12 +968,16 @@ def parse_args(argv):
     peers = [p.strip() for p in opts.peers.split(",") if p.strip()]
     if opts.kevo_dir and "kevo" not in peers:
         peers.append("kevo")
-    if (not peers or any(p not in ("eager", "compile", "kevo") for p in peers)
+    if opts.kevo_cuda_dir and "kevo_cuda" not in peers:
+        peers.append("kevo_cuda")
+    if (not peers or any(p not in ("eager", "compile", "kevo", "kevo_cuda") for p in peers)
             or len(set(peers)) != len(peers)):
-        raise BadInput(f"--peers: expected a comma-separated subset of eager,compile,kevo, "
+        raise BadInput(f"--peers: expected a comma-separated subset of eager,compile,kevo,kevo_cuda, "
                        f"got {opts.peers!r}")
     if "kevo" in peers and not (opts.kevo_dir and os.path.isdir(opts.kevo_dir)):
         raise BadInput("--peers kevo needs --kevo-dir DIR, an existing folder")
+    if "kevo_cuda" in peers and not (opts.kevo_cuda_dir and os.path.isdir(opts.kevo_cuda_dir)):
+        raise BadInput("--peers kevo_cuda needs --kevo-cuda-dir DIR, an existing folder")
     opts.peers = peers
     opts.workdir = None
     for name, low in (("rounds", 1), ("min_samples", 1), ("max_samples", 1),
@@ -1006,7 +1019,7 @@ def main(argv=None):
             device = torch.device("cuda", torch.cuda.current_device())
         torch.cuda.set_device(device)
     timer = Timer(device, opts.launch_cover_us)
-    if "kevo" in opts.peers:
+    if "kevo" in opts.peers or "kevo_cuda" in opts.peers:
         import tempfile  # noqa: PLC0415
         opts.workdir = tempfile.mkdtemp(prefix="kevo-peer-")
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")

@@ -725,6 +725,21 @@ ProfileOutcome TritonTarget::profile(const Task& task, const std::filesystem::pa
   opt.inherit_env = false;
   opt.env = runner_env(dir / "work");
   ProcessResult r = run_process(opt, 300, 1 << 20);
+  out.metrics.push_back({"profile.ncu_run_s", monotonic_seconds() - t0, "s", 0});
+  // The runner's own account of that time (its events go to stderr under
+  // the profiler): its start (torch, the CUDA context) and Triton's compile.
+  {
+    std::istringstream lines(r.err);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.empty() || line.front() != '{') continue;
+      const auto ev = nlohmann::json::parse(line, nullptr, false);
+      if (!ev.is_object()) continue;
+      if (ev.contains("setup_s") && ev["setup_s"].is_number())
+        out.metrics.push_back({"profile.runner_start_s", ev["setup_s"].get<double>(), "s", 0});
+      if (ev.value("event", "") == "compiled" && ev.contains("seconds") && ev["seconds"].is_number())
+        out.metrics.push_back({"profile.triton_compile_s", ev["seconds"].get<double>(), "s", 0});
+    }
+  }
   if (!r.exit_code || *r.exit_code != 0 || !std::filesystem::exists(dir / "profile.ncu-rep")) {
     std::string tail = r.out + r.err;
     if (tail.size() > 600) tail = tail.substr(tail.size() - 600);
@@ -740,6 +755,7 @@ ProfileOutcome TritonTarget::profile(const Task& task, const std::filesystem::pa
     return run_process(o, 120, 64 << 20);
   };
   std::vector<cuda::NcuKernel> kernels;
+  const double t_import = monotonic_seconds();
   try {
     kernels = cuda::parse_ncu_raw(import({"--page", "raw"}).out);
   } catch (const UserError& e) {
@@ -754,7 +770,11 @@ ProfileOutcome TritonTarget::profile(const Task& task, const std::filesystem::pa
   for (const auto& x : kernels)
     if (x.value("gpu__time_duration.sum") > k->value("gpu__time_duration.sum")) k = &x;
   out.ok = true;
-  out.metrics = cuda::ncu_metrics(*k);
+  {
+    auto m = cuda::ncu_metrics(*k);
+    out.metrics.insert(out.metrics.end(), m.begin(), m.end());
+  }
+  out.metrics.push_back({"profile.import_s", monotonic_seconds() - t_import, "s", 0});
   out.metrics.push_back({"ncu.launches", static_cast<double>(kernels.size()), "", 0});
   const cuda::Bottleneck b = cuda::classify(*k, {});
   out.bottleneck = b.kind;
@@ -762,6 +782,7 @@ ProfileOutcome TritonTarget::profile(const Task& task, const std::filesystem::pa
   // Per line of the Python source: ncu's stall samples per instruction,
   // mapped by the line table Triton writes into each cubin it builds (all
   // in this profile's own Triton cache).
+  const double t_lines = monotonic_seconds();
   auto sass = cuda::parse_ncu_sass(import({"--page", "source", "--print-source", "sass"}).out);
   const cuda::SassKernel* sk = nullptr;
   for (const auto& s : sass)
@@ -790,6 +811,7 @@ ProfileOutcome TritonTarget::profile(const Task& task, const std::filesystem::pa
       out.why += "; no line table found for the kernel in Triton's cubins";
     }
   }
+  out.metrics.push_back({"profile.lines_s", monotonic_seconds() - t_lines, "s", 0});
   out.seconds = monotonic_seconds() - t0;
   return out;
 }

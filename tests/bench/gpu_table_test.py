@@ -58,6 +58,25 @@ class GpuTable(unittest.TestCase):
             self.assertEqual(r[5], "**2.00x**")
             self.assertEqual(r[6], "**1.25x**")
 
+    def test_kevos_cuda_kernel_gets_two_columns_of_its_own(self):
+        with tempfile.TemporaryDirectory() as out:
+            write(os.path.join(out, "rms.kevo.1.json"), kevo_eval(70.0))
+            write(os.path.join(out, "other.kevo.1.json"), kevo_eval(50.0))
+            write(os.path.join(out, "all.peers.1.json"),
+                  {"tasks": peers("rms", compile=66.0, kevo=60.0, kevo_cuda=63.0)["tasks"]
+                   + peers("other", compile=50.0, kevo=50.0)["tasks"]})
+            r = rows(out)
+            self.assertEqual(r["rms"][10], "63.0")
+            self.assertEqual(r["rms"][11], "**1.05x**")  # CUDA / Triton, one harness
+            self.assertEqual(r["other"][10], "—")
+            self.assertEqual(r["other"][11], "—")
+
+    def test_without_a_cuda_peer_the_table_keeps_its_columns(self):
+        with tempfile.TemporaryDirectory() as out:
+            write(os.path.join(out, "rms.kevo.1.json"), kevo_eval(70.0))
+            write(os.path.join(out, "all.peers.1.json"), peers("rms", compile=66.0, kevo=60.0))
+            self.assertEqual(len(rows(out)["rms"]), 10)
+
 
 if __name__ == "__main__":
     unittest.main()
