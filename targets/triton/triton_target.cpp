@@ -700,11 +700,25 @@ ProfileOutcome TritonTarget::profile(const Task& task, const std::filesystem::pa
   }
   Lease lease(*this);
   Slot& slot = lease.slot;
+  const auto started = std::filesystem::file_time_type::clock::now();
   const auto dir = cache_dir() / "triton" / "profiles" / fmt::format("{}-{}", getpid(), slot.device);
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
-  std::filesystem::create_directories(dir / "work" / "cache");
   std::filesystem::create_directories(dir / "work" / "tmp");
+  // Triton's cache starts as the slot's (hard links where the file system
+  // allows): the candidate was compiled there for these shapes a moment ago,
+  // and Triton's key is the source and the constants, not the file name, so
+  // the profile does not compile it again. Triton replaces cache files, it
+  // does not write into them, so the slot's copies stay as they were.
+  std::filesystem::copy(slot.work_dir / "cache", dir / "work" / "cache",
+                        std::filesystem::copy_options::recursive |
+                            std::filesystem::copy_options::create_hard_links,
+                        ec);
+  if (ec) {
+    std::filesystem::remove_all(dir / "work" / "cache", ec);
+    ec.clear();
+  }
+  std::filesystem::create_directories(dir / "work" / "cache");
   const auto candidate = dir / "candidate.py";
   std::filesystem::copy_file(artifact, candidate, ec);
   const auto job_file = dir / "job.json";
@@ -719,7 +733,7 @@ ProfileOutcome TritonTarget::profile(const Task& task, const std::filesystem::pa
               "--import-source", "no", "-f", "-o", (dir / "profile").string(),
               triton_python(), "-B", runner_script().string(), "--device",
               std::to_string(slot.device), "--inputs-lib", beside_kevo("libkevo-inputs.so").string(),
-              "--profile", job_file.string()};
+              "--profile", job_file.string(), "--cubins", (dir / "cubins").string()};
   // ncu's injection talks to ncu and starts its own helpers: no containment
   // under the profiler (as for cuda).
   opt.inherit_env = false;
@@ -780,8 +794,12 @@ ProfileOutcome TritonTarget::profile(const Task& task, const std::filesystem::pa
   out.bottleneck = b.kind;
   out.why = "ncu: " + b.why;
   // Per line of the Python source: ncu's stall samples per instruction,
-  // mapped by the line table Triton writes into each cubin it builds (all
-  // in this profile's own Triton cache).
+  // mapped by the line table Triton writes into each cubin it builds: the
+  // cubins the runner wrote of this candidate's kernels. (The cache holds
+  // other candidates' kernels of the same names too; it is searched only
+  // where the runner could not write them, and then only the entries this
+  // profile compiled.) The line tables name the file the kernel was first
+  // compiled from, one of kevo's candidate*.py copies of this source.
   const double t_lines = monotonic_seconds();
   auto sass = cuda::parse_ncu_sass(import({"--page", "source", "--print-source", "sass"}).out);
   const cuda::SassKernel* sk = nullptr;
@@ -789,13 +807,22 @@ ProfileOutcome TritonTarget::profile(const Task& task, const std::filesystem::pa
     if (s.name == k->name) sk = &s;
   auto nvdisasm = runner::find_program("nvdisasm", "KEVO_NVDISASM", runner::cuda_bins());
   if (sk && nvdisasm) {
+    std::vector<std::filesystem::path> cubins;
+    for (const auto& entry : std::filesystem::directory_iterator(dir / "cubins", ec))
+      if (entry.path().extension() == ".cubin") cubins.push_back(entry.path());
+    if (cubins.empty()) {
+      ec.clear();
+      for (const auto& entry : std::filesystem::recursive_directory_iterator(dir / "work" / "cache", ec))
+        if (entry.path().extension() == ".cubin" && std::filesystem::hard_link_count(entry.path(), ec) == 1 &&
+            std::filesystem::last_write_time(entry.path(), ec) >= started)
+          cubins.push_back(entry.path());
+    }
     cuda::LineMap lines;
-    for (const auto& entry : std::filesystem::recursive_directory_iterator(dir / "work" / "cache", ec)) {
-      if (entry.path().extension() != ".cubin") continue;
+    for (const auto& cubin : cubins) {
       SpawnOptions d;
-      d.argv = {nvdisasm->string(), "-g", "-c", entry.path().string()};
+      d.argv = {nvdisasm->string(), "-g", "-c", cubin.string()};
       ProcessResult dr = run_process(d, 60, 64 << 20);
-      for (auto& [fn, m] : cuda::parse_nvdisasm_lines(dr.out, "candidate.py")) lines[fn] = m;
+      for (auto& [fn, m] : cuda::parse_nvdisasm_lines(dr.out, "candidate")) lines[fn] = m;
     }
     auto it = lines.find(k->name);
     if (it != lines.end()) {

@@ -337,5 +337,40 @@ TEST_F(OnTriton, SeedFamiliesAreRight) {
   EXPECT_GE(families, 7);
 }
 
+// On a GPU with ncu: the best few are profiled, and the hot lines are those
+// of the candidate's own Python source. Two points of one family compile
+// kernels of one name, both in the runner's Triton cache, which the profile
+// starts from; each profile maps the lines of the kernel it ran.
+TEST_F(OnTriton, ProfilesMapHotLinesToThePythonSource) {
+  if (!target_->can_profile())
+    GTEST_SKIP() << (interpreting() ? "Triton's interpreter: nothing for ncu to profile"
+                                    : "ncu (Nsight Compute) not found");
+  const Task t = task("rmsnorm", {{"x", {4096, 4096}}});
+  const auto path = test::repo_dir() / "targets" / "triton" / "kernels" / "rmsnorm" / "rows.py";
+  const KnobSpace space = KnobSpace::parse_source(read_text_file(path), path.string());
+  KnobValues other = space.defaults();
+  other["BLOCK_N"] = 1024;
+  other["ROWS"] = 2;
+  const std::string text = read_text_file(path);
+  const auto lines = std::count(text.begin(), text.end(), '\n');
+  for (const KnobValues& point : {space.defaults(), other}) {
+    CandidateSource src{text, path, "triton"};
+    Evaluator ev(t, *target_, roof_, refs_, compiles_);
+    ev.profile_top = 1;
+    EvalResult r = ev.evaluate(src, point);
+    EXPECT_STATUS(r, Status::ok);
+    ASSERT_TRUE(r.diagnosis.has_value());
+    EXPECT_NE(r.diagnosis->why.find("hottest Python source lines"), std::string::npos) << r.diagnosis->why;
+    int mapped = 0;
+    for (const auto& m : r.profile)
+      if (m.metric == "ncu.line.stall_share") {
+        ++mapped;
+        EXPECT_GT(m.source_line, 0);
+        EXPECT_LE(m.source_line, lines);
+      }
+    EXPECT_GT(mapped, 0);
+  }
+}
+
 }  // namespace
 }  // namespace kevo

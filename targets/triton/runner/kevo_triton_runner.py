@@ -39,7 +39,10 @@ GPU's: for tests of the protocol and of the kernels' numerics.
 
 --profile JOBFILE runs the job's first phase once for a profiler: one warm-up
 call, then one call between cudaProfilerStart and cudaProfilerStop; the
-events go to stderr.
+events go to stderr. With --cubins DIR it then writes there the cubin of each
+kernel the candidate's Triton functions compiled (their line tables map the
+profile to Python source lines; Triton's cache may hold other candidates'
+kernels of the same name).
 """
 
 import ctypes
@@ -107,6 +110,8 @@ class Runner:
         self.torch = torch
         self.triton = triton
         self.containment = containment
+        self.module = None      # the last candidate's module
+        self.cubins_dir = ""    # --cubins
         self.interpret = os.environ.get("TRITON_INTERPRET", "") == "1"
         if self.interpret:
             self.dev = torch.device("cpu")
@@ -271,7 +276,39 @@ class Runner:
         fn = mod.__dict__.get("kevo_launch")
         if not callable(fn):
             return None, {"event": "load_error", "what": "no function kevo_launch"}
+        self.module = mod
         return fn, None
+
+    def dump_cubins(self, out_dir):
+        """Writes the cubins of the kernels the last candidate's Triton
+        functions compiled (Triton's JITFunction.device_caches: per device,
+        the compiled kernels first); returns how many. 0 where this Triton
+        keeps them otherwise."""
+        os.makedirs(out_dir, exist_ok=True)
+        n = 0
+        jit = getattr(getattr(self.triton, "runtime", None), "JITFunction", None)
+        if self.module is None or not isinstance(jit, type):
+            return 0
+        for obj in list(vars(self.module).values()):
+            if not isinstance(obj, jit):
+                continue
+            caches = vars(obj).get("device_caches")
+            if not isinstance(caches, dict):
+                continue
+            for entry in list(caches.values()):
+                kernels = entry[0] if isinstance(entry, tuple) and entry else entry
+                if not isinstance(kernels, dict):
+                    continue
+                for k in list(kernels.values()):
+                    try:
+                        cubin = k.asm["cubin"]
+                    except Exception:
+                        continue
+                    if isinstance(cubin, (bytes, bytearray)):
+                        with open(os.path.join(out_dir, "kernel_%d.cubin" % n), "wb") as f:
+                            f.write(cubin)
+                        n += 1
+        return n
 
     def run_kernel(self, job, profile_only=False):
         torch = self.torch
@@ -367,6 +404,8 @@ class Runner:
                 ok, _, _ = call_and_wait()
                 torch.cuda.cudart().cudaProfilerStop()
                 if ok:
+                    if self.cubins_dir:
+                        emit({"event": "note", "cubins": self.dump_cubins(self.cubins_dir)})
                     emit({"event": "done"})
                 return False
 
@@ -623,7 +662,7 @@ def describe(e, path):
 
 def main(argv):
     global _events_fd
-    device, inputs_lib, profile_job = 0, "", ""
+    device, inputs_lib, profile_job, cubins_dir = 0, "", "", ""
     i = 1
     while i < len(argv):
         a = argv[i]
@@ -636,8 +675,12 @@ def main(argv):
         elif a == "--profile" and i + 1 < len(argv):
             profile_job = argv[i + 1]
             i += 2
+        elif a == "--cubins" and i + 1 < len(argv):
+            cubins_dir = argv[i + 1]
+            i += 2
         else:
-            sys.stderr.write("usage: kevo_triton_runner.py --inputs-lib LIB [--device N] [--profile JOBFILE]\n")
+            sys.stderr.write("usage: kevo_triton_runner.py --inputs-lib LIB [--device N] "
+                             "[--profile JOBFILE [--cubins DIR]]\n")
             return 2
     if profile_job:
         _events_fd = 2
@@ -656,6 +699,7 @@ def main(argv):
     except Exception as e:
         emit({"event": "setup_error", "what": "%s: %s" % (type(e).__name__, e)})
         return 4
+    runner.cubins_dir = cubins_dir
     if profile_job:
         # What the start cost (torch, the CUDA context) under the profiler.
         emit({"event": "note", "setup_s": time.perf_counter() - t_setup})

@@ -1,0 +1,86 @@
+# kevo run 5 best for add_rmsnorm-16384x4096: median 134 us (97% of roof)
+# family rows (/work/main/targets/triton/kernels/add_rmsnorm/rows.py), knobs baked in: BLOCK_N=8192 EVICT=0 NUM_STAGES=1 NUM_WARPS=8 ROWS=1
+BLOCK_N = 8192
+EVICT = 0
+NUM_STAGES = 1
+NUM_WARPS = 8
+ROWS = 1
+
+# add_rmsnorm / rows.py: h = x + r; y = h * rsqrt(mean(h^2) + eps) * w over
+# the last dim, fp32 math, any float storage (bf16 on the GPU).
+#
+# As rmsnorm/rows.py: ROWS rows per program as a [ROWS, BLOCK_N] tile; a row
+# that fits is read once (x and r), h is rounded to the storage type as the
+# reference does and written, and y is computed from the registers. Longer
+# rows stream: the first pass writes h and sums its squares, the second reads
+# h back (from L2) for y.
+# Knobs:
+#   BLOCK_N     columns per tile (a power of two)
+#   ROWS        rows per program
+#   NUM_WARPS   warps per program
+#   NUM_STAGES  software pipelining of the streaming loops
+#   EVICT       1: x and r loaded evict-first, w evict-last
+# (baked in) kevo knob BLOCK_N 4096 {512, 1024, 2048, 4096, 8192}
+# (baked in) kevo knob ROWS 1 {1, 2, 4, 8}
+# (baked in) kevo knob NUM_WARPS 8 {1, 2, 4, 8, 16, 32}
+# (baked in) kevo knob NUM_STAGES 1 {1, 2, 3}
+# (baked in) kevo knob EVICT 1 {0, 1}
+# (baked in) kevo require ROWS * BLOCK_N <= 16384
+# (baked in) kevo require NUM_WARPS * 32 <= ROWS * BLOCK_N
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_rms_rows(x_ptr, r_ptr, w_ptr, h_ptr, y_ptr, M, N, eps, BLOCK_N: tl.constexpr,
+                 ROWS: tl.constexpr, WHOLE: tl.constexpr, STAGES: tl.constexpr,
+                 EVICT: tl.constexpr):
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    row_ok = rows < M
+    cols = tl.arange(0, BLOCK_N)
+    base = rows.to(tl.int64)[:, None] * N
+    policy: tl.constexpr = "evict_first" if EVICT else ""
+    if WHOLE:
+        mask = row_ok[:, None] & (cols[None, :] < N)
+        x = tl.load(x_ptr + base + cols[None, :], mask=mask, other=0.0, eviction_policy=policy)
+        r = tl.load(r_ptr + base + cols[None, :], mask=mask, other=0.0, eviction_policy=policy)
+        h = (x.to(tl.float32) + r.to(tl.float32)).to(h_ptr.dtype.element_ty)
+        tl.store(h_ptr + base + cols[None, :], h, mask=mask)
+        hf = h.to(tl.float32)
+        w = tl.load(w_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
+        inv = 1.0 / tl.sqrt(tl.sum(hf * hf, axis=1) / N + eps)
+        tl.store(y_ptr + base + cols[None, :], (hf * inv[:, None] * w[None, :]).to(y_ptr.dtype.element_ty),
+                 mask=mask)
+    else:
+        acc = tl.zeros([ROWS, BLOCK_N], dtype=tl.float32)
+        for start in tl.range(0, N, BLOCK_N, num_stages=STAGES):
+            c = start + cols
+            mask = row_ok[:, None] & (c[None, :] < N)
+            x = tl.load(x_ptr + base + c[None, :], mask=mask, other=0.0, eviction_policy=policy)
+            r = tl.load(r_ptr + base + c[None, :], mask=mask, other=0.0, eviction_policy=policy)
+            h = (x.to(tl.float32) + r.to(tl.float32)).to(h_ptr.dtype.element_ty)
+            tl.store(h_ptr + base + c[None, :], h, mask=mask)
+            hf = h.to(tl.float32)
+            acc += hf * hf
+        inv = 1.0 / tl.sqrt(tl.sum(acc, axis=1) / N + eps)
+        for start in tl.range(0, N, BLOCK_N, num_stages=STAGES):
+            c = start + cols
+            mask = row_ok[:, None] & (c[None, :] < N)
+            hf = tl.load(h_ptr + base + c[None, :], mask=mask, other=0.0).to(tl.float32)
+            w = tl.load(w_ptr + c, mask=c < N, other=0.0).to(tl.float32)
+            tl.store(y_ptr + base + c[None, :], (hf * inv[:, None] * w[None, :]).to(y_ptr.dtype.element_ty),
+                     mask=mask)
+
+
+def kevo_launch(inputs, outputs, scalars):
+    x, r, w = inputs
+    h, y = outputs
+    n = x.shape[-1]
+    m = x.numel() // max(n, 1)
+    if m == 0 or n == 0:
+        return 0
+    add_rms_rows[(triton.cdiv(m, ROWS),)](x, r, w, h, y, m, n, scalars[0], BLOCK_N=BLOCK_N, ROWS=ROWS,
+                                          WHOLE=n <= BLOCK_N, STAGES=NUM_STAGES, EVICT=EVICT,
+                                          num_warps=NUM_WARPS)
+    return 0

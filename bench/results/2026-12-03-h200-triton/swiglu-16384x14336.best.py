@@ -1,0 +1,52 @@
+# kevo run 3 best for swiglu-16384x14336: median 362 us (92% of roof)
+# family stream (/work/main/targets/triton/kernels/swiglu/stream.py), knobs baked in: BLOCK=4096 EVICT=1 NUM_WARPS=8 STEPS=1
+BLOCK = 4096
+EVICT = 1
+NUM_WARPS = 8
+STEPS = 1
+
+# swiglu / stream.py: y = silu(g) * u = g / (1 + exp(-g)) * u, elementwise,
+# fp32 math, any float storage (bf16 on the GPU).
+#
+# A flat stream: each program handles BLOCK elements per step, STEPS steps
+# (a grid of about numel / (BLOCK * STEPS) programs), so that large tensors
+# are covered by fewer, longer-lived programs.
+# Knobs:
+#   BLOCK       elements per program per step (a power of two)
+#   STEPS       steps per program
+#   NUM_WARPS   warps per program
+#   EVICT       1: g and u loaded evict-first (read once)
+# (baked in) kevo knob BLOCK 4096 {1024, 2048, 4096, 8192, 16384}
+# (baked in) kevo knob STEPS 1 {1, 2, 4, 8}
+# (baked in) kevo knob NUM_WARPS 8 {2, 4, 8, 16}
+# (baked in) kevo knob EVICT 1 {0, 1}
+# (baked in) kevo require NUM_WARPS * 32 * 4 <= BLOCK
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def swiglu_stream(g_ptr, u_ptr, y_ptr, n, BLOCK: tl.constexpr, STEPS: tl.constexpr,
+                  EVICT: tl.constexpr):
+    start = tl.program_id(0).to(tl.int64) * (BLOCK * STEPS)
+    offs = tl.arange(0, BLOCK)
+    policy: tl.constexpr = "evict_first" if EVICT else ""
+    for s in tl.static_range(STEPS):
+        o = start + s * BLOCK + offs
+        mask = o < n
+        g = tl.load(g_ptr + o, mask=mask, other=0.0, eviction_policy=policy).to(tl.float32)
+        u = tl.load(u_ptr + o, mask=mask, other=0.0, eviction_policy=policy).to(tl.float32)
+        y = g / (1.0 + tl.exp(-g)) * u
+        tl.store(y_ptr + o, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def kevo_launch(inputs, outputs, scalars):
+    g, u = inputs
+    (y,) = outputs
+    n = g.numel()
+    if n == 0:
+        return 0
+    swiglu_stream[(triton.cdiv(n, BLOCK * STEPS),)](g, u, y, n, BLOCK=BLOCK, STEPS=STEPS, EVICT=EVICT,
+                                                   num_warps=NUM_WARPS)
+    return 0
