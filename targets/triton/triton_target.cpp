@@ -700,24 +700,13 @@ ProfileOutcome TritonTarget::profile(const Task& task, const std::filesystem::pa
   }
   Lease lease(*this);
   Slot& slot = lease.slot;
-  const auto started = std::filesystem::file_time_type::clock::now();
   const auto dir = cache_dir() / "triton" / "profiles" / fmt::format("{}-{}", getpid(), slot.device);
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
   std::filesystem::create_directories(dir / "work" / "tmp");
-  // Triton's cache starts as the slot's (hard links where the file system
-  // allows): the candidate was compiled there for these shapes a moment ago,
-  // and Triton's key is the source and the constants, not the file name, so
-  // the profile does not compile it again. Triton replaces cache files, it
-  // does not write into them, so the slot's copies stay as they were.
-  std::filesystem::copy(slot.work_dir / "cache", dir / "work" / "cache",
-                        std::filesystem::copy_options::recursive |
-                            std::filesystem::copy_options::create_hard_links,
-                        ec);
-  if (ec) {
-    std::filesystem::remove_all(dir / "work" / "cache", ec);
-    ec.clear();
-  }
+  // A fresh Triton cache, not the runner's: the profile runs outside the
+  // containment, and the runner's cache is written by contained candidates
+  // (Triton loads the launcher libraries it finds there into its process).
   std::filesystem::create_directories(dir / "work" / "cache");
   const auto candidate = dir / "candidate.py";
   std::filesystem::copy_file(artifact, candidate, ec);
@@ -795,11 +784,8 @@ ProfileOutcome TritonTarget::profile(const Task& task, const std::filesystem::pa
   out.why = "ncu: " + b.why;
   // Per line of the Python source: ncu's stall samples per instruction,
   // mapped by the line table Triton writes into each cubin it builds: the
-  // cubins the runner wrote of this candidate's kernels. (The cache holds
-  // other candidates' kernels of the same names too; it is searched only
-  // where the runner could not write them, and then only the entries this
-  // profile compiled.) The line tables name the file the kernel was first
-  // compiled from, one of kevo's candidate*.py copies of this source.
+  // cubins the runner wrote of the kernels this candidate compiled, else
+  // (a Triton that keeps them elsewhere) those in this profile's own cache.
   const double t_lines = monotonic_seconds();
   auto sass = cuda::parse_ncu_sass(import({"--page", "source", "--print-source", "sass"}).out);
   const cuda::SassKernel* sk = nullptr;
@@ -813,16 +799,14 @@ ProfileOutcome TritonTarget::profile(const Task& task, const std::filesystem::pa
     if (cubins.empty()) {
       ec.clear();
       for (const auto& entry : std::filesystem::recursive_directory_iterator(dir / "work" / "cache", ec))
-        if (entry.path().extension() == ".cubin" && std::filesystem::hard_link_count(entry.path(), ec) == 1 &&
-            std::filesystem::last_write_time(entry.path(), ec) >= started)
-          cubins.push_back(entry.path());
+        if (entry.path().extension() == ".cubin") cubins.push_back(entry.path());
     }
     cuda::LineMap lines;
     for (const auto& cubin : cubins) {
       SpawnOptions d;
       d.argv = {nvdisasm->string(), "-g", "-c", cubin.string()};
       ProcessResult dr = run_process(d, 60, 64 << 20);
-      for (auto& [fn, m] : cuda::parse_nvdisasm_lines(dr.out, "candidate")) lines[fn] = m;
+      for (auto& [fn, m] : cuda::parse_nvdisasm_lines(dr.out, "candidate.py")) lines[fn] = m;
     }
     auto it = lines.find(k->name);
     if (it != lines.end()) {

@@ -338,9 +338,8 @@ TEST_F(OnTriton, SeedFamiliesAreRight) {
 }
 
 // On a GPU with ncu: the best few are profiled, and the hot lines are those
-// of the candidate's own Python source. Two points of one family compile
-// kernels of one name, both in the runner's Triton cache, which the profile
-// starts from; each profile maps the lines of the kernel it ran.
+// of the candidate's own Python source, for two points of one family (kernels
+// of one name).
 TEST_F(OnTriton, ProfilesMapHotLinesToThePythonSource) {
   if (!target_->can_profile())
     GTEST_SKIP() << (interpreting() ? "Triton's interpreter: nothing for ncu to profile"
