@@ -53,7 +53,7 @@ int kb_search(const Argv& argv) {
          "TEXT is plain words; operators and quotes are ignored. A tag filter also keeps\n"
          "documents tagged 'any'. Example:\n"
          "  kevo kb search \"warp shuffle reduce sum\" --target cuda",
-         {{"--target", "T", "cpu, cuda or trainium"},
+         {{"--target", "T", "cpu, cuda, triton or trainium"},
           {"--op", "O", "elementwise, reduction, softmax, norm or gemm"},
           {"--bound", "B",
            "memory, compute, latency, dram-bandwidth, memory-latency, occupancy, spills or launch"},
@@ -154,7 +154,7 @@ int kb_errors(const Argv& argv) {
   Args a("kb errors", "kb errors FILE|- [--target T] [-k N] [--json]",
          "Reads compiler output (a file, or stdin for -) and prints the error entries whose\n"
          "pattern matches one of its lines, most specific first: what it means and the fix.",
-         {{"--target", "T", "only entries for cpu, cuda or trainium"},
+         {{"--target", "T", "only entries for cpu, cuda, triton or trainium"},
           {"-k", "N", "how many entries at most (default 10)"},
           corpus_option(),
           json_option()},

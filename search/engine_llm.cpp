@@ -62,7 +62,10 @@ LlmTaskInfo Engine::llm_task_info() const {
   t.language = space_.size_families() ? space_.family(0).language : "c";
   const TargetTraits* traits = find_target_traits(task_.target);
   t.entry_point = traits ? traits->entry_point : all_target_traits().front().entry_point;
-  t.abi = read_text_file(host_.abi_header);
+  // The contract the kernel implements: the target's own file where it has
+  // one (Triton's Python launch function), else the C ABI header.
+  t.abi = traits && traits->llm_contract ? read_text_file(kevo_home() / traits->llm_contract)
+                                         : read_text_file(host_.abi_header);
   t.hardware = llm_hardware_;
   t.features = llm_features_;
   if (!task_.entry.empty()) {
@@ -121,7 +124,8 @@ LlmAsk Engine::llm_ask(const Observation& o, LlmAsk::Mode mode) const {
                              : fmt::format("{}: {}", status, e->detail);
     if (!o.ok()) {
       a.error = e->detail;
-      if (!e->compile_log.empty()) a.error += "\n" + e->compile_log;
+      // (A Triton compile error's detail is its whole log: said once.)
+      if (!e->compile_log.empty() && e->compile_log != e->detail) a.error += "\n" + e->compile_log;
       if (!e->stderr_text.empty()) a.error += "\n" + e->stderr_text;
     }
     std::vector<ProfileRow> prof = store_.profile(*eval);
@@ -134,9 +138,13 @@ LlmAsk Engine::llm_ask(const Observation& o, LlmAsk::Mode mode) const {
       const std::string& unit = p.unit;
       const double* v = p.value ? &*p.value : nullptr;
       const int64_t* line = p.source_line ? &p.source_line : nullptr;
-      // The machine's state says how the time was taken, not what the kernel
-      // does; it would also make the prompt differ between two identical runs.
-      if (!v || metric.rfind("machine.", 0) == 0) continue;
+      // The machine's state says how the time was taken, and kevo's own costs
+      // (eval.*: the checks; profile.*: the profiler's run) what measuring it
+      // took, not what the kernel does; they would also make the prompt
+      // differ between two identical runs.
+      if (!v || metric.rfind("machine.", 0) == 0 || metric.rfind("eval.", 0) == 0 ||
+          metric.rfind("profile.", 0) == 0)
+        continue;
       if (line && *line > 0) {
         // The line's text from the family source (line numbers are the file's).
         auto code = [&] {

@@ -38,14 +38,30 @@ const char* const kKnobSyntax =
     "  // @kevo require EXPRESSION   (over knob names: + - * / % comparisons && || !)\n"
     "Declare only knobs your code uses, and guard each with #ifndef NAME / #define NAME DEFAULT.";
 
+// The knob syntax of the task's target (C's -D defines unless it says otherwise).
+std::string knob_syntax_for(const std::string& target) {
+  const TargetTraits* t = find_target_traits(target);
+  return t && t->llm_knob_syntax ? t->llm_knob_syntax : kKnobSyntax;
+}
+
+// How sources of `language` are written ("c" or "python"), for reading replies.
+std::string_view syntax_of(const std::string& language) {
+  const TargetTraits* t = traits_of_language(language);
+  return t ? t->syntax : "c";
+}
+
 std::string rules_for(const std::string& target) {
+  const TargetTraits* t = find_target_traits(target);
+  const bool python = t && std::string_view(t->syntax) == "python";
   std::string r =
       "- The kernel may only compute: no processes, files, network, environment, dlopen or raw "
       "system calls (such a kernel is refused before compiling).\n"
       "- Handle every shape the tensors declare, including row lengths that are not a multiple "
-      "of your vector width (kevo checks small ragged shapes first).\n"
-      "- Return 0 on success; read sizes from the tensors' shape[] and stride[].";
-  if (const TargetTraits* t = find_target_traits(target)) r += t->llm_rules;
+      "of your vector width (kevo checks small ragged shapes first).\n";
+  r += python ? "- Return 0 on success; read sizes from the tensors' .shape (never assume the timed "
+                "shape)."
+              : "- Return 0 on success; read sizes from the tensors' shape[] and stride[].";
+  if (t) r += t->llm_rules;
   return r;
 }
 
@@ -173,6 +189,25 @@ LlmSynthesizer::LlmSynthesizer(llm::LlmConfig config, Store& store, const Knowle
     render(text, dummy, file.string());  // checks the placeholders now, not mid-run
     templates_[name] = std::move(text);
   }
+  // A language's own templates (prompts/triton/system.md, ...) take the
+  // place of the common ones for its tasks; any of the four may be there.
+  for (const TargetTraits& t : all_target_traits())
+    for (const TargetLanguage& l : t.languages)
+      for (const char* name : kTemplates) {
+        const auto file = dir / l.name / (std::string(name) + ".md");
+        if (!std::filesystem::is_regular_file(file)) continue;
+        std::string text = read_text_file(file);
+        render(text, dummy, file.string());
+        templates_[fmt::format("{}/{}", l.name, name)] = std::move(text);
+      }
+}
+
+std::pair<const std::string*, std::string> LlmSynthesizer::template_for(const std::string& language,
+                                                                       const char* name) const {
+  const std::string own = fmt::format("{}/{}", language, name);
+  if (auto it = templates_.find(own); it != templates_.end())
+    return {&it->second, fmt::format("{}/{}.md", config_.prompts_dir, own)};
+  return {&templates_.at(name), fmt::format("{}/{}.md", config_.prompts_dir, name)};
 }
 
 LlmSynthesizer::~LlmSynthesizer() = default;
@@ -243,7 +278,7 @@ std::vector<llm::Message> LlmSynthesizer::prompt(const LlmTaskInfo& task, const 
       {"entry_point", task.entry_point},
       {"abi", task.abi},
       {"hardware", or_none(task.hardware)},
-      {"knob_syntax", kKnobSyntax},
+      {"knob_syntax", knob_syntax_for(task.target)},
       {"rules", rules_for(task.target) + task.extra_rules},
       {"knowledge", knowledge_for(task, ask)},
       {"others", or_none(task.others)},
@@ -260,9 +295,9 @@ std::vector<llm::Message> LlmSynthesizer::prompt(const LlmTaskInfo& task, const 
   const char* which = ask.mode == LlmAsk::Mode::improve  ? "improve"
                       : ask.mode == LlmAsk::Mode::repair ? "repair"
                                                          : "simplify";
-  const std::string dir = config_.prompts_dir;
-  return {{"system", render(templates_.at("system"), v, dir + "/system.md")},
-          {"user", render(templates_.at(which), v, fmt::format("{}/{}.md", dir, which))}};
+  const auto [system, system_file] = template_for(task.language, "system");
+  const auto [user, user_file] = template_for(task.language, which);
+  return {{"system", render(*system, v, system_file)}, {"user", render(*user, v, user_file)}};
 }
 
 std::optional<LlmSynthesizer::Recorded> LlmSynthesizer::recorded(const std::string& key,
@@ -288,6 +323,7 @@ struct LlmSynthesizer::InFlight {
   };
   std::vector<LlmAsk> asks;
   std::vector<Pending> pending;
+  std::string_view syntax = "c";  // how the task's kernels are written (for the replies)
 };
 
 std::vector<LlmOutcome> LlmSynthesizer::generate(const LlmTaskInfo& task,
@@ -301,6 +337,7 @@ std::shared_ptr<LlmSynthesizer::InFlight> LlmSynthesizer::start(const LlmTaskInf
                                                                 std::mt19937_64& rng) {
   auto batch = std::make_shared<InFlight>();
   batch->asks = asks;
+  batch->syntax = syntax_of(task.language);
   std::vector<InFlight::Pending>& pending = batch->pending;
   pending.resize(asks.size());
   std::vector<double> weights;
@@ -418,7 +455,7 @@ std::vector<LlmOutcome> LlmSynthesizer::finish(InFlight& batch) {
       }
     }
     if (status != "failed") {
-      llm::ParsedReply parsed = llm::parse_reply(text, asks[i].parent_source);
+      llm::ParsedReply parsed = llm::parse_reply(text, asks[i].parent_source, batch.syntax);
       if (parsed.kind == llm::ParsedReply::Kind::none)
         o.why_not = "the reply gave no usable kernel: " + parsed.refusal;
       else

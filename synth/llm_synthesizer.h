@@ -127,6 +127,10 @@ class LlmSynthesizer {
  private:
   std::string knowledge_for(const LlmTaskInfo& task, const LlmAsk& ask) const;
   std::string error_help(const LlmTaskInfo& task, const LlmAsk& ask) const;
+  // The template `name` for `language` (its own where configs/prompts/<language>/
+  // has one) and the file it came from.
+  std::pair<const std::string*, std::string> template_for(const std::string& language,
+                                                         const char* name) const;
   struct Recorded;
   std::optional<Recorded> recorded(const std::string& key, int64_t occurrence) const;
 
@@ -137,7 +141,8 @@ class LlmSynthesizer {
   std::shared_ptr<llm::Budget> budget_;
   std::vector<std::unique_ptr<llm::Client>> clients_;  // one per model, built on first need
   LlmClientFactory factory_;
-  std::map<std::string, std::string> templates_;  // system, improve, repair, simplify
+  // system, improve, repair, simplify, and "<language>/<name>" for a language's own
+  std::map<std::string, std::string> templates_;
   std::map<std::string, int64_t> occurrences_;    // prompt key -> times asked in this run
   int64_t run_ = 0;
   int64_t calls_ = 0, cached_ = 0, failed_ = 0;

@@ -72,7 +72,14 @@ const std::vector<TargetTraits>& all_target_traits() {
        "Triton",
        true,
        false,
-       "python"},
+       "python",
+       "Knobs are optional compile-time parameters declared in comments; kevo sets each as a "
+       "module global (an int) before the module runs:\n"
+       "  # @kevo knob NAME DEFAULT {V1, V2, ...}\n"
+       "  # @kevo require EXPRESSION   (over knob names: + - * / % comparisons && || !)\n"
+       "Declare only knobs your code uses; pass them to the kernels as tl.constexpr arguments or "
+       "as the launch's num_warps= / num_stages=. Keep every other constant in the code.",
+       "targets/abi/kevo_triton.py"},
       {"trainium",
        "AWS Trainium / Inferentia: NKI kernels",
        "",

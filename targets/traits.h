@@ -54,6 +54,11 @@ struct TargetTraits {
   // How its sources are written, for the static check: "c" (C, C++, CUDA:
   // // and /* */ comments) or "python" (# comments, its own rules).
   const char* syntax = "c";
+  // What the LLM's prompt says of knobs and quotes as the contract: nullptr
+  // for C's (-D defines; targets/abi/kevo_kernel.h); else the text, and the
+  // contract's file under KEVO_HOME.
+  const char* llm_knob_syntax = nullptr;
+  const char* llm_contract = nullptr;
 };
 
 // Every target kevo knows, built or not, in the order `kevo targets` lists them.

@@ -132,10 +132,13 @@ std::optional<std::string> apply_edit(std::vector<std::string>& parent, const Ed
 
 // ---- fenced blocks -------------------------------------------------------
 
-const std::set<std::string> kCodeTags = {"",    "c",   "h",    "cc", "cpp", "c++",
-                                         "cxx", "hpp", "cuda", "cu", "cuh"};
+const std::set<std::string> kCTags = {"",    "c",   "h",    "cc", "cpp", "c++",
+                                      "cxx", "hpp", "cuda", "cu", "cuh"};
+const std::set<std::string> kPythonTags = {"", "python", "py", "python3", "triton"};
 
-ParsedReply largest_block(const std::vector<std::string>& lines) {
+ParsedReply largest_block(const std::vector<std::string>& lines, std::string_view syntax) {
+  const bool python = syntax == "python";
+  const std::set<std::string>& kCodeTags = python ? kPythonTags : kCTags;
   ParsedReply out;
   std::string best;
   std::set<std::string> other_tags;
@@ -179,7 +182,8 @@ ParsedReply largest_block(const std::vector<std::string>& lines) {
   } else if (!other_tags.empty()) {
     std::string tags;
     for (const auto& t : other_tags) tags += (tags.empty() ? "" : ", ") + t;
-    out.refusal = fmt::format("no fenced C, C++ or CUDA block (only: {})", tags);
+    out.refusal = fmt::format("no fenced {} block (only: {})", python ? "Python" : "C, C++ or CUDA",
+                              tags);
   } else {
     out.refusal = "no fenced code block and no SEARCH/REPLACE edit in the reply";
   }
@@ -207,10 +211,11 @@ ParsedReply apply_edits(std::vector<Edit> edits, const std::string& parent_sourc
   return out;
 }
 
-ParsedReply parse_reply(const std::string& reply_text, const std::string& parent_source) {
+ParsedReply parse_reply(const std::string& reply_text, const std::string& parent_source,
+                        std::string_view syntax) {
   std::vector<std::string> lines = split_lines(reply_text);
   EditScan scan = scan_edits(lines);
-  if (!scan.found) return largest_block(lines);
+  if (!scan.found) return largest_block(lines, syntax);
   if (!scan.error.empty()) return ParsedReply{ParsedReply::Kind::none, "", {}, scan.error};
   return apply_edits(std::move(scan.edits), parent_source);
 }

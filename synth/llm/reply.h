@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kevo::llm {
@@ -31,9 +32,11 @@ struct ParsedReply {
 // SEARCH must match whole lines of the parent, as changed by the edits before
 // it, in exactly one place; lines may differ only in trailing whitespace or
 // CRLF endings. If any edit fails, none is applied. Any other reply must hold
-// a fenced block (```, ```c, ```cpp, ```cuda, ```cu, ...): the largest C, C++
-// or CUDA block (or untagged block) is the kernel.
-ParsedReply parse_reply(const std::string& reply_text, const std::string& parent_source);
+// a fenced block: for `syntax` "c" (C, C++, CUDA: ```, ```c, ```cpp, ```cuda,
+// ```cu, ...) the largest C, C++ or CUDA block (or untagged block) is the
+// kernel; for "python" (Triton) the largest ```python, ```py or untagged one.
+ParsedReply parse_reply(const std::string& reply_text, const std::string& parent_source,
+                        std::string_view syntax = "c");
 
 // Applies `edits` in order to `parent_source`, all or nothing: kind `edits`
 // with the new source, or kind `none` with the refusal of the first edit that

@@ -56,6 +56,33 @@ TEST(LlmReply, NoBlockIsRefusedWithAReason) {
   EXPECT_NE(p.refusal.find("not closed"), std::string::npos) << p.refusal;
 }
 
+// A Triton kernel is Python: its replies' blocks are ```python (or untagged),
+// and a C block there is no kernel, as a Python block is none for C.
+TEST(LlmReply, PythonBlocksForPythonKernels) {
+  const std::string parent = "# @kevo knob BLOCK 256 {128, 256}\ndef kevo_launch(i, o, s):\n    return 0\n";
+  const std::string reply =
+      "The launch with more warps:\n```python\nimport triton\n\ndef kevo_launch(i, o, s):\n"
+      "    return 0\n```\nand to try it:\n```bash\nkevo eval best.py\n```\n";
+  ParsedReply p = parse_reply(reply, parent, "python");
+  EXPECT_EQ(p.kind, Kind::kernel);
+  EXPECT_EQ(p.source, "import triton\n\ndef kevo_launch(i, o, s):\n    return 0\n");
+  EXPECT_EQ(parse_reply("```py\nx = 1\n```", parent, "python").source, "x = 1\n");
+  EXPECT_EQ(parse_reply("```\nx = 1\n```", parent, "python").source, "x = 1\n");
+
+  p = parse_reply("```c\nint kevo_kernel(void) { return 0; }\n```", parent, "python");
+  EXPECT_EQ(p.kind, Kind::none);
+  EXPECT_NE(p.refusal.find("no fenced Python block (only: c)"), std::string::npos) << p.refusal;
+  p = parse_reply(reply, kParent);  // the same reply for a C kernel
+  EXPECT_EQ(p.kind, Kind::none);
+  EXPECT_NE(p.refusal.find("no fenced C, C++ or CUDA block"), std::string::npos) << p.refusal;
+
+  // Edits read the same in any language.
+  p = parse_reply("<<<<<<< SEARCH\n    return 0\n=======\n    return 1\n>>>>>>> REPLACE\n", parent,
+                  "python");
+  EXPECT_EQ(p.kind, Kind::edits);
+  EXPECT_NE(p.source.find("    return 1\n"), std::string::npos) << p.source;
+}
+
 TEST(LlmReply, EditsApplyInOrder) {
   std::string reply =
       "Two changes:\n"

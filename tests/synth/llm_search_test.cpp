@@ -25,6 +25,7 @@
 #include "support/test_support.h"
 #include "synth/llm_synthesizer.h"
 #include "targets/target.h"
+#include "targets/traits.h"
 
 namespace kevo {
 namespace {
@@ -673,6 +674,14 @@ TEST_F(LlmSearch, BadLlmSectionIsOneLine) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
+// A config with one model (never called) and the shipped templates.
+llm::LlmConfig shipped_prompts() {
+  llm::LlmConfig c;
+  c.models.push_back({});
+  c.prompts_dir = (test::repo_dir() / "configs" / "prompts").string();
+  return c;
+}
+
 TEST(LlmPrompt, UnknownPlaceholderIsRefusedAtStart) {
   auto dir = test::temp_dir("llm-prompts");
   for (const char* n : {"system", "improve", "repair", "simplify"})
@@ -693,9 +702,7 @@ TEST(LlmPrompt, UnknownPlaceholderIsRefusedAtStart) {
 
 TEST(LlmPrompt, ShippedTemplatesCarryTheContext) {
   auto dir = test::temp_dir("llm-prompt-fill");
-  llm::LlmConfig c;
-  c.models.push_back({});
-  c.prompts_dir = (test::repo_dir() / "configs" / "prompts").string();
+  llm::LlmConfig c = shipped_prompts();
   Store store(dir / "kevo.db");
   LlmSynthesizer s(c, store, nullptr);
   LlmTaskInfo t;
@@ -721,15 +728,81 @@ TEST(LlmPrompt, ShippedTemplatesCarryTheContext) {
   EXPECT_NE(m[1].content.find("'x' undeclared"), std::string::npos);
 }
 
+// A language's own templates (prompts/<language>/NAME.md) replace the common
+// ones for its tasks only, and are checked at start like them; a Triton
+// task's prompt speaks Python: its knob syntax and rules, never C's.
+TEST(LlmPrompt, ALanguagesOwnTemplatesAndKnobSyntax) {
+  auto dir = test::temp_dir("llm-prompt-language");
+  for (const char* n : {"system", "improve", "repair", "simplify"})
+    std::ofstream(dir / (std::string(n) + ".md")) << "common " << n << ": {{knob_syntax}} {{rules}}\n";
+  std::filesystem::create_directories(dir / "triton");
+  std::ofstream(dir / "triton" / "system.md") << "triton system: {{knob_syntax}} {{rules}}\n";
+  llm::LlmConfig c;
+  c.models.push_back({});
+  c.prompts_dir = dir.string();
+  Store store(dir / "kevo.db");
+  LlmAsk a;
+  a.parent_label = "p";
+  {
+    LlmSynthesizer s(c, store, nullptr);
+    LlmTaskInfo t;
+    t.target = "triton";
+    t.language = "triton";
+    auto m = s.prompt(t, a);
+    EXPECT_EQ(m[0].content.rfind("triton system: ", 0), 0u) << m[0].content;
+    EXPECT_EQ(m[1].content.rfind("common improve: ", 0), 0u) << m[1].content;
+    for (const char* want : {"# @kevo knob NAME", "module global", "tl.constexpr", ".shape"})
+      EXPECT_NE(m[0].content.find(want), std::string::npos) << want << ": " << m[0].content;
+    for (const char* never : {"// @kevo knob", "-D defines", "#ifndef", "shape[] and stride[]"})
+      EXPECT_EQ(m[0].content.find(never), std::string::npos) << never << ": " << m[0].content;
+    t.target = "cuda";
+    t.language = "cuda";
+    m = s.prompt(t, a);
+    EXPECT_EQ(m[0].content.rfind("common system: ", 0), 0u) << m[0].content;
+    EXPECT_NE(m[0].content.find("// @kevo knob NAME"), std::string::npos) << m[0].content;
+    EXPECT_NE(m[0].content.find("#ifndef"), std::string::npos) << m[0].content;
+  }
+  std::ofstream(dir / "triton" / "repair.md") << "{{parent_source}} {{no_such_thing}}\n";
+  try {
+    LlmSynthesizer s(c, store, nullptr);
+    FAIL() << "expected an error";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("triton/repair.md"), std::string::npos) << e.what();
+  }
+}
+
+// The shipped Triton template and contract: what a Triton task's system
+// prompt is made of (the engine quotes the target's contract file).
+TEST(LlmPrompt, TheShippedTritonTemplateQuotesThePythonContract) {
+  auto dir = test::temp_dir("llm-prompt-triton");
+  llm::LlmConfig c = shipped_prompts();
+  Store store(dir / "kevo.db");
+  LlmSynthesizer s(c, store, nullptr);
+  LlmTaskInfo t;
+  t.op = "swiglu";
+  t.target = "triton";
+  t.language = "triton";
+  t.entry_point = "kevo_launch";
+  const TargetTraits* traits = find_target_traits("triton");
+  ASSERT_TRUE(traits && traits->llm_contract);
+  t.abi = read_text_file(test::repo_dir() / traits->llm_contract);
+  LlmAsk a;
+  a.parent_label = "stream BLOCK=4096";
+  a.parent_source = "PARENT";
+  const std::string system = s.prompt(t, a)[0].content;
+  for (const char* want : {"```python\n# kevo_triton.py", "def kevo_launch(inputs, outputs, scalars):",
+                           "KEVO_DIM_", "torch's current stream", "fenced ```python code block"})
+    EXPECT_NE(system.find(want), std::string::npos) << want << "\n" << system;
+  EXPECT_EQ(system.find("extern \"C\""), std::string::npos) << system;
+}
+
 // Retrieval for the part at hand: a pattern that needs TMA or wgmma reaches
 // the prompt for an H200 (its sheet has them) and not for an A100, and
 // patterns for the parent's bottleneck come before others.
 TEST(LlmPrompt, PatternsFollowTheSheetsFeaturesAndTheBottleneck) {
   auto dir = test::temp_dir("llm-prompt-features");
-  llm::LlmConfig c;
-  c.models.push_back({});
+  llm::LlmConfig c = shipped_prompts();
   c.knowledge = 3;
-  c.prompts_dir = (test::repo_dir() / "configs" / "prompts").string();
   Store store(dir / "kevo.db");
   const KnowledgeBase kb = KnowledgeBase::open();
   LlmSynthesizer s(c, store, &kb);
