@@ -227,9 +227,21 @@ EvalResult Evaluator::measure(PreparedCandidate prepared) {
       r.diagnosis->why += fmt::format("; {}: {:.0f} bytes of registers spilled to local memory",
                                       traits.spill_reporter, m.value);
     }
-  if (r.status == Status::ok && should_profile(r.timing->median_s, c.key)) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    measuring_s_ += r.compile_s + r.run_s;
+  }
+  bool over_share = false;
+  if (r.status == Status::ok && should_profile(r.timing->median_s, c.key, over_share)) {
     if (stage) stage("profiling");
+    const double p0 = monotonic_seconds();
     add_profile(prepared, r);
+    std::lock_guard<std::mutex> lock(mutex_);
+    profiling_s_ += monotonic_seconds() - p0;
+  } else if (over_share && r.diagnosis) {
+    r.diagnosis->why += fmt::format(
+        "; not profiled: profiles had taken their share ({:.0f}%) of this run's measuring time",
+        100 * profile_share);
   }
   return r;
 }
@@ -261,10 +273,17 @@ EvalResult Evaluator::run_and_judge(const CompiledCandidate& c, EvalResult r,
     r.roof_id = roof_.id;
   }
   const double t0 = monotonic_seconds();
+  // What the checks cost kevo (the references, the comparisons): with the
+  // run's time they say where an evaluation's seconds go.
+  double reference_s = 0, compare_s = 0;
   auto check = [&](size_t phase, const std::vector<ConstTensorView>& outputs) {
     const RunPhase& p = plan_[phase];
+    const double c0 = monotonic_seconds();
     auto ref = references_.get(task_, p.shapes, p.seed);
+    const double c1 = monotonic_seconds();
     CheckReport report = compare_outputs(*task_.op, outputs, ref->views(), task_.compare);
+    reference_s += c1 - c0;
+    compare_s += monotonic_seconds() - c1;
     report.label = check_label(p);
     return report;
   };
@@ -325,6 +344,8 @@ EvalResult Evaluator::run_and_judge(const CompiledCandidate& c, EvalResult r,
   }
   r.timing = TimingStats::from_samples(run.samples_s, run.calls_per_sample, run.warmup_calls);
   r.profile = run.machine;
+  r.profile.push_back({"eval.check_reference_s", reference_s, "s", 0});
+  r.profile.push_back({"eval.check_compare_s", compare_s, "s", 0});
   if (run.timing_cpu_wait_s >= 0 && run.timing_wall_s > 0)
     r.profile.push_back(
         {kCpuWaitMetric, 100 * std::min(1.0, run.timing_cpu_wait_s / run.timing_wall_s), "%", 0});
@@ -391,13 +412,18 @@ EvalResult Evaluator::run_and_judge(const CompiledCandidate& c, EvalResult r,
   return r;
 }
 
-bool Evaluator::should_profile(double median_s, const std::string& key) {
+bool Evaluator::should_profile(double median_s, const std::string& key, bool& over_share) {
+  over_share = false;
   if (profile_top <= 0 || !(target_.can_profile() || target_.has_compiler_report())) return false;
   if (!(median_s < profile_below_s)) return false;
   std::lock_guard<std::mutex> lock(mutex_);
   if (profiled_.count(key)) return false;
   auto pos = std::lower_bound(best_times_.begin(), best_times_.end(), median_s);
   if (pos - best_times_.begin() >= profile_top) return false;
+  if (!profiled_.empty() && profiling_s_ > profile_share * (measuring_s_ + profiling_s_)) {
+    over_share = true;
+    return false;
+  }
   best_times_.insert(pos, median_s);
   if (static_cast<int>(best_times_.size()) > profile_top) best_times_.pop_back();
   profiled_.insert(key);

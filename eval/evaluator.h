@@ -78,6 +78,13 @@ class Evaluator {
   // And only those faster than this (a remote evaluation's request carries
   // the submitting side's k-th best time: the rank among all of the run's).
   double profile_below_s = std::numeric_limits<double>::infinity();
+  // And only while profiling has taken at most this share of the time this
+  // evaluator spent (measuring and profiling), the first profile excepted: a
+  // profile costs seconds (a Triton one about ten), several measurements'
+  // worth, and early in a search nearly every candidate ranks among the best
+  // few. One passed over is profiled when measured again (a confirmation
+  // round) if the share allows it then. 1: no limit.
+  double profile_share = 0.25;
   // How many candidates this evaluator has profiled.
   size_t profiled() const {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -103,7 +110,10 @@ class Evaluator {
   std::mutex stage_mutex_;
   std::vector<double> best_times_;  // the best medians so far, ascending
   std::set<std::string> profiled_;  // compile keys of the kernels profiled
-  bool should_profile(double median_s, const std::string& key);
+  double measuring_s_ = 0, profiling_s_ = 0;  // this evaluator's time, for profile_share
+  // Whether to profile the kernel `key` measured at `median_s`; `over_share`
+  // says when only profile_share stood in the way.
+  bool should_profile(double median_s, const std::string& key, bool& over_share);
   void add_profile(const PreparedCandidate& p, EvalResult& r);
 };
 

@@ -1,5 +1,8 @@
 #include "eval/reference_cache.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
@@ -32,8 +35,19 @@ size_t ReferenceOutputs::bytes() const {
   return n;
 }
 
+namespace {
+
+size_t default_budget() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  const size_t floor = size_t{1} << 30, cap = size_t{16} << 30;
+  if (pages <= 0 || page <= 0) return floor;
+  return std::clamp(static_cast<size_t>(pages) * static_cast<size_t>(page) / 4, floor, cap);
+}
+
+}  // namespace
+
 ReferenceCache::ReferenceCache(std::filesystem::path dir, size_t memory_budget)
-    : dir_(std::move(dir)), budget_(memory_budget) {}
+    : dir_(std::move(dir)), budget_(memory_budget ? memory_budget : default_budget()) {}
 
 std::string ReferenceCache::key(const Task& task, const ShapeSet& shapes, uint64_t seed) {
   nlohmann::json k = {{"v", kReferenceVersion},

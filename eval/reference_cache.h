@@ -26,8 +26,11 @@ struct ReferenceOutputs {
 
 class ReferenceCache {
  public:
-  // `dir` empty: memory only.
-  explicit ReferenceCache(std::filesystem::path dir, size_t memory_budget = size_t{1} << 30);
+  // `dir` empty: memory only. `memory_budget` 0: a quarter of the machine's
+  // memory, at most 16 GiB (the checks of one evaluation use three
+  // references: a big elementwise task's are over a GiB, and a cache that
+  // cannot hold them reads them from disk at every evaluation).
+  explicit ReferenceCache(std::filesystem::path dir, size_t memory_budget = 0);
 
   std::shared_ptr<const ReferenceOutputs> get(const Task& task, const ShapeSet& shapes,
                                               uint64_t seed);

@@ -49,7 +49,7 @@ nlohmann::json SearchConfig::to_json() const {
   return {{"strategy", strategy}, {"params", params},       {"families", families},
           {"batch", batch},       {"seeds_first", seeds_first}, {"stop", stop_j},
           {"seed", seed},         {"confirm", confirm}, {"confirm_rounds", confirm_rounds},
-          {"profile_top", profile_top},
+          {"profile_top", profile_top}, {"profile_share", profile_share},
           {"llm", llm}, {"backend", backend}};
 }
 
@@ -73,6 +73,9 @@ SearchConfig parse_search_config(const nlohmann::json& search, const std::string
     throw ConfigError(o.path_of("confirm_rounds"), "expected an integer >= 1");
   c.profile_top = o.get_int("profile_top", 3);
   if (c.profile_top < 0) throw ConfigError(o.path_of("profile_top"), "expected an integer >= 0");
+  c.profile_share = o.get_number("profile_share", 0.25);
+  if (!(c.profile_share > 0 && c.profile_share <= 1))
+    throw ConfigError(o.path_of("profile_share"), "expected a number in (0, 1]");
   int64_t seed = o.get_int("seed", 1);
   if (seed < 0) throw ConfigError(o.path_of("seed"), "expected an integer >= 0");
   c.seed = static_cast<uint64_t>(seed);

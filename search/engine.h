@@ -52,6 +52,7 @@ struct SearchConfig {
   int64_t confirm = 3;                // re-measure the best k (and the seeds) at the end
   int64_t confirm_rounds = 3;         // ... in this many rounds, the order reversed every other round
   int64_t profile_top = 3;            // profile candidates among the best k so far (targets with a profiler)
+  double profile_share = 0.25;        // ...while profiles take at most this share of the measuring time
   nlohmann::json llm;                 // the "llm" section (null: no LLM synthesizer)
   nlohmann::json backend;             // the "backend" section (null: this machine)
   StopConditions stop;

@@ -144,6 +144,7 @@ SearchSession::SearchSession(Store& store, SearchRequest request)
     compiles_ = std::make_unique<CompileCache>(cache_dir());
     evaluator_ = std::make_unique<Evaluator>(request_.task, *target_, roof_, *references_, *compiles_);
     evaluator_->profile_top = static_cast<int>(cfg.profile_top);
+    evaluator_->profile_share = cfg.profile_share;
     evaluator_->remeasure_roof = [this](double bytes) {
       return remeasure(store_, *target_, bytes, [](std::string_view line) { log_debug("{}", line); });
     };

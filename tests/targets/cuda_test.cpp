@@ -483,21 +483,31 @@ TEST_F(FakeCuda, RecoversFromCrashStickyErrorAndHang) {
 // allowed for sampling follows the runner's estimate per call.
 // A kernel is profiled once: timing it again (the confirmation rounds) does
 // not run the profiler again. The fake ncu logs each start and fails.
-TEST_F(FakeCuda, ProfilesAKernelOnce) {
-  const auto dir = test::temp_dir("fake-ncu");
-  const auto log = dir / "ncu.log";
-  test::write_file(dir / "ncu", "#!/bin/sh\necho started >> '" + log.string() + "'\nexit 1\n");
-  std::filesystem::permissions(dir / "ncu", std::filesystem::perms::owner_all);
-  setenv("KEVO_NCU", (dir / "ncu").c_str(), 1);
-  target_ = make_target("cuda");
-  unsetenv("KEVO_NCU");
-  ASSERT_TRUE(target_->can_profile());
-  auto starts = [&] {
+// A fake ncu that logs each start, runs `then` (shell) and fails; the
+// cuda target made with it; how many times it started.
+struct FakeNcu {
+  std::filesystem::path log;
+  FakeNcu(const std::string& name, const std::string& then, std::unique_ptr<Target>& target) {
+    const auto dir = test::temp_dir(name);
+    log = dir / "ncu.log";
+    test::write_file(dir / "ncu", "#!/bin/sh\necho started >> '" + log.string() + "'\n" + then + "exit 1\n");
+    std::filesystem::permissions(dir / "ncu", std::filesystem::perms::owner_all);
+    setenv("KEVO_NCU", (dir / "ncu").c_str(), 1);
+    target = make_target("cuda");
+    unsetenv("KEVO_NCU");
+  }
+  int starts() const {
     std::ifstream in(log);
     int n = 0;
     for (std::string line; std::getline(in, line);) ++n;
     return n;
-  };
+  }
+};
+
+TEST_F(FakeCuda, ProfilesAKernelOnce) {
+  FakeNcu ncu("fake-ncu", "", target_);
+  ASSERT_TRUE(target_->can_profile());
+  auto starts = [&] { return ncu.starts(); };
   CandidateSource src{"// FAKE_MODE=ok\nextern \"C\" int kevo_launch(const kevo_tensor* in, int n_in, "
                       "kevo_tensor* out, int n_out, const double* s, int ns, cudaStream_t st) "
                       "{ return 0; }\n",
@@ -512,6 +522,36 @@ TEST_F(FakeCuda, ProfilesAKernelOnce) {
   EvalResult again = ev.evaluate(src, {});
   EXPECT_STATUS(again, Status::ok);
   EXPECT_EQ(starts(), once);
+}
+
+// Profiles take at most their share of the measuring time: past it, a
+// candidate among the best few is not profiled, and its diagnosis says why.
+TEST_F(FakeCuda, ProfilesKeepToTheirShareOfTheTime) {
+  FakeNcu ncu("fake-ncu-share", "sleep 0.3\n", target_);
+  auto starts = [&] { return ncu.starts(); };
+  auto kernel = [](int i) {
+    return CandidateSource{fmt::format("// FAKE_MODE=ok\n// variant {}\nextern \"C\" int kevo_launch(const "
+                                       "kevo_tensor* in, int n_in, kevo_tensor* out, int n_out, const "
+                                       "double* s, int ns, cudaStream_t st) {{ return 0; }}\n",
+                                       i),
+                           "fake_ok.cu", "cuda"};
+  };
+  Evaluator ev(task_, *target_, roof_, refs_, compiles_);
+  ev.profile_top = 3;
+  ev.profile_share = 0.01;  // one 0.3 s profile is far more than 1% of a fake measurement
+  EvalResult first = ev.evaluate(kernel(1), {});
+  EXPECT_STATUS(first, Status::ok);
+  const int once = starts();
+  EXPECT_GE(once, 1);
+  EvalResult second = ev.evaluate(kernel(2), {});
+  EXPECT_STATUS(second, Status::ok);
+  EXPECT_EQ(starts(), once);
+  EXPECT_NE(second.diagnosis->why.find("not profiled: profiles had taken their share (1%)"),
+            std::string::npos)
+      << second.diagnosis->why;
+  ev.profile_share = 1;  // no limit: the next one is profiled
+  EXPECT_STATUS(ev.evaluate(kernel(3), {}), Status::ok);
+  EXPECT_GT(starts(), once);
 }
 
 TEST_F(FakeCuda, SlowKernelsGetTimeToBeTimed) {
