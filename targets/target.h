@@ -91,8 +91,10 @@ struct RunOutcome {
   // (cuda): work the event did not wait for. Empty where not measured.
   std::vector<double> after_end_s;
   // Samples fenced on the whole device (cuda: idle before the start event,
-  // synchronized after the end), and the host's time per call: kevo holds
-  // the samples against them. Empty / 0 where not measured.
+  // synchronized after the end), and the host's time per fenced call (from
+  // the start event's enqueue to the end event's, which the idle device
+  // waits for): kevo holds the samples against them. Empty / 0 where not
+  // measured.
   std::vector<double> fenced_s;
   double host_call_s = 0;
   std::string stdout_text, stderr_text;

@@ -8,7 +8,9 @@
 //    torch and Triton is found (scripts/setup.sh triton makes one; KEVO_PYTHON
 //    names another).
 #include <cstdlib>
+#include <fstream>
 #include <map>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -17,7 +19,9 @@
 #include "eval/evaluator.h"
 #include "eval/static_check.h"
 #include "search/families.h"
+#include "core/store.h"
 #include "support/bias_gelu.h"  // test::write_file
+#include "support/fake_llm_server.h"
 #include "support/test_support.h"
 #include "targets/triton/triton_target.h"
 
@@ -300,6 +304,27 @@ TEST_F(OnTriton, ASyntaxErrorIsTheCandidatesCompileError) {
   EXPECT_NE(r.compile_log.find("broken.py:4"), std::string::npos) << r.compile_log;
 }
 
+// A kernel Triton builds but the GPU cannot load (more shared memory than an
+// SM has: the gemm tiles without their `require`) is the candidate's
+// compile_error with Triton's words, not a crash.
+TEST_F(OnTriton, AKernelThatNeedsMoreSharedMemoryThanTheGpuIsACompileError) {
+  if (interpreting()) GTEST_SKIP() << "Triton's interpreter allocates no shared memory";
+  const auto dir = test::temp_dir("triton_smem");
+  std::string text = read_text_file(test::repo_dir() / "targets" / "triton" / "kernels" / "gemm" / "tiles.py");
+  std::string kept;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("# @kevo require", 0) != 0) kept += line + "\n";
+  const auto path = dir / "tiles_unbounded.py";
+  test::write_file(path, kept);
+  Task t = task("gemm", {{"A", {256, 256}}, {"B", {256, 256}}});
+  EvalResult r = eval(path, {{"BM", 256}, {"BN", 256}, {"BK", 128}, {"GROUP_M", 8}, {"NUM_WARPS", 8},
+                             {"NUM_STAGES", 5}},
+                      t);
+  EXPECT_STATUS(r, Status::compile_error);
+  EXPECT_NE(r.detail.find("out of resource: shared memory"), std::string::npos) << r.detail;
+}
+
 // Every seed family, at its default point and at one that takes its other
 // path (rows longer than the tile: the streaming loops), on the checks'
 // ragged shapes and a small task shape. The interpreter's bf16 tl.dot gives
@@ -369,6 +394,122 @@ TEST_F(OnTriton, ProfilesMapHotLinesToThePythonSource) {
       }
     EXPECT_GT(mapped, 0);
   }
+}
+
+
+// A model's Triton kernel (written for the test's fake LLM); `broken` takes
+// a tile that is not a power of two, which Triton refuses.
+std::string llm_swiglu(bool broken) {
+  return std::string(R"(# swiglu, one tile of BLOCK elements per program (the test's fake LLM)
+# @kevo knob BLOCK 1024 {512, 1024}
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def swiglu_tile(g_ptr, u_ptr, y_ptr, n, BLOCK: tl.constexpr):
+)") + (broken ? "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK - 24)\n"
+              : "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n") +
+         R"(    mask = offs < n
+    g = tl.load(g_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    u = tl.load(u_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    tl.store(y_ptr + offs, (g / (1.0 + tl.exp(-g)) * u).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def kevo_launch(inputs, outputs, scalars):
+    g, u = inputs
+    (y,) = outputs
+    n = g.numel()
+    if n == 0:
+        return 0
+    swiglu_tile[(triton.cdiv(n, BLOCK),)](g, u, y, n, BLOCK=BLOCK, num_warps=4)
+    return 0
+)";
+}
+
+// A search end to end on the triton target, with a model: the prompt is in
+// Triton's terms (its own template, the Python contract, knobs as # comments
+// and module globals), the model's ```python kernel that Triton refuses is a
+// compile_error whose message, and the error index's help, go back in the
+// repair prompt, and the repaired kernel is measured. In the interpreter
+// where torch sees no GPU; on the GPU where it does.
+TEST_F(OnTriton, ASearchAsksTheModelInTritonsTerms) {
+  using testing::FakeLlmServer;
+  using testing::Step;
+  FakeLlmServer server;
+  const std::string broken_line = "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK - 24)\n";
+  server.set_responder([&](const testing::RecordedRequest& r) {
+    const std::string p = testing::prompt_text(r);
+    if (p.find("# The kernel to repair") != std::string::npos ||
+        p.find("# Repairs keep failing") != std::string::npos)
+      return Step::reply("The tile must be a power of two.\n<<<<<<< SEARCH\n" + broken_line +
+                         "=======\n    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+                         ">>>>>>> REPLACE\n");
+    return Step::reply("One tile per program.\n```python\n" + llm_swiglu(true) + "```\n");
+  });
+  const auto dir = test::temp_dir("triton_llm");
+  const std::string db = (dir / "kevo.db").string();
+  nlohmann::json task = {
+      {"name", "swiglu-triton-llm"},
+      {"operator", "swiglu"},
+      {"target", "triton"},
+      {"dtype", "bf16"},
+      {"shapes", {{"g", {8, 1000}}}},
+      {"limits", {{"timeout_s", 30}, {"compile_timeout_s", 60}}},
+      {"timing", {{"min_time_ms", 1}, {"min_samples", 3}, {"max_samples", 5}, {"warmup_ms", 1}}},
+      {"search",
+       {{"strategy", "mcts"},
+        {"batch", 2},
+        {"confirm", 0},
+        {"stop", {{"max_evals", 8}}},
+        {"llm",
+         {{"models",
+           {{{"api", "openai"}, {"endpoint", server.base_url()}, {"model", "fake-triton"},
+             {"api_key_env", ""}, {"retries", 1}, {"timeout_s", 20}}}},
+          {"per_batch", 2},
+          {"knowledge", 2}}}}}};
+  std::ofstream(dir / "task.json") << task.dump(2);
+  ProcessResult cal = test::run_kevo(dir, db, {"calibrate", "--target", "triton"});
+  ASSERT_EQ(cal.exit_code, 0) << cal.err;
+  ProcessResult r = test::run_kevo(dir, db, {"run", "task.json", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  const auto requests = server.requests();
+  ASSERT_FALSE(requests.empty()) << r.err;
+  const std::string first = testing::prompt_text(requests.front());
+  for (const char* want : {"Triton kernels (Python", "```python", "def kevo_launch(inputs, outputs, scalars)",
+                           "# @kevo knob NAME", "tl.constexpr", "KEVO_DIM_", ".shape"})
+    EXPECT_NE(first.find(want), std::string::npos) << want << "\n" << first;
+  for (const char* never : {"extern \"C\"", "#ifndef", "-D defines", "kevo_tensor"})
+    EXPECT_EQ(first.find(never), std::string::npos) << never << "\n" << first;
+
+  Store s(db, true);
+  QueryResult refused = s.query(
+      "SELECT e.detail || ' ' || e.compile_log FROM candidates c JOIN evaluations e ON e.candidate_id = c.id "
+      "WHERE c.synthesizer = 'llm:fake-triton' AND e.status = 'compile_error'");
+  ASSERT_FALSE(refused.rows.empty()) << r.err;
+  EXPECT_NE(std::get<std::string>(refused.rows[0][0]).find("arange's range must be a power of 2"),
+            std::string::npos)
+      << std::get<std::string>(refused.rows[0][0]);
+  QueryResult repaired = s.query(
+      "SELECT e.status FROM candidates c JOIN evaluations e ON e.candidate_id = c.id "
+      "WHERE c.synthesizer LIKE 'llm-repair:%'");
+  ASSERT_FALSE(repaired.rows.empty()) << r.err;
+  EXPECT_EQ(std::get<std::string>(repaired.rows[0][0]), "ok");
+  // The repair prompt carried Triton's words and what the index says of them.
+  bool saw = false;
+  for (const auto& req : requests) {
+    const std::string p = testing::prompt_text(req);
+    if (p.find("# The kernel to repair") == std::string::npos) continue;
+    saw = true;
+    EXPECT_NE(p.find("arange's range must be a power of 2"), std::string::npos) << p;
+    const std::string heading = "What these errors usually mean:\n";
+    const size_t help = p.find(heading);
+    ASSERT_NE(help, std::string::npos) << p;
+    EXPECT_EQ(p.substr(help + heading.size(), 2), "- ") << p;  // an entry, not "(none)"
+  }
+  EXPECT_TRUE(saw);
 }
 
 }  // namespace

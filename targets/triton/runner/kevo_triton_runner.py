@@ -132,6 +132,7 @@ class Runner:
                        "bf16": torch.bfloat16, "i32": torch.int32, "i8": torch.int8}
         self.pristine = {}  # (op, dtype, index, seed, shape) -> tensor on the device
         self.pristine_order = []
+        self.stage_s = {"inputs": 0.0, "hand_over": 0.0, "check_wait": 0.0, "timing": 0.0}
         self.jobs = 0
         # The runner's own references to what it times and checks with, taken
         # before any candidate runs.
@@ -222,6 +223,7 @@ class Runner:
         t = self.pristine.get(key)
         if t is not None:
             return t
+        t_gen = self.perf()
         n = 1
         for d in shape:
             n *= d
@@ -247,6 +249,7 @@ class Runner:
                 self.pristine.pop(self.pristine_order.pop(0), None)
         self.pristine[key] = t
         self.pristine_order.append(key)
+        self.stage_s["inputs"] += self.perf() - t_gen
         return t
 
     # ---- one candidate ---------------------------------------------------------------
@@ -323,6 +326,9 @@ class Runner:
         n_in = job["n_inputs"]
         scalars = tuple(job["scalars"])
         compiled = False
+        # Where a job's seconds go (a note at its end): the inputs made, the
+        # outputs handed over for the checks (and kevo's answer), the timing.
+        self.stage_s = {"inputs": 0.0, "hand_over": 0.0, "check_wait": 0.0, "timing": 0.0}
         for ph, phase in enumerate(job["phases"]):
             shapes = phase["shapes"]
             try:
@@ -425,6 +431,7 @@ class Runner:
                         emit({"event": "overrun", "phase": ph,
                               "tensor": job["tensor_names"][n_in + i], "offset": int(bad[0])})
                         return False
+                t_hand = self.perf()
                 offsets, total = [], 0
                 for size in nbytes:
                     offsets.append(total)
@@ -439,7 +446,11 @@ class Runner:
                     del base
                     mm.close()
                 emit({"event": "check", "phase": ph, "seconds": seconds, "bytes": total})
-                return read_line() == "continue"
+                t_wait = self.perf()
+                self.stage_s["hand_over"] += t_wait - t_hand
+                go_on = read_line() == "continue"
+                self.stage_s["check_wait"] += self.perf() - t_wait
+                return go_on
 
             if not phase["timed"]:
                 poison()
@@ -451,6 +462,11 @@ class Runner:
 
             if not self.time_phase(job, ph, call, poison, failed, hand_over, call_and_wait):
                 return
+        st = self.stage_s
+        sys.stderr.write("kevo-triton-runner: the job's stages: inputs made %.2f s, outputs handed over "
+                         "%.2f s, kevo's checks %.2f s, timing %.2f s\n"
+                         % (st["inputs"], st["hand_over"], st["check_wait"], st["timing"]))
+        sys.stderr.flush()
         return True
 
     def time_phase(self, job, ph, call, poison, failed, hand_over, call_and_wait):
@@ -458,6 +474,7 @@ class Runner:
         tc = job["timing"]
         warm, host, last = 0, [], 0.0
         start = self.perf()
+        t_timing = start
         while warm < tc["min_warmup"] or self.perf() - start < tc["warmup_s"]:
             ok, last, host_s = call_and_wait()
             if not ok:
@@ -476,7 +493,8 @@ class Runner:
         emit({"event": "timing_start", "phase": ph, "estimate_s": last, "calls_per_sample": 1})
 
         def sample(fence, poison_first):
-            """(event seconds, device busy after the end event, host seconds); None after a report."""
+            """(event seconds, device busy after the end event, host seconds of the call, host
+            seconds between the two events' enqueues); None after a report."""
             self.synchronize()
             if poison_first:
                 poison()
@@ -490,7 +508,7 @@ class Runner:
                 if rc != 0:
                     emit({"event": "kernel_error", "phase": ph, "rc": rc if isinstance(rc, int) else -1})
                     return None
-                return t, 0.0, t
+                return t, 0.0, t, t
             self.flush_value += 1
             self.flush.fill_(self.flush_value)
             if fence:
@@ -499,11 +517,13 @@ class Runner:
                 torch.cuda._sleep(int(cover * self.clock_khz / 1e3))
             ev0, ev1 = self.Event(enable_timing=True), self.Event(enable_timing=True)
             try:
+                hb = self.perf()
                 ev0.record()
                 h0 = self.perf()
                 rc = call()
                 host_s = self.perf() - h0
                 ev1.record()
+                bracket_s = self.perf() - hb
                 ev1.synchronize()
                 h1 = self.perf()
                 self.synchronize()
@@ -513,20 +533,21 @@ class Runner:
             if rc != 0:
                 emit({"event": "kernel_error", "phase": ph, "rc": rc if isinstance(rc, int) else -1})
                 return None
-            return self.elapsed(ev0, ev1) * 1e-3, busy, host_s
+            return self.elapsed(ev0, ev1) * 1e-3, busy, host_s, bracket_s
 
         # Fenced samples: the device idle before the start event, so the
-        # sample holds the kernel and the host time of its launch, which the
-        # idle device waits for; the evaluator allows the median of that
-        # host time (taken from these samples themselves, not the others:
-        # a Python launch's host time varies from call to call).
+        # sample holds the kernel and the host time between the two events'
+        # enqueues (the call's, and the events' own: tens of microseconds in
+        # Python), which the idle device waits for; the evaluator allows the
+        # median of that host time (taken from these samples themselves, not
+        # the others: a Python launch's host time varies from call to call).
         fenced, fenced_host = [], []
         for _ in range(5):
             s = sample(True, False)
             if s is None:
                 return False
             fenced.append(s[0] + s[1])
-            fenced_host.append(s[2])
+            fenced_host.append(s[3])
         samples, after_end, host = [], [], []
         timed = 0.0
         last_sample = False
@@ -550,6 +571,7 @@ class Runner:
                "GPU idles inside each sample" if not self.interpret and host_us > 0.8 * (self.flush_us + cover) else "",
                "; INTERPRETER: Triton's interpreter on the CPU, not a GPU time" if self.interpret else ""))
         sys.stderr.flush()
+        self.stage_s["timing"] += self.perf() - t_timing
         emit({"event": "timing", "phase": ph, "samples": samples, "calls_per_sample": 1,
               "warmup_calls": warm, "after_end_s": after_end, "fenced_s": fenced,
               "host_call_s": median(fenced_host), "machine": host_state()})
@@ -618,8 +640,12 @@ class Runner:
 
 
 def is_compile_error(e):
+    """Triton's compiler refused the kernel, or the kernel it built cannot be
+    loaded for what it needs (shared memory, threads) or ptxas failed: a
+    property of the source at these knobs, like a compile error in C."""
     mod = type(e).__module__ or ""
-    return mod.startswith("triton.compiler") or type(e).__name__ in ("CompilationError", "InterpreterError")
+    return mod.startswith("triton.compiler") or type(e).__name__ in (
+        "CompilationError", "InterpreterError", "OutOfResources", "PTXASError")
 
 
 def is_cuda_error(e):

@@ -27,11 +27,15 @@ import triton.language as tl
 @triton.jit
 def add_rms_rows(x_ptr, r_ptr, w_ptr, h_ptr, y_ptr, M, N, eps, BLOCK_N: tl.constexpr,
                  ROWS: tl.constexpr, WHOLE: tl.constexpr, STAGES: tl.constexpr,
-                 EVICT: tl.constexpr):
+                 EVICT: tl.constexpr, WIDE: tl.constexpr):
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     row_ok = rows < M
     cols = tl.arange(0, BLOCK_N)
-    base = rows.to(tl.int64)[:, None] * N
+    # 64-bit offsets only where M * N needs them (fewer registers otherwise)
+    if WIDE:
+        base = rows.to(tl.int64)[:, None] * N
+    else:
+        base = rows[:, None] * N
     policy: tl.constexpr = "evict_first" if EVICT else ""
     if WHOLE:
         mask = row_ok[:, None] & (cols[None, :] < N)
@@ -72,7 +76,8 @@ def kevo_launch(inputs, outputs, scalars):
     m = x.numel() // max(n, 1)
     if m == 0 or n == 0:
         return 0
+    wide = (m + ROWS) * n + BLOCK_N >= 2**31  # offsets past int32
     add_rms_rows[(triton.cdiv(m, ROWS),)](x, r, w, h, y, m, n, scalars[0], BLOCK_N=BLOCK_N, ROWS=ROWS,
-                                          WHOLE=n <= BLOCK_N, STAGES=NUM_STAGES, EVICT=EVICT,
+                                          WHOLE=n <= BLOCK_N, STAGES=NUM_STAGES, EVICT=EVICT, WIDE=wide,
                                           num_warps=NUM_WARPS)
     return 0

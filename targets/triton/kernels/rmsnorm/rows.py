@@ -26,12 +26,16 @@ import triton.language as tl
 
 @triton.jit
 def rms_rows(x_ptr, w_ptr, y_ptr, M, N, eps, BLOCK_N: tl.constexpr, ROWS: tl.constexpr,
-             WHOLE: tl.constexpr, STAGES: tl.constexpr, EVICT: tl.constexpr):
+             WHOLE: tl.constexpr, STAGES: tl.constexpr, EVICT: tl.constexpr, WIDE: tl.constexpr):
     row0 = tl.program_id(0) * ROWS
     rows = row0 + tl.arange(0, ROWS)
     row_ok = rows < M
     cols = tl.arange(0, BLOCK_N)
-    base = rows.to(tl.int64)[:, None] * N
+    # 64-bit offsets only where M * N needs them (fewer registers otherwise)
+    if WIDE:
+        base = rows.to(tl.int64)[:, None] * N
+    else:
+        base = rows[:, None] * N
     if WHOLE:
         mask = row_ok[:, None] & (cols[None, :] < N)
         if EVICT:
@@ -73,7 +77,8 @@ def kevo_launch(inputs, outputs, scalars):
     m = x.numel() // max(n, 1)
     if m == 0 or n == 0:
         return 0
+    wide = (m + ROWS) * n + BLOCK_N >= 2**31  # offsets past int32
     grid = (triton.cdiv(m, ROWS),)
     rms_rows[grid](x, w, y, m, n, scalars[0], BLOCK_N=BLOCK_N, ROWS=ROWS, WHOLE=n <= BLOCK_N,
-                   STAGES=NUM_STAGES, EVICT=EVICT, num_warps=NUM_WARPS)
+                   STAGES=NUM_STAGES, EVICT=EVICT, WIDE=wide, num_warps=NUM_WARPS)
     return 0

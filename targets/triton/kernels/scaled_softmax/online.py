@@ -28,11 +28,15 @@ import triton.language as tl
 
 @triton.jit
 def softmax_rows(x_ptr, y_ptr, M, N, scale_log2e, BLOCK_N: tl.constexpr, ROWS: tl.constexpr,
-                 WHOLE: tl.constexpr, STAGES: tl.constexpr, EVICT: tl.constexpr):
+                 WHOLE: tl.constexpr, STAGES: tl.constexpr, EVICT: tl.constexpr, WIDE: tl.constexpr):
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     row_ok = rows < M
     cols = tl.arange(0, BLOCK_N)
-    base = rows.to(tl.int64)[:, None] * N
+    # 64-bit offsets only where M * N needs them (fewer registers otherwise)
+    if WIDE:
+        base = rows.to(tl.int64)[:, None] * N
+    else:
+        base = rows[:, None] * N
     policy: tl.constexpr = "evict_first" if EVICT else ""
     if WHOLE:
         mask = row_ok[:, None] & (cols[None, :] < N)
@@ -73,7 +77,8 @@ def kevo_launch(inputs, outputs, scalars):
     m = x.numel() // max(n, 1)
     if m == 0 or n == 0:
         return 0
+    wide = (m + ROWS) * n + BLOCK_N >= 2**31  # offsets past int32
     softmax_rows[(triton.cdiv(m, ROWS),)](x, y, m, n, scalars[0] * math.log2(math.e), BLOCK_N=BLOCK_N,
                                           ROWS=ROWS, WHOLE=n <= BLOCK_N, STAGES=NUM_STAGES,
-                                          EVICT=EVICT, num_warps=NUM_WARPS)
+                                          EVICT=EVICT, WIDE=wide, num_warps=NUM_WARPS)
     return 0

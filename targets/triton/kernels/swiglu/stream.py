@@ -21,8 +21,13 @@ import triton.language as tl
 
 @triton.jit
 def swiglu_stream(g_ptr, u_ptr, y_ptr, n, BLOCK: tl.constexpr, STEPS: tl.constexpr,
-                  EVICT: tl.constexpr):
-    start = tl.program_id(0).to(tl.int64) * (BLOCK * STEPS)
+                  EVICT: tl.constexpr, WIDE: tl.constexpr):
+    # 32-bit offsets where the tensors allow them (fewer registers and
+    # instructions per element); 64-bit only past 2^31 elements.
+    if WIDE:
+        start = tl.program_id(0).to(tl.int64) * (BLOCK * STEPS)
+    else:
+        start = tl.program_id(0) * (BLOCK * STEPS)
     offs = tl.arange(0, BLOCK)
     policy: tl.constexpr = "evict_first" if EVICT else ""
     for s in tl.static_range(STEPS):
@@ -40,6 +45,8 @@ def kevo_launch(inputs, outputs, scalars):
     n = g.numel()
     if n == 0:
         return 0
-    swiglu_stream[(triton.cdiv(n, BLOCK * STEPS),)](g, u, y, n, BLOCK=BLOCK, STEPS=STEPS, EVICT=EVICT,
-                                                   num_warps=NUM_WARPS)
+    programs = triton.cdiv(n, BLOCK * STEPS)
+    wide = programs * BLOCK * STEPS >= 2**31
+    swiglu_stream[(programs,)](g, u, y, n, BLOCK=BLOCK, STEPS=STEPS, EVICT=EVICT, WIDE=wide,
+                               num_warps=NUM_WARPS)
     return 0
