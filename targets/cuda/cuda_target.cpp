@@ -87,7 +87,7 @@ struct Slot {
   }
 };
 
-class CudaTarget final : public Target {
+class CudaTarget final : public Target, private runner::RunnerSlots<Slot> {
  public:
   CudaTarget() { signal(SIGPIPE, SIG_IGN); }
   ~CudaTarget() override {
@@ -373,51 +373,17 @@ class CudaTarget final : public Target {
                                 se.text().empty() ? "" : ": " + se.text()));
   }
 
-  // A slot held for one use, released (and a waiter woken) at scope end.
-  struct Lease {
-    CudaTarget& target;
-    Slot& slot;
-    explicit Lease(CudaTarget& t) : target(t), slot(t.acquire()) {}
-    Lease(const Lease&) = delete;
-    Lease& operator=(const Lease&) = delete;
-    ~Lease() { target.release(slot); }
-  };
 
-  void retire_runners() override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& s : slots_)
-      if (!s->busy && s->child) {
-        if (s->alive()) write_line(s->child->stdin_fd(), "quit");
-        s->stop();
-      }
+  void retire_runners() override { retire_idle(); }
+
+  // The GPU runs nothing else while a job holds its slot.
+  Lease lease() {
+    return Lease(*this, [this] { ensure_slots_locked(); });
   }
 
-  Slot& acquire() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    ensure_slots_locked();
-    for (;;) {
-      for (auto& s : slots_)
-        if (!s->busy) {
-          s->busy = true;
-          return *s;
-        }
-      freed_.wait(lock);
-    }
-  }
-  void release(Slot& s) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      s.busy = false;
-    }
-    freed_.notify_one();
-  }
-
-  std::mutex mutex_;
-  std::condition_variable freed_;
   // Nsight Compute, looked up once (measure() asks before every candidate).
   const std::optional<std::filesystem::path> ncu_ = find_program("ncu", "KEVO_NCU", cuda_bins());
-  Spawner spawner_;  // before slots_: destroyed after the runners are stopped
-  std::vector<std::unique_ptr<Slot>> slots_;
+  Spawner spawner_;  // the destructor stops the runners before it goes
   std::map<std::string, std::string> versions_;
   // Tells this target's files from another's in the same process.
   const unsigned instance_ = next_instance_++;
@@ -427,8 +393,8 @@ class CudaTarget final : public Target {
 RunOutcome CudaTarget::run(const Task& task, const std::filesystem::path& artifact,
                            const std::vector<RunPhase>& phases, const CheckFn& check,
                            const ProgressFn& progress) {
-  Lease lease(*this);  // the GPU runs nothing else meanwhile
-  Slot& slot = lease.slot;
+  Lease held = lease();
+  Slot& slot = held.slot;
 
   const double start = monotonic_seconds();
   if (!slot.alive()) {
@@ -511,29 +477,9 @@ RunOutcome CudaTarget::run(const Task& task, const std::filesystem::path& artifa
   kernel.check = check;
   kernel.progress = progress;
   // The runner wrote the outputs to the slot's file: mapped for the check.
-  kernel.outputs = [&](size_t, size_t bytes) {
-    runner::CheckOutputs o;
-    const size_t len = std::max<size_t>(bytes, 1);
-    int fd = open(slot.output_path.c_str(), O_RDONLY | O_CLOEXEC);
-    void* map = fd >= 0 ? mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
-    if (fd >= 0) close(fd);
-    if (map == MAP_FAILED) {
-      o.error = fmt::format("kevo cannot read the outputs from {}", slot.output_path.string());
-      return o;
-    }
-    o.base = static_cast<const char*>(map);
-    o.hold = std::shared_ptr<void>(map, [len](void* p) { munmap(p, len); });
-    return o;
-  };
-  // cuda: the samples take min_time or min_samples calls, whichever is
-  // longer, at the runner's estimate per call (plus the flush before each):
-  // allow twice that on top of the timeout. (cpu allows differently: see
-  // cpu_target.cpp.)
+  kernel.outputs = [&](size_t, size_t bytes) { return runner::map_outputs(slot.output_path, bytes); };
   kernel.timing_timeout = [&](const nlohmann::json& e, const RunPhase&) {
-    const double per_call = e.value("estimate_s", 0.0) + 1e-4;
-    const double sampling =
-        std::max(task.timing.min_time_s, static_cast<double>(task.timing.min_samples) * per_call);
-    return task.limits.timeout_s + 2 * sampling;
+    return runner::gpu_timing_timeout(task, e);
   };
   kernel.overrun_offset = false;
   const runner::JobEventFn kernel_event = runner::kernel_events(kernel);
@@ -566,8 +512,8 @@ RunOutcome CudaTarget::run(const Task& task, const std::filesystem::path& artifa
 }
 
 Roof CudaTarget::calibrate(const ProgressFn& progress, const std::vector<double>& only_sizes) {
-  Lease lease(*this);  // the GPU runs nothing else meanwhile
-  Slot& slot = lease.slot;
+  Lease held = lease();
+  Slot& slot = held.slot;
   if (!slot.alive()) start_runner(slot);
   runner::Job job;
   job.mode = "calibrate";
@@ -651,8 +597,8 @@ ProfileOutcome CudaTarget::profile(const Task& task, const std::filesystem::path
     out.note = "ncu (Nsight Compute) not found: set KEVO_NCU or put it on PATH";
     return out;
   }
-  Lease lease(*this);  // the GPU runs nothing else meanwhile
-  Slot& slot = lease.slot;
+  Lease held = lease();
+  Slot& slot = held.slot;
 
   auto dir = cache_dir() / "cuda" / "profiles" / fmt::format("{}-{}", getpid(), slot.device);
   std::filesystem::create_directories(dir);

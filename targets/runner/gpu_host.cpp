@@ -1,7 +1,10 @@
 #include "targets/runner/gpu_host.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <future>
 
@@ -82,6 +85,28 @@ void Spawner::loop() {
     job();
     lock.lock();
   }
+}
+
+CheckOutputs map_outputs(const std::filesystem::path& file, size_t bytes) {
+  CheckOutputs o;
+  const size_t len = std::max<size_t>(bytes, 1);
+  int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  void* map = fd >= 0 ? mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+  if (fd >= 0) close(fd);
+  if (map == MAP_FAILED) {
+    o.error = fmt::format("kevo cannot read the outputs from {}", file.string());
+    return o;
+  }
+  o.base = static_cast<const char*>(map);
+  o.hold = std::shared_ptr<void>(map, [len](void* p) { munmap(p, len); });
+  return o;
+}
+
+double gpu_timing_timeout(const Task& task, const nlohmann::json& timing_start) {
+  const double per_call = timing_start.value("estimate_s", 0.0) + 1e-4;
+  const double sampling =
+      std::max(task.timing.min_time_s, static_cast<double>(task.timing.min_samples) * per_call);
+  return task.limits.timeout_s + 2 * sampling;
 }
 
 }  // namespace kevo::runner

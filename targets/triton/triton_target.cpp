@@ -158,7 +158,7 @@ nlohmann::json python_value(const std::string& text) {
   return text;
 }
 
-class TritonTarget final : public Target {
+class TritonTarget final : public Target, private runner::RunnerSlots<Slot> {
  public:
   TritonTarget() { signal(SIGPIPE, SIG_IGN); }
   ~TritonTarget() override {
@@ -412,42 +412,12 @@ class TritonTarget final : public Target {
                                 err.empty() ? "" : ": " + err));
   }
 
-  struct Lease {
-    TritonTarget& target;
-    Slot& slot;
-    explicit Lease(TritonTarget& t) : target(t), slot(t.acquire()) {}
-    Lease(const Lease&) = delete;
-    Lease& operator=(const Lease&) = delete;
-    ~Lease() { target.release(slot); }
-  };
 
-  void retire_runners() override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& s : slots_)
-      if (!s->busy && s->child) {
-        if (s->alive()) write_line(s->child->stdin_fd(), "quit");
-        s->stop();
-      }
-  }
+  void retire_runners() override { retire_idle(); }
 
-  Slot& acquire() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    ensure_slots_locked();
-    for (;;) {
-      for (auto& s : slots_)
-        if (!s->busy) {
-          s->busy = true;
-          return *s;
-        }
-      freed_.wait(lock);
-    }
-  }
-  void release(Slot& s) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      s.busy = false;
-    }
-    freed_.notify_one();
+  // The GPU runs nothing else while a job holds its slot.
+  Lease lease() {
+    return Lease(*this, [this] { ensure_slots_locked(); });
   }
 
   // The job line for `artifact` on `phases`: the runner protocol's job, and
@@ -475,12 +445,9 @@ class TritonTarget final : public Target {
     return j;
   }
 
-  std::mutex mutex_;
-  std::condition_variable freed_;
   const std::optional<std::filesystem::path> ncu_ =
       runner::find_program("ncu", "KEVO_NCU", runner::cuda_bins());
-  runner::Spawner spawner_;  // before slots_: destroyed after the runners are stopped
-  std::vector<std::unique_ptr<Slot>> slots_;
+  runner::Spawner spawner_;  // the destructor stops the runners before it goes
   unsigned restarts_ = 0;
   const unsigned instance_ = next_instance_++;
   static inline std::atomic<unsigned> next_instance_{0};
@@ -489,8 +456,8 @@ class TritonTarget final : public Target {
 RunOutcome TritonTarget::run(const Task& task, const std::filesystem::path& artifact,
                              const std::vector<RunPhase>& phases, const CheckFn& check,
                              const ProgressFn& progress) {
-  Lease lease(*this);
-  Slot& slot = lease.slot;
+  Lease held = lease();
+  Slot& slot = held.slot;
   const double start = monotonic_seconds();
   if (!slot.alive()) start_runner(slot);
   // The candidate where the runner may read it, under a name of this job
@@ -556,27 +523,9 @@ RunOutcome TritonTarget::run(const Task& task, const std::filesystem::path& arti
   kernel.phases = &phases;
   kernel.check = check;
   kernel.progress = progress;
-  kernel.outputs = [&](size_t, size_t bytes) {
-    runner::CheckOutputs o;
-    const size_t len = std::max<size_t>(bytes, 1);
-    int fd = open(slot.output_path.c_str(), O_RDONLY | O_CLOEXEC);
-    void* map = fd >= 0 ? mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
-    if (fd >= 0) close(fd);
-    if (map == MAP_FAILED) {
-      o.error = fmt::format("kevo cannot read the outputs from {}", slot.output_path.string());
-      return o;
-    }
-    o.base = static_cast<const char*>(map);
-    o.hold = std::shared_ptr<void>(map, [len](void* p) { munmap(p, len); });
-    return o;
-  };
-  // As cuda's: the samples take min_time or min_samples calls at the
-  // runner's estimate per call, plus the flush: twice that on the timeout.
+  kernel.outputs = [&](size_t, size_t bytes) { return runner::map_outputs(slot.output_path, bytes); };
   kernel.timing_timeout = [&](const nlohmann::json& e, const RunPhase&) {
-    const double per_call = e.value("estimate_s", 0.0) + 1e-4;
-    const double sampling =
-        std::max(task.timing.min_time_s, static_cast<double>(task.timing.min_samples) * per_call);
-    return task.limits.timeout_s + 2 * sampling;
+    return runner::gpu_timing_timeout(task, e);
   };
   kernel.overrun_offset = false;
   const runner::JobEventFn kernel_event = runner::kernel_events(kernel);
@@ -630,8 +579,8 @@ RunOutcome TritonTarget::run(const Task& task, const std::filesystem::path& arti
 }
 
 Roof TritonTarget::calibrate(const ProgressFn& progress, const std::vector<double>& only_sizes) {
-  Lease lease(*this);
-  Slot& slot = lease.slot;
+  Lease held = lease();
+  Slot& slot = held.slot;
   if (!slot.alive()) start_runner(slot);
   runner::Job job;
   job.mode = "calibrate";
@@ -698,8 +647,8 @@ ProfileOutcome TritonTarget::profile(const Task& task, const std::filesystem::pa
     out.note = "ncu (Nsight Compute) not found: set KEVO_NCU or put it on PATH";
     return out;
   }
-  Lease lease(*this);
-  Slot& slot = lease.slot;
+  Lease held = lease();
+  Slot& slot = held.slot;
   const auto dir = cache_dir() / "triton" / "profiles" / fmt::format("{}-{}", getpid(), slot.device);
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
