@@ -1,6 +1,8 @@
 #include "eval/compare.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <mutex>
@@ -37,6 +39,53 @@ bool element_ok(const CompareMode& mode, DType dt, const void* g, const void* w,
   return false;
 }
 
+// One chunk of a float output, element by element as element_ok() and
+// ulp_distance() define it, with the dtype known at compile time (the
+// generic loop calls out of line for every load: several times slower, and
+// a big output's check is a good part of an evaluation). `Bits` is the
+// storage, `value` decodes it exactly.
+template <class Bits, float (*value)(Bits)>
+void tally_float(const CompareMode& mode, const Bits* g, const Bits* w, int64_t begin, int64_t end,
+                 Tally& local) {
+  constexpr int width = static_cast<int>(sizeof(Bits) * 8);
+  constexpr uint64_t sign = uint64_t{1} << (width - 1);
+  auto ordered = [](Bits b) {
+    const int64_t magnitude = static_cast<int64_t>(static_cast<uint64_t>(b) & (sign - 1));
+    return (static_cast<uint64_t>(b) & sign) ? -magnitude : magnitude;
+  };
+  for (int64_t i = begin; i < end; ++i) {
+    const double gv = value(g[i]), wv = value(w[i]);
+    const bool gnan = std::isnan(gv), wnan = std::isnan(wv);
+    double abs_err = (gv == wv) ? 0.0 : std::fabs(gv - wv);
+    double ulp = (gnan || wnan) ? std::numeric_limits<double>::infinity()
+                                : std::fabs(static_cast<double>(ordered(g[i]) - ordered(w[i])));
+    if (gnan && wnan) abs_err = ulp = 0;
+    bool ok;
+    if (wnan) ok = gnan;
+    else if (gnan) ok = false;
+    else if (mode.kind == CompareMode::exact) ok = g[i] == w[i];
+    else if (mode.kind == CompareMode::ulp) ok = ulp <= static_cast<double>(mode.max_ulp);
+    else if (std::isinf(wv)) ok = gv == wv;
+    else ok = abs_err <= mode.atol + mode.rtol * std::fabs(wv);
+    if (!gnan && !wnan) {
+      local.max_abs = std::max(local.max_abs, abs_err);
+      local.max_ulp = std::max(local.max_ulp, ulp);
+    }
+    if (!ok) {
+      ++local.mismatches;
+      if (gnan && !wnan) ++local.nan_where_number;
+      if (local.first < 0) local.first = i;
+    }
+  }
+}
+
+float f32_value(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+float bf16_value(uint16_t b) { return f32_value(static_cast<uint32_t>(b) << 16); }
+
 }  // namespace
 
 CheckReport compare_outputs(const Operator& op, const std::vector<ConstTensorView>& got,
@@ -57,24 +106,31 @@ CheckReport compare_outputs(const Operator& op, const std::vector<ConstTensorVie
     Tally total;
     parallel_for(n, [&](int64_t begin, int64_t end) {
       Tally local;
-      for (int64_t i = begin; i < end; ++i) {
-        const size_t k = static_cast<size_t>(i);
-        double gv = g.at(i), wv = w.at(i);
-        double abs_err = (gv == wv) ? 0.0 : std::fabs(gv - wv);
-        double ulp = dtype_is_float(g.dtype) ? ulp_distance(g.dtype, g.data, w.data, k)
-                                             : abs_err;
-        if (std::isnan(gv) && std::isnan(wv)) abs_err = ulp = 0;
-        bool ok = element_ok(mode, g.dtype, g.data, w.data, k, gv, wv, abs_err, ulp);
-        if (!std::isnan(gv) && !std::isnan(wv)) {
-          local.max_abs = std::max(local.max_abs, abs_err);
-          local.max_ulp = std::max(local.max_ulp, ulp);
+      if (g.dtype == DType::bf16)
+        tally_float<uint16_t, bf16_value>(mode, static_cast<const uint16_t*>(g.data),
+                                          static_cast<const uint16_t*>(w.data), begin, end, local);
+      else if (g.dtype == DType::f32)
+        tally_float<uint32_t, f32_value>(mode, static_cast<const uint32_t*>(g.data),
+                                         static_cast<const uint32_t*>(w.data), begin, end, local);
+      else  // f16, f64, integers: the generic loads
+        for (int64_t i = begin; i < end; ++i) {
+          const size_t k = static_cast<size_t>(i);
+          double gv = g.at(i), wv = w.at(i);
+          double abs_err = (gv == wv) ? 0.0 : std::fabs(gv - wv);
+          double ulp = dtype_is_float(g.dtype) ? ulp_distance(g.dtype, g.data, w.data, k)
+                                               : abs_err;
+          if (std::isnan(gv) && std::isnan(wv)) abs_err = ulp = 0;
+          bool ok = element_ok(mode, g.dtype, g.data, w.data, k, gv, wv, abs_err, ulp);
+          if (!std::isnan(gv) && !std::isnan(wv)) {
+            local.max_abs = std::max(local.max_abs, abs_err);
+            local.max_ulp = std::max(local.max_ulp, ulp);
+          }
+          if (!ok) {
+            ++local.mismatches;
+            if (std::isnan(gv) && !std::isnan(wv)) ++local.nan_where_number;
+            if (local.first < 0) local.first = i;
+          }
         }
-        if (!ok) {
-          ++local.mismatches;
-          if (std::isnan(gv) && !std::isnan(wv)) ++local.nan_where_number;
-          if (local.first < 0) local.first = i;
-        }
-      }
       std::lock_guard<std::mutex> lock(m);
       total.mismatches += local.mismatches;
       total.nan_where_number += local.nan_where_number;

@@ -1,10 +1,14 @@
 #include "eval/compare.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "core/defined_operator.h"
+#include "core/dtype.h"
 #include "core/error.h"
 
 namespace kevo {
@@ -117,6 +121,64 @@ TEST(Compare, EachOutputUnderItsOwnModeInItsOwnDtype) {
   EXPECT_EQ(both.first->tensor, "y");
   EXPECT_EQ(check_to_json(both)["failed_outputs"], nlohmann::json({"y", "z"}));
   EXPECT_EQ(check_to_json(both)["first_mismatch"]["compare"], "exact");
+}
+
+// bf16 and f32 are compared by a loop of their own: it must say what the
+// element-by-element definition (load_element, ulp_distance) says, for
+// every bf16 pattern (NaNs, infinities, zeros of both signs, subnormals)
+// against neighbours and specials, under each mode.
+TEST(Compare, TheBf16AndF32LoopsAgreeWithTheDefinition) {
+  std::vector<uint16_t> got, want;
+  const uint16_t specials[] = {0x0000, 0x8000, 0x0001, 0x8001, 0x3f80, 0xbf80, 0x7f80,
+                               0xff80, 0x7fc0, 0xffc1, 0x7f7f, 0x0080};
+  for (uint32_t b = 0; b < 65536; ++b) {
+    got.push_back(static_cast<uint16_t>(b));
+    want.push_back(static_cast<uint16_t>(b % 7 == 0 ? specials[b % 12] : b + (b % 5) - 2));
+  }
+  // The same values widened to f32 bit patterns, with low bits set on some.
+  std::vector<uint32_t> got32, want32;
+  for (size_t i = 0; i < got.size(); ++i) {
+    got32.push_back((uint32_t{got[i]} << 16) | (i % 3 == 0 ? 0x1234u : 0u));
+    want32.push_back(uint32_t{want[i]} << 16);
+  }
+  const Shape s = {static_cast<int64_t>(got.size())};
+  for (const char* text : {"exact", "ulp:1", "ulp:3", "tol:0,0", "tol:1e-3,0.016", "tol:1,1"}) {
+    const CompareMode mode = CompareMode::parse(text);
+    for (DType dt : {DType::bf16, DType::f32}) {
+      const void* g = dt == DType::bf16 ? static_cast<const void*>(got.data()) : got32.data();
+      const void* w = dt == DType::bf16 ? static_cast<const void*>(want.data()) : want32.data();
+      int64_t mismatches = 0, first = -1;
+      double max_abs = 0, max_ulp = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        const double gv = load_element(dt, g, i), wv = load_element(dt, w, i);
+        const bool gn = std::isnan(gv), wn = std::isnan(wv);
+        double abs_err = gv == wv ? 0.0 : std::fabs(gv - wv), ulp = ulp_distance(dt, g, w, i);
+        bool ok;
+        if (wn) ok = gn;
+        else if (gn) ok = false;
+        else if (mode.kind == CompareMode::exact)
+          ok = std::memcmp(static_cast<const char*>(g) + i * dtype_size(dt),
+                           static_cast<const char*>(w) + i * dtype_size(dt), dtype_size(dt)) == 0;
+        else if (mode.kind == CompareMode::ulp) ok = ulp <= static_cast<double>(mode.max_ulp);
+        else if (std::isinf(wv)) ok = gv == wv;
+        else ok = abs_err <= mode.atol + mode.rtol * std::fabs(wv);
+        if (!gn && !wn) {
+          max_abs = std::max(max_abs, abs_err);
+          max_ulp = std::max(max_ulp, ulp);
+        }
+        if (!ok && first < 0) first = static_cast<int64_t>(i);
+        mismatches += !ok;
+      }
+      const CheckReport r = compare_outputs(op(), {ConstTensorView(dt, s, g)}, {ConstTensorView(dt, s, w)}, {mode});
+      SCOPED_TRACE(fmt::format("{} {}", dtype_name(dt), text));
+      EXPECT_GT(mismatches, 0);  // the data exercises the mode
+      EXPECT_EQ(r.mismatches, mismatches);
+      EXPECT_EQ(r.max_abs_err, max_abs);
+      EXPECT_EQ(r.max_ulp, max_ulp);
+      ASSERT_TRUE(r.first.has_value());
+      EXPECT_EQ(r.first->index, first);
+    }
+  }
 }
 
 TEST(Compare, ModesParseAndPrint) {
