@@ -1,6 +1,7 @@
 // The search engine on synthetic spaces through a fake backend (no compiler):
 // each strategy finds a known optimum, stop conditions, dedup across a
 // resumed run and across runs, constraints, replay.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -517,6 +518,45 @@ TEST(Search, ConstraintsNeverProduceAnInvalidCandidate) {
     EXPECT_EQ(e.stats().invalid, 0) << strategy;
     EXPECT_EQ(e.stats().evaluations, 150) << strategy;
   }
+}
+
+// The knob rules speak every target's knobs: a Triton row family's parent,
+// memory-bound, or spilling by its profile, gets moves the rule chose (not
+// only random ones), on the knobs the rule names, in its direction.
+TEST(Search, TheKnobRulesGuideTritonFamilies) {
+  const auto file = test::repo_dir() / "targets" / "triton" / "kernels" / "rmsnorm" / "rows.py";
+  SearchSpace space = load_space({file}, {}, [](const std::filesystem::path&) { return "triton"; });
+  Synthesizers synth = Synthesizers::offline(KnobRules::load_default());
+  std::mt19937_64 rng(5);
+  Observation parent;
+  parent.point = space.seed(0);
+  auto moved = [&](const Synthesized& c) {
+    std::set<std::string> names;
+    for (const auto& [k, v] : c.point.knobs)
+      if (parent.point.knobs.at(k) != v) names.insert(k);
+    return names;
+  };
+  parent.bound = "memory";
+  std::set<std::string> memory_knobs;
+  for (int i = 0; i < 200; ++i)
+    if (auto c = synth.knob->apply(space, {&parent}, rng); c && c->label == "knob:memory")
+      for (const std::string& k : moved(*c)) memory_knobs.insert(k);
+  EXPECT_TRUE(memory_knobs.count("NUM_WARPS")) << fmt::format("{}", fmt::join(memory_knobs, ", "));
+  EXPECT_TRUE(memory_knobs.count("EVICT")) << fmt::format("{}", fmt::join(memory_knobs, ", "));
+  parent.bound = "";
+  parent.bottleneck = "spills";
+  int guided = 0;
+  for (int i = 0; i < 200; ++i) {
+    auto c = synth.knob->apply(space, {&parent}, rng);
+    if (!c || c->label != "knob:gpu-spills") continue;
+    ++guided;
+    for (const std::string& k : moved(*c)) {
+      const int64_t before = parent.point.knobs.at(k), after = c->point.knobs.at(k);
+      if (k == "NUM_WARPS") EXPECT_GT(after, before);
+      else if (k == "BLOCK_N") EXPECT_LT(after, before);
+    }
+  }
+  EXPECT_GT(guided, 50);
 }
 
 // The minimum over noisy measurements is biased low: the best few are
