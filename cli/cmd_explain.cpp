@@ -188,13 +188,12 @@ nlohmann::json gather(Store& store, int64_t id) {
   // every measured evaluation has the compiler's (ptxas.*), so a later
   // re-measurement must not hide the profiled one. Else of the latest with
   // the compiler's. The machine's state (machine.*) is not the kernel's: it
-  // has a line of its own.
-  auto is_machine = [](const ProfileRow& r) { return r.metric.rfind("machine.", 0) == 0; };
+  // has a line of its own; nor is what measuring it cost (eval.*).
   std::optional<int64_t> profiled, compiled;
-  std::map<int64_t, std::vector<ProfileRow>> figures;  // by evaluation, machine.* left out
+  std::map<int64_t, std::vector<ProfileRow>> figures;  // by evaluation, measuring rows left out
   for (int64_t e : evals) {
     for (ProfileRow& r : store.profile(e)) {
-      if (is_machine(r)) continue;
+      if (is_measuring_metric(r.metric)) continue;
       if (r.metric.rfind("ptxas.", 0) != 0) profiled = std::max(profiled.value_or(e), e);
       compiled = std::max(compiled.value_or(e), e);
       figures[e].push_back(std::move(r));

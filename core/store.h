@@ -88,6 +88,13 @@ struct ProfileRow {
   int64_t source_line = 0;  // 0: not a per-line figure
 };
 
+// Whether a profile row's metric says how a candidate was measured, not what
+// the kernel does: the machine's state (machine.*) and kevo's own cost of
+// measuring it (eval.*). Every measurement has them.
+inline bool is_measuring_metric(std::string_view metric) {
+  return metric.rfind("machine.", 0) == 0 || metric.rfind("eval.", 0) == 0;
+}
+
 // A recorded LLM call, as llm_calls keeps it.
 struct LlmCallRecord {
   std::optional<int64_t> run;

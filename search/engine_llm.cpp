@@ -142,8 +142,7 @@ LlmAsk Engine::llm_ask(const Observation& o, LlmAsk::Mode mode) const {
       // (eval.*: the checks; profile.*: the profiler's run) what measuring it
       // took, not what the kernel does; they would also make the prompt
       // differ between two identical runs.
-      if (!v || metric.rfind("machine.", 0) == 0 || metric.rfind("eval.", 0) == 0 ||
-          metric.rfind("profile.", 0) == 0)
+      if (!v || is_measuring_metric(metric) || metric.rfind("profile.", 0) == 0)
         continue;
       if (line && *line > 0) {
         // The line's text from the family source (line numbers are the file's).

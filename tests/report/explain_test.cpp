@@ -152,13 +152,14 @@ TEST_F(Explain, JsonHasTheEvidence) {
 
 // Every measured evaluation stores the compiler's figures: the confirmation's
 // re-measurements, later than the profiled evaluation, have ptxas.* rows only
-// (and the machine's state). The profiler's metrics and hot lines stay shown.
+// (and the machine's state, and what measuring them cost). The profiler's metrics and hot lines stay shown.
 TEST_F(Explain, ShowsTheProfiledEvaluationAfterTheConfirmation) {
   {
     Store s(db_);
     for (int round = 0; round < 3; ++round)
       s.add_evaluation(child_, result(1e-3, {{"ptxas.registers", 32, "register/thread", 0},
-                                             {"machine.sm_mhz", 1980, "MHz", 0}}));
+                                             {"machine.sm_mhz", 1980, "MHz", 0},
+                                             {"eval.check_compare_s", 0.4, "s", 0}}));
   }
   auto r = kevo({"explain", std::to_string(child_), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
