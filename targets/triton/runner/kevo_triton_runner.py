@@ -58,6 +58,7 @@ import types
 EVENTS_FD = 3
 CANARY = 0xA5
 CANARY_BYTES = 4096
+STAGES = ("inputs", "hand_over", "check_wait", "timing")  # of a job, for its note
 # kevo's DType codes (core/dtype.h) and names.
 DTYPE_CODES = {"f32": 0, "f64": 1, "f16": 2, "bf16": 3, "i32": 4, "i8": 5}
 
@@ -132,7 +133,9 @@ class Runner:
                        "bf16": torch.bfloat16, "i32": torch.int32, "i8": torch.int8}
         self.pristine = {}  # (op, dtype, index, seed, shape) -> tensor on the device
         self.pristine_order = []
-        self.stage_s = {"inputs": 0.0, "hand_over": 0.0, "check_wait": 0.0, "timing": 0.0}
+        # Where a job's seconds go (a note at its end): the inputs made, the
+        # outputs handed over for the checks, kevo's checks, the timing.
+        self.stage_s = dict.fromkeys(STAGES, 0.0)
         self.jobs = 0
         # The runner's own references to what it times and checks with, taken
         # before any candidate runs.
@@ -326,9 +329,7 @@ class Runner:
         n_in = job["n_inputs"]
         scalars = tuple(job["scalars"])
         compiled = False
-        # Where a job's seconds go (a note at its end): the inputs made, the
-        # outputs handed over for the checks (and kevo's answer), the timing.
-        self.stage_s = {"inputs": 0.0, "hand_over": 0.0, "check_wait": 0.0, "timing": 0.0}
+        self.stage_s = dict.fromkeys(STAGES, 0.0)
         for ph, phase in enumerate(job["phases"]):
             shapes = phase["shapes"]
             try:
