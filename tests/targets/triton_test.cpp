@@ -353,6 +353,19 @@ TEST_F(OnTriton, SeedFamiliesAreRight) {
         streaming["ROWS"] = 2;
         points.push_back(streaming);
       }
+      // every cache policy of the loads (EVICT), at the default tile and at
+      // the streaming one, so each compiles and is right
+      for (const auto& kd : space.knobs()) {
+        if (kd.name != "EVICT") continue;
+        const std::size_t base = points.size();
+        for (std::size_t i = 0; i < base; ++i)
+          for (int64_t v : kd.values) {
+            if (v == points[i].at("EVICT")) continue;
+            KnobValues other = points[i];
+            other["EVICT"] = v;
+            points.push_back(other);
+          }
+      }
       for (const auto& k : points) {
         EvalResult r = eval(f.path(), k, t);
         EXPECT_STATUS(r, Status::ok) << " family " << f.path() << " " << knobs_to_string(k);

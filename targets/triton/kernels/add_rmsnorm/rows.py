@@ -11,12 +11,15 @@
 #   ROWS        rows per program
 #   NUM_WARPS   warps per program
 #   NUM_STAGES  software pipelining of the streaming loops
-#   EVICT       1: x and r loaded evict-first, w evict-last
+#   EVICT       x and r loads: 0 plain, 1 evict-first (they are read once),
+#               2 evict-last: an L2 evict_last cache-hint policy (the default:
+#               the CUDA family's HINT 4, the same instruction, was worth 3%
+#               on the H200, bench/results/2026-12-01-h200-l2-policy-loads.md)
 # @kevo knob BLOCK_N 4096 {512, 1024, 2048, 4096, 8192}
 # @kevo knob ROWS 1 {1, 2, 4, 8}
 # @kevo knob NUM_WARPS 8 {1, 2, 4, 8, 16, 32}
 # @kevo knob NUM_STAGES 1 {1, 2, 3}
-# @kevo knob EVICT 1 {0, 1}
+# @kevo knob EVICT 2 {0, 1, 2}
 # @kevo require ROWS * BLOCK_N <= 16384
 # @kevo require NUM_WARPS * 32 <= ROWS * BLOCK_N
 import torch
@@ -36,7 +39,7 @@ def add_rms_rows(x_ptr, r_ptr, w_ptr, h_ptr, y_ptr, M, N, eps, BLOCK_N: tl.const
         base = rows.to(tl.int64)[:, None] * N
     else:
         base = rows[:, None] * N
-    policy: tl.constexpr = "evict_first" if EVICT else ""
+    policy: tl.constexpr = "evict_last" if EVICT == 2 else ("evict_first" if EVICT == 1 else "")
     if WHOLE:
         mask = row_ok[:, None] & (cols[None, :] < N)
         x = tl.load(x_ptr + base + cols[None, :], mask=mask, other=0.0, eviction_policy=policy)

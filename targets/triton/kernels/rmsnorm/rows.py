@@ -11,12 +11,14 @@
 #   NUM_WARPS   warps per program
 #   NUM_STAGES  software pipelining of the streaming loops
 #   EVICT       1: the rows are loaded evict-first (they are read once), the
-#               weights evict-last (every program reads them)
+#               weights evict-last (every program reads them); 2: rows and
+#               weights under an L2 evict_last cache-hint policy (the CUDA
+#               family's HINT 4, the same instruction)
 # @kevo knob BLOCK_N 4096 {512, 1024, 2048, 4096, 8192}
 # @kevo knob ROWS 1 {1, 2, 4, 8}
 # @kevo knob NUM_WARPS 8 {1, 2, 4, 8, 16, 32}
 # @kevo knob NUM_STAGES 1 {1, 2, 3}
-# @kevo knob EVICT 1 {0, 1}
+# @kevo knob EVICT 1 {0, 1, 2}
 # @kevo require ROWS * BLOCK_N <= 16384
 # @kevo require NUM_WARPS * 32 <= ROWS * BLOCK_N
 import torch
@@ -36,11 +38,12 @@ def rms_rows(x_ptr, w_ptr, y_ptr, M, N, eps, BLOCK_N: tl.constexpr, ROWS: tl.con
         base = rows.to(tl.int64)[:, None] * N
     else:
         base = rows[:, None] * N
+    row_policy: tl.constexpr = "evict_last" if EVICT == 2 else "evict_first"
     if WHOLE:
         mask = row_ok[:, None] & (cols[None, :] < N)
         if EVICT:
             x = tl.load(x_ptr + base + cols[None, :], mask=mask, other=0.0,
-                        eviction_policy="evict_first").to(tl.float32)
+                        eviction_policy=row_policy).to(tl.float32)
             w = tl.load(w_ptr + cols, mask=cols < N, other=0.0,
                         eviction_policy="evict_last").to(tl.float32)
         else:
@@ -62,7 +65,7 @@ def rms_rows(x_ptr, w_ptr, y_ptr, M, N, eps, BLOCK_N: tl.constexpr, ROWS: tl.con
             mask = row_ok[:, None] & (c[None, :] < N)
             if EVICT:
                 x = tl.load(x_ptr + base + c[None, :], mask=mask, other=0.0,
-                            eviction_policy="evict_first").to(tl.float32)
+                            eviction_policy=row_policy).to(tl.float32)
             else:
                 x = tl.load(x_ptr + base + c[None, :], mask=mask, other=0.0).to(tl.float32)
             w = tl.load(w_ptr + c, mask=c < N, other=0.0).to(tl.float32)

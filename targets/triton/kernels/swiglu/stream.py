@@ -8,11 +8,15 @@
 #   BLOCK       elements per program per step (a power of two)
 #   STEPS       steps per program
 #   NUM_WARPS   warps per program
-#   EVICT       1: g and u loaded evict-first (read once)
+#   EVICT       g and u loads: 0 plain, 1 evict-first (they are read once),
+#               2 evict-last: an L2 evict_last cache-hint policy on the loads
+#               (the default: the same instruction as the CUDA family's LD 4,
+#               which read 1.013x torch.compile against 0.996-1.000x with plain
+#               loads on the H200, bench/results/2026-12-01-h200-l2-policy-loads.md)
 # @kevo knob BLOCK 4096 {1024, 2048, 4096, 8192, 16384}
 # @kevo knob STEPS 1 {1, 2, 4, 8}
 # @kevo knob NUM_WARPS 8 {2, 4, 8, 16}
-# @kevo knob EVICT 1 {0, 1}
+# @kevo knob EVICT 2 {0, 1, 2}
 # @kevo require NUM_WARPS * 32 * 4 <= BLOCK
 import torch
 import triton
@@ -29,7 +33,7 @@ def swiglu_stream(g_ptr, u_ptr, y_ptr, n, BLOCK: tl.constexpr, STEPS: tl.constex
     else:
         start = tl.program_id(0) * (BLOCK * STEPS)
     offs = tl.arange(0, BLOCK)
-    policy: tl.constexpr = "evict_first" if EVICT else ""
+    policy: tl.constexpr = "evict_last" if EVICT == 2 else ("evict_first" if EVICT == 1 else "")
     for s in tl.static_range(STEPS):
         o = start + s * BLOCK + offs
         mask = o < n
