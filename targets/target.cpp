@@ -8,6 +8,7 @@
 #include "core/process.h"
 #include "targets/cpu/cpu_target.h"
 #include "targets/cuda/cuda_target.h"
+#include "targets/trainium/availability.h"
 #include "targets/triton/triton_target.h"
 
 namespace kevo {
@@ -70,8 +71,7 @@ const std::vector<Entry>& entries() {
       {"cpu", [] { return std::unique_ptr<Target>(make_cpu_target()); }, [] { return std::string(); }},
       {"cuda", [] { return make_cuda_target(); }, cuda_unavailable_reason},
       {"triton", [] { return make_triton_target(); }, triton_unavailable_reason},
-      {"trainium", nullptr,
-       [] { return std::string("not built into this kevo (the Trainium target is not implemented yet)"); }},
+      {"trainium", nullptr, trainium_unavailable_reason},
   };
   return e;
 }

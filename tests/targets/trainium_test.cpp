@@ -1,0 +1,73 @@
+// The trainium target's availability: `kevo targets` and make_target say
+// what this machine has of a Trainium host (the Neuron SDK's nki, a device,
+// neuron-explorer) and that the target's runner is not written yet. The
+// Neuron packages on PyPI are placeholders that raise ImportError; both
+// kinds of nki are stood in for here by a package on PYTHONPATH.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "core/error.h"
+#include "support/test_support.h"
+#include "targets/target.h"
+#include "targets/trainium/availability.h"
+
+namespace kevo {
+namespace {
+
+class ScopedPythonPath {
+ public:
+  explicit ScopedPythonPath(const std::filesystem::path& dir) {
+    if (const char* p = std::getenv("PYTHONPATH")) old_ = p, had_ = true;
+    setenv("PYTHONPATH", dir.c_str(), 1);
+  }
+  ~ScopedPythonPath() {
+    if (had_)
+      setenv("PYTHONPATH", old_.c_str(), 1);
+    else
+      unsetenv("PYTHONPATH");
+  }
+
+ private:
+  std::string old_;
+  bool had_ = false;
+};
+
+void write_nki(const std::filesystem::path& dir, const std::string& init) {
+  std::filesystem::create_directories(dir / "nki");
+  std::ofstream(dir / "nki" / "__init__.py") << init;
+}
+
+TEST(TrainiumAvailability, APlaceholderNkiIsNoNeuronSdk) {
+  const auto dir = test::temp_dir("trainium-placeholder");
+  write_nki(dir, "raise ImportError('nki is not on PyPI: install it from the Neuron repository')\n");
+  ScopedPythonPath path(dir);
+  const NeuronAvailability a = probe_neuron();
+  EXPECT_TRUE(a.nki.empty());
+  EXPECT_NE(a.nki_error.find("ImportError: nki is not on PyPI"), std::string::npos) << a.nki_error;
+  const std::string why = trainium_unavailable_reason();
+  EXPECT_NE(why.find("not built into this kevo"), std::string::npos) << why;
+  EXPECT_NE(why.find("no Neuron SDK"), std::string::npos) << why;
+  try {
+    make_target("trainium");
+    ADD_FAILURE() << "the trainium target was made";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("target 'trainium' cannot be used: not built"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(TrainiumAvailability, AnImportableNkiIsNamedWithItsVersion) {
+  const auto dir = test::temp_dir("trainium-sdk");
+  write_nki(dir, "__version__ = '0.4.0'\n");
+  ScopedPythonPath path(dir);
+  const NeuronAvailability a = probe_neuron();
+  EXPECT_EQ(a.nki, "0.4.0") << a.nki_error;
+  const std::string why = trainium_unavailable_reason();
+  EXPECT_NE(why.find("nki 0.4.0 imports"), std::string::npos) << why;
+  EXPECT_NE(why.find("not built into this kevo"), std::string::npos) << why;  // still: no runner
+}
+
+}  // namespace
+}  // namespace kevo
