@@ -37,12 +37,14 @@ build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
 # Chromium renders a report in one test; where it cannot be installed that
-# test skips, saying why. The same holds for the test Slurm cluster and for the
-# Python environment (torch, Triton) the triton target's tests run in.
+# test skips, saying why. The same holds for the test Slurm cluster, for the
+# Python environment (torch, Triton) the triton target's tests run in, and for
+# NumPy, which runs kevo's NKI model in the trainium tests.
 test: build
 	@scripts/setup.sh test-browser || echo "setup: chromium not installed; the report render test will skip" >&2
 	@scripts/setup.sh test-slurm || echo "setup: slurm-wlm not installed; the slurm backend tests will skip" >&2
 	@scripts/setup.sh test-triton || echo "setup: no torch/Triton environment; the triton target's run tests will skip" >&2
+	@scripts/setup.sh test-trainium || echo "setup: python3-numpy not installed; the NKI model's tests will skip" >&2
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
 # make test as on a machine without the CUDA toolkit, in its own build

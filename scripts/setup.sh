@@ -20,6 +20,9 @@ packages=(
 # `setup.sh fuzz` for clang and its libFuzzer runtime (`make fuzz`),
 # `setup.sh test-slurm` for the test Slurm cluster (`make test` asks for it;
 # the slurm tests skip where it is missing),
+# `setup.sh test-trainium` for NumPy in the system Python, which runs kevo's
+# NumPy model of NKI (targets/trainium/model) in the trainium tests (`make
+# test` asks for it; those tests skip where it is missing),
 # `setup.sh test-triton` for a Python virtual environment with torch and Triton
 # from PyPI, where the triton target's tests run their candidates in Triton's
 # interpreter when there is no GPU (`make test` asks for it; those tests skip
@@ -35,10 +38,11 @@ for group in "$@"; do
     # (tests/support/slurm_cluster.sh: its own config, keys and sockets; the
     # packages' system services are not used).
     test-slurm) packages+=(slurm-wlm munge) ;;
+    test-trainium) packages+=(python3-numpy) ;;
     test-triton)
       packages+=(python3-venv python3-pip)
       triton_venv="${KEVO_TRITON_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/kevo/triton-venv}" ;;
-    *) echo "setup.sh: unknown package group '$group' (known: bench, test-browser, fuzz, test-slurm, test-triton)" >&2; exit 2 ;;
+    *) echo "setup.sh: unknown package group '$group' (known: bench, test-browser, fuzz, test-slurm, test-trainium, test-triton)" >&2; exit 2 ;;
   esac
 done
 
