@@ -187,12 +187,10 @@ std::string strip_python_comments_and_strings(const std::string& s) {
 
 namespace {
 
-// What a Python candidate may import: torch, Triton's language (and its
-// sub-modules), its host-side tensor descriptors, math.
-bool python_import_allowed(const std::string& module) {
-  static const std::regex ok(
-      R"(^(torch|triton|math|triton\.language(\.[A-Za-z_][A-Za-z0-9_]*)*|triton\.tools\.tensor_descriptor)$)");
-  return std::regex_match(module, ok);
+// What a Python candidate of `t` may import (its traits' python_imports).
+bool python_import_allowed(const TargetTraits& t, const std::string& module) {
+  if (!t.python_imports) return false;
+  return std::regex_match(module, std::regex(t.python_imports));
 }
 
 // Names a Python candidate may not use, by what they reach. As a bare name
@@ -213,7 +211,7 @@ const Banned kBannedPython[] = {
     {"changes torch's global settings", "set_[A-Za-z0-9_]+|manual_seed[A-Za-z0-9_]*|use_deterministic_algorithms"},
 };
 
-std::optional<std::string> static_check_python(const std::string& source,
+std::optional<std::string> static_check_python(const TargetTraits& t, const std::string& source,
                                                const std::string& entry_point) {
   const std::string code = strip_python_comments_and_strings(source);
   if (!std::regex_search(code, std::regex("(^|\n)def\\s+" + entry_point + "\\s*\\(")))
@@ -229,10 +227,10 @@ std::optional<std::string> static_check_python(const std::string& source,
       const std::string list = (*it)[2].str();
       for (std::sregex_iterator m(list.begin(), list.end(), item); m != end; ++m) {
         const std::string module = (*m)[1].str();
-        if (!python_import_allowed(module))
-          return fmt::format("line {}: imports {}: a Triton candidate imports only torch, triton, "
-                             "triton.language and math",
-                             line_of(code, static_cast<size_t>(it->position(2))), module);
+        if (!python_import_allowed(t, module))
+          return fmt::format("line {}: imports {}: a {} candidate imports only {}",
+                             line_of(code, static_cast<size_t>(it->position(2))), module, t.name,
+                             t.python_imports_doc ? t.python_imports_doc : "nothing");
         bound.push_back((*m)[2].matched ? (*m)[2].str() : module.substr(0, module.find('.')));
         if (module == "torch") torch_names.push_back(bound.back());
       }
@@ -243,11 +241,12 @@ std::optional<std::string> static_check_python(const std::string& source,
       for (std::sregex_iterator m(list.begin(), list.end(), item); m != end; ++m) {
         const std::string name = (*m)[1].str();
         const std::string full = module + "." + name;
-        if (!python_import_allowed(module) || (module == "torch" && !python_import_allowed(full) &&
-                                               std::regex_search(name, std::regex("^[a-z]"))))
-          return fmt::format("line {}: imports {} from {}: a Triton candidate imports only torch, "
-                             "triton, triton.language and math",
-                             line_of(code, static_cast<size_t>(it->position(2))), name, module);
+        if (!python_import_allowed(t, module) ||
+            (module == "torch" && !python_import_allowed(t, full) &&
+             std::regex_search(name, std::regex("^[a-z]"))))
+          return fmt::format("line {}: imports {} from {}: a {} candidate imports only {}",
+                             line_of(code, static_cast<size_t>(it->position(2))), name, module, t.name,
+                             t.python_imports_doc ? t.python_imports_doc : "nothing");
         bound.push_back((*m)[2].matched ? (*m)[2].str() : name);
       }
     }
@@ -318,7 +317,7 @@ std::optional<std::string> static_check_python(const std::string& source,
 std::optional<std::string> static_check(const std::string& source, const std::string& entry_point,
                                         const std::string& language) {
   if (const TargetTraits* t = traits_of_language(language); t && std::string(t->syntax) == "python")
-    return static_check_python(source, entry_point);
+    return static_check_python(*t, source, entry_point);
   const std::string code = strip_comments_and_strings(source);
   if (!has_call_of(code, entry_point))
     return fmt::format("does not define the entry point {}()", entry_point);

@@ -9,6 +9,7 @@
 #include "targets/cpu/cpu_target.h"
 #include "targets/cuda/cuda_target.h"
 #include "targets/trainium/availability.h"
+#include "targets/trainium/trainium_target.h"
 #include "targets/triton/triton_target.h"
 
 namespace kevo {
@@ -71,7 +72,7 @@ const std::vector<Entry>& entries() {
       {"cpu", [] { return std::unique_ptr<Target>(make_cpu_target()); }, [] { return std::string(); }},
       {"cuda", [] { return make_cuda_target(); }, cuda_unavailable_reason},
       {"triton", [] { return make_triton_target(); }, triton_unavailable_reason},
-      {"trainium", nullptr, trainium_unavailable_reason},
+      {"trainium", [] { return make_trainium_target(); }, trainium_unavailable_reason},
   };
   return e;
 }

@@ -79,21 +79,37 @@ const std::vector<TargetTraits>& all_target_traits() {
        "  # @kevo require EXPRESSION   (over knob names: + - * / % comparisons && || !)\n"
        "Declare only knobs your code uses; pass them to the kernels as tl.constexpr arguments or "
        "as the launch's num_warps= / num_stages=. Keep every other constant in the code.",
-       "targets/abi/kevo_triton.py"},
+       "targets/abi/kevo_triton.py",
+       R"(^(torch|triton|math|triton\.language(\.[A-Za-z_][A-Za-z0-9_]*)*|triton\.tools\.tensor_descriptor)$)",
+       "torch, triton, triton.language and math"},
       {"trainium",
-       "AWS Trainium / Inferentia: NKI kernels",
+       "AWS Trainium / Inferentia: NKI kernels (NKI 0.4) in Python; KEVO_NKI_MODEL=1 runs them in "
+       "kevo's NumPy model of NKI",
+       "kevo_nki",
+       "",
+       false,
+       {{"nki", ".py"}},
+       {},
+       "\n- NKI 0.4 in Python: import nki, nki.isa as nisa, nki.language as nl (and math); "
+       "@nki.jit def kevo_nki(<inputs>, <scalars>) returns its output(s) as "
+       "nl.ndarray(shape, dtype, buffer=nl.shared_hbm); tensors of rank 3 or more arrive as "
+       "[rows, last]. Engines compute on SBUF/PSUM tiles of at most 128 partitions; "
+       "nisa.dma_copy moves HBM <-> SBUF; nisa.nc_matmul writes PSUM.",
+       "",
+       "",
        "",
        "",
        false,
-       {},
-       {},
-       "",
-       "",
-       "",
-       "",
-       "",
        false,
-       false},
+       "python",
+       "Knobs are optional compile-time parameters declared in comments; kevo sets each as a "
+       "module global (an int) before the module runs:\n"
+       "  # @kevo knob NAME DEFAULT {V1, V2, ...}\n"
+       "  # @kevo require EXPRESSION   (over knob names: + - * / % comparisons && || !)\n"
+       "Declare only knobs your code uses (tile sizes, engine choices).",
+       "targets/abi/kevo_nki.py",
+       R"(^(nki|nki\.language|nki\.isa|math)$)",
+       "nki, nki.language, nki.isa and math"},
   };
   return traits;
 }

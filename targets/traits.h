@@ -59,6 +59,10 @@ struct TargetTraits {
   // contract's file under KEVO_HOME.
   const char* llm_knob_syntax = nullptr;
   const char* llm_contract = nullptr;
+  // Python targets: the modules a candidate may import (an ECMAScript regex
+  // matched against the whole dotted name) and the same in words.
+  const char* python_imports = nullptr;
+  const char* python_imports_doc = nullptr;
 };
 
 // Every target kevo knows, built or not, in the order `kevo targets` lists them.

@@ -49,7 +49,7 @@ NeuronAvailability probe_neuron() {
   return a;
 }
 
-std::string trainium_unavailable_reason() {
+std::string neuron_host_summary() {
   const NeuronAvailability a = probe_neuron();
   const std::string sdk = !a.nki.empty() ? fmt::format("nki {} imports in {}", a.nki, a.python)
                                          : fmt::format("no Neuron SDK ({} cannot import nki: {})",
@@ -58,9 +58,9 @@ std::string trainium_unavailable_reason() {
       a.devices > 0 ? fmt::format("{} Neuron device node(s)", a.devices) : "no Neuron device (/dev/neuron*)";
   const std::string explorer = a.explorer.empty() ? "no neuron-explorer" : "neuron-explorer at " + a.explorer;
   return fmt::format(
-      "not built into this kevo: its runner (compile, simulate, benchmark and profile through the "
-      "Neuron tools) is not written yet; kevo already reads Neuron profiles and their bounds. Here: "
-      "{}; {}; {}",
+      "its runner for the Neuron tools (compile to a NEFF, benchmark on the device, profile) is not "
+      "written yet; KEVO_NKI_MODEL=1 runs NKI kernels in kevo's NumPy model of NKI (numerics, not "
+      "Trainium's times). Here: {}; {}; {}",
       sdk, device, explorer);
 }
 

@@ -2,8 +2,9 @@
 // Neuron SDK (a Python that imports the real `nki`, not PyPI's placeholder),
 // a Neuron device (/dev/neuron*), the profiler (neuron-explorer). kevo's
 // Trainium target reads Neuron profiles and computes their bounds
-// (neuron_profile.h); its runner is not written yet, so the target is not
-// built into kevo, and `kevo targets` says so with this machine's facts.
+// (neuron_profile.h) and runs NKI kernels in its NumPy model of NKI
+// (KEVO_NKI_MODEL=1); its runner for the Neuron tools is not written yet,
+// and `kevo targets` says so with this machine's facts.
 #pragma once
 
 #include <string>
@@ -19,8 +20,13 @@ struct NeuronAvailability {
 };
 NeuronAvailability probe_neuron();
 
-// Why the trainium target cannot be used here: never "" while its runner is
-// not written; the sentence names what this machine has and lacks.
+// What this machine has of a Trainium host, and that the runner for the
+// Neuron tools is not written yet: why the target is unavailable outside
+// kevo's NKI model.
+std::string neuron_host_summary();
+// Why the trainium target cannot be used here, or "" (trainium_target.cpp):
+// under KEVO_NKI_MODEL=1, a Python with NumPy and kevo-contain; else
+// neuron_host_summary().
 std::string trainium_unavailable_reason();
 
 }  // namespace kevo

@@ -796,6 +796,31 @@ TEST(LlmPrompt, TheShippedTritonTemplateQuotesThePythonContract) {
   EXPECT_EQ(system.find("extern \"C\""), std::string::npos) << system;
 }
 
+// An NKI task is asked in NKI 0.4's terms: its own template, the NKI
+// contract, Python knobs, no C ABI.
+TEST(LlmPrompt, TheShippedNkiTemplateQuotesTheNkiContract) {
+  auto dir = test::temp_dir("llm-prompt-nki");
+  llm::LlmConfig c = shipped_prompts();
+  Store store(dir / "kevo.db");
+  LlmSynthesizer s(c, store, nullptr);
+  LlmTaskInfo t;
+  t.op = "rmsnorm";
+  t.target = "trainium";
+  t.language = "nki";
+  t.entry_point = "kevo_nki";
+  const TargetTraits* traits = find_target_traits("trainium");
+  ASSERT_TRUE(traits && traits->llm_contract);
+  t.abi = read_text_file(test::repo_dir() / traits->llm_contract);
+  LlmAsk a;
+  a.parent_label = "rows P=128";
+  a.parent_source = "PARENT";
+  const std::string system = s.prompt(t, a)[0].content;
+  for (const char* want : {"NKI 0.4", "```python\n# kevo_nki.py", "def kevo_nki(x, w, eps):",
+                           "buffer=nl.shared_hbm", "fenced ```python code block"})
+    EXPECT_NE(system.find(want), std::string::npos) << want << "\n" << system;
+  EXPECT_EQ(system.find("extern \"C\""), std::string::npos) << system;
+}
+
 // Retrieval for the part at hand: a pattern that needs TMA or wgmma reaches
 // the prompt for an H200 (its sheet has them) and not for an A100, and
 // patterns for the parent's bottleneck come before others.

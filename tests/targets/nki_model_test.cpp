@@ -200,3 +200,94 @@ TEST_F(NkiModel, AWrongKernelFailsAndABrokenRuleIsACompileError) {
 
 }  // namespace
 }  // namespace kevo
+
+namespace kevo {
+namespace {
+
+// The trainium target under KEVO_NKI_MODEL=1, as a user runs it: kevo eval
+// and kevo run on a small task, candidates that break an NKI rule, print a
+// made-up result line, or import what they may not.
+class OnNkiModel : public NkiModel {
+ protected:
+  void SetUp() override {
+    NkiModel::SetUp();
+    if (IsSkipped()) return;
+    dir_ = test::temp_dir("on-nki-model");
+    task_ = dir_ / "rmsnorm.json";
+    std::ofstream(task_) << R"({"name": "rmsnorm-small", "operator": "rmsnorm", "dtype": "bf16",
+      "shapes": {"x": [130, 300]}, "target": "trainium",
+      "timing": {"min_time_ms": 10, "min_samples": 3},
+      "search": {"strategy": "mcts", "batch": 2, "stop": {"max_minutes": 0.5}}})";
+    env_ = {"KEVO_NKI_MODEL=1", "KEVO_NEURON_PYTHON=" + python_};
+  }
+  nlohmann::json eval(const std::filesystem::path& kernel) {
+    ProcessResult r = test::run_kevo(dir_, (dir_ / "k.db").string(),
+                                     {"eval", "--task", task_.string(), kernel.string(), "--json"}, env_);
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    if (j.is_discarded()) return {{"result", {{"status", "no json"}, {"detail", r.out + r.err}}}};
+    return j;
+  }
+  std::filesystem::path write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+    return dir_ / name;
+  }
+  std::string seed() {
+    return read_text_file(test::repo_dir() / "targets" / "trainium" / "kernels" / "rmsnorm" / "rows.py");
+  }
+  std::filesystem::path dir_, task_;
+  std::vector<std::string> env_;
+};
+
+TEST_F(OnNkiModel, ASeedIsCheckedAndTimed) {
+  const nlohmann::json j = eval(test::repo_dir() / "targets" / "trainium" / "kernels" / "rmsnorm" / "rows.py");
+  EXPECT_EQ(j["result"].value("status", ""), "ok") << j.dump();
+  EXPECT_GE(j["result"]["checks"].size(), 4u) << j.dump();  // the ragged shapes and the task's
+}
+
+TEST_F(OnNkiModel, ABrokenNkiRuleIsACompileErrorAtItsLine) {
+  std::string text = seed();
+  // A 256-partition tile.
+  const std::string from = "w_all = nl.ndarray((P, n)";
+  const auto at = text.find(from);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, from.size(), "w_all = nl.ndarray((2 * P, n)");
+  const nlohmann::json j = eval(write("wide.py", text));
+  EXPECT_EQ(j["result"].value("status", ""), "compile_error") << j.dump();
+  EXPECT_NE(j["result"].value("detail", "").find("at most 128 partitions"), std::string::npos) << j.dump();
+  EXPECT_NE(j["result"].value("detail", "").find("line "), std::string::npos) << j.dump();
+}
+
+TEST_F(OnNkiModel, AMadeUpResultLineIsNotTheModels) {
+  // Prints what the model's answer looks like, then leaves the output unwritten.
+  std::string text = seed();
+  const std::string from = "    return y\n";
+  const auto at = text.rfind(from);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, from.size(),
+               "    print('{\"phase\": 0, \"ok\": true, \"seconds\": 0.001, \"samples\": []}')\n"
+               "    return nl.ndarray((rows, n), dtype=x.dtype, buffer=nl.shared_hbm)\n");
+  const nlohmann::json j = eval(write("liar.py", text));
+  EXPECT_EQ(j["result"].value("status", ""), "mismatch") << j.dump();  // NaN: never written
+}
+
+TEST_F(OnNkiModel, ACandidateImportsOnlyNki) {
+  std::string text = seed();
+  text.insert(text.find("import nki\n"), "import os\n");
+  const nlohmann::json j = eval(write("os.py", text));
+  EXPECT_EQ(j["result"].value("status", ""), "rejected") << j.dump();
+  EXPECT_NE(j["result"].value("detail", "").find("imports only nki"), std::string::npos) << j.dump();
+}
+
+TEST_F(OnNkiModel, ASearchFindsAndKeepsACheckedBest) {
+  ProcessResult r = test::run_kevo(dir_, (dir_ / "run.db").string(),
+                                   {"run", task_.string(), "--max-minutes", "0.3", "-o",
+                                    (dir_ / "best.py").string()},
+                                   env_);
+  ASSERT_TRUE(r.exit_code && *r.exit_code == 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("best "), std::string::npos) << r.out;
+  const std::string best = read_text_file(dir_ / "best.py");
+  EXPECT_NE(best.find("def kevo_nki("), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kevo

@@ -1,14 +1,24 @@
 """Runs one NKI kernel of kevo's contract in kevo's NumPy model of NKI.
 
     python3 kevo_nki_model.py JOB.json
+    python3 kevo_nki_model.py --calibrate
 
 JOB: {"candidate": path, "knobs": {name: int}, "scalars": [..],
-      "inputs":  [{"path": p, "dtype": "bf16", "shape": [..]}, ...],
-      "outputs": [{"path": p, "dtype": "bf16", "shape": [..]}, ...]}
-Inputs are raw little-endian arrays (kevo's generator wrote them); the
-outputs are written the same way. One JSON line on stdout says how it went:
-{"ok": true, "seconds": s} or {"error": "compile_error" | "exception" |
-"load_error" | "wrong_output", "what": "...", "line": n}.
+      "phases": [{"inputs":  [{"path": p, "dtype": "bf16", "shape": [..]}, ...],
+                  "outputs": [{"path": p, "dtype": "bf16", "shape": [..]}, ...],
+                  "timed": false}, ...],
+      "timing": {"min_time_s": s, "min_samples": n, "max_samples": n,
+                 "warmup_s": s, "min_warmup": n}}
+(or one phase's "inputs" and "outputs" at the top level). Knobs come from
+the candidate's last line, "# kevo-globals: {...}", where kevo's compile step
+wrote them, else from "knobs". Inputs are raw little-endian arrays (kevo's
+generator wrote them); each phase's outputs are written the same way (a
+timed phase's: those of its last call). One JSON line per phase on stdout:
+{"phase": i, "ok": true, "seconds": s, "samples": [s, ...]} or {"phase": i,
+"error": "compile_error" | "exception" | "load_error" | "wrong_output",
+"what": "...", "line": n}; the run stops at the first error. --calibrate
+prints the rates the model runs at on this CPU (NumPy's copy and float32
+matmul), kevo's roof for model runs.
 
 The contract (targets/trainium/kernels/<op>/*.py): the module defines
 `kevo_nki(<inputs in the operator's order>, <scalars in order>)`, decorated
@@ -68,51 +78,136 @@ def kernel_line(e, path):
     return 0
 
 
-def main(argv):
-    job = json.load(open(argv[1]))
+def load(job):
+    """The candidate's kevo_nki, or an error result."""
     path = job["candidate"]
     text = open(path, encoding="utf-8").read()
+    lines = text.splitlines()
+    knobs = dict(job.get("knobs", {}))
+    if lines and lines[-1].startswith("# kevo-globals: "):
+        knobs.update(json.loads(lines[-1][len("# kevo-globals: "):]))
     mod = types.ModuleType("kevo_nki_candidate")
     mod.__file__ = path
-    mod.__dict__.update(job.get("knobs", {}))
+    mod.__dict__.update(knobs)
     linecache.checkcache(path)
     try:
         code = compile(text, path, "exec")
     except SyntaxError as e:
-        return {"error": "compile_error", "what": "SyntaxError: %s" % e.msg, "line": e.lineno or 0}
+        return None, {"error": "compile_error", "what": "SyntaxError: %s" % e.msg, "line": e.lineno or 0}
     try:
         exec(code, mod.__dict__)
     except Exception as e:
-        return {"error": "load_error", "what": "%s: %s" % (type(e).__name__, e), "line": kernel_line(e, path)}
+        return None, {"error": "load_error", "what": "%s: %s" % (type(e).__name__, e),
+                      "line": kernel_line(e, path)}
     fn = mod.__dict__.get("kevo_nki")
     if not callable(fn):
-        return {"error": "load_error", "what": "no function kevo_nki"}
-    inputs = [read_tensor(s) for s in job["inputs"]]
-    t0 = time.perf_counter()
+        return None, {"error": "load_error", "what": "no function kevo_nki"}
+    return fn, None
+
+
+def call(fn, path, inputs, scalars):
+    """(outputs, None) or (None, an error result)."""
     try:
-        out = fn(*inputs, *job.get("scalars", []))
+        out = fn(*inputs, *scalars)
     except nl.NkiModelError as e:
-        return {"error": "compile_error", "what": "NKI rule (kevo's model): %s" % e, "line": kernel_line(e, path)}
+        return None, {"error": "compile_error", "what": "NKI rule (kevo's model): %s" % e,
+                      "line": kernel_line(e, path)}
     except Exception as e:
-        return {"error": "exception", "what": "%s: %s" % (type(e).__name__, e), "line": kernel_line(e, path)}
-    seconds = time.perf_counter() - t0
-    outs = out if isinstance(out, tuple) else (out,)
-    if len(outs) != len(job["outputs"]):
+        return None, {"error": "exception", "what": "%s: %s" % (type(e).__name__, e),
+                      "line": kernel_line(e, path)}
+    return (out if isinstance(out, tuple) else (out,)), None
+
+
+def store(specs, outs):
+    """Writes the outputs; an error result when they are not the operator's."""
+    if len(outs) != len(specs):
         return {"error": "wrong_output", "what": "kevo_nki returned %d outputs, the operator has %d"
-                % (len(outs), len(job["outputs"]))}
-    for spec, t in zip(job["outputs"], outs):
+                % (len(outs), len(specs))}
+    for spec, t in zip(specs, outs):
         want = [int(d) for d in spec["shape"]]
         if len(want) >= 3:
             want = [int(np.prod(want[:-1])), want[-1]]
-        if not isinstance(t, nl.Tensor) or t.buffer not in ("shared_hbm", "hbm") or list(t.shape) != want:
+        if not isinstance(t, nl.Tensor) or not t.buffer.endswith("hbm") or list(t.shape) != want:
             return {"error": "wrong_output", "what": "an output must be an nl.ndarray %s in nl.shared_hbm"
                     % want}
         if nl.nki_name(t.dtype) != nl.nki_name(nl.DTYPES[spec["dtype"]]):
             return {"error": "wrong_output", "what": "an output is %s, the task's is %s"
                     % (nl.nki_name(t.dtype), spec["dtype"])}
+    for spec, t in zip(specs, outs):
         write_tensor(spec, t)
-    return {"ok": True, "seconds": seconds}
+    return None
+
+
+def run_phase(fn, path, phase, scalars, timing):
+    inputs = [read_tensor(s) for s in phase["inputs"]]
+    t0 = time.perf_counter()
+    outs, err = call(fn, path, inputs, scalars)
+    first = time.perf_counter() - t0
+    if err:
+        return err
+    samples = []
+    if phase.get("timed"):
+        start, warm = time.perf_counter(), 0
+        while warm < timing.get("min_warmup", 2) or time.perf_counter() - start < timing.get("warmup_s", 0.02):
+            outs, err = call(fn, path, inputs, scalars)
+            if err:
+                return err
+            warm += 1
+        start = time.perf_counter()
+        while len(samples) < timing.get("max_samples", 20000) and (
+                len(samples) < timing.get("min_samples", 10)
+                or time.perf_counter() - start < timing.get("min_time_s", 0.1)):
+            t = time.perf_counter()
+            outs, err = call(fn, path, inputs, scalars)
+            if err:
+                return err
+            samples.append(time.perf_counter() - t)
+    err = store(phase["outputs"], outs)
+    if err:
+        return err
+    return {"ok": True, "seconds": first, "samples": samples}
+
+
+def calibrate():
+    """NumPy's copy rate (256 MiB working set) and float32 matmul rate here."""
+    a = np.ones(32 << 20, dtype=np.float32)
+    b = np.empty_like(a)
+    best = None
+    for _ in range(5):
+        t = time.perf_counter()
+        np.copyto(b, a)
+        dt = time.perf_counter() - t
+        best = dt if best is None else min(best, dt)
+    copy_gbps = 2 * a.nbytes / best / 1e9
+    m = np.ones((1024, 1024), dtype=np.float32)
+    best = None
+    for _ in range(3):
+        t = time.perf_counter()
+        m @ m
+        dt = time.perf_counter() - t
+        best = dt if best is None else min(best, dt)
+    return {"copy_gbps": copy_gbps, "copy_bytes": 2 * a.nbytes, "fp32_gflops": 2 * 1024 ** 3 / best / 1e9,
+            "numpy": np.__version__}
+
+
+def main(argv):
+    if len(argv) > 1 and argv[1] == "--calibrate":
+        print(json.dumps(calibrate()))
+        return
+    job = json.load(open(argv[1]))
+    phases = job.get("phases")
+    single = phases is None
+    if single:
+        phases = [{"inputs": job["inputs"], "outputs": job["outputs"], "timed": False}]
+    fn, err = load(job)
+    for i, phase in enumerate(phases):
+        result = err or run_phase(fn, job["candidate"], phase, job.get("scalars", []), job.get("timing", {}))
+        if not single:
+            result = dict(result, phase=i, nonce=job.get("nonce", ""))
+        print(json.dumps(result), flush=True)
+        if "error" in result:
+            return
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(sys.argv)))
+    main(sys.argv)

@@ -84,7 +84,12 @@ def _make(shape, dtype, buffer_name):
         if buffer_name == "psum" and free * 4 > PSUM_BYTES_PER_PARTITION:
             raise NkiModelError("a psum tile holds at most %d bytes per partition; shape %s needs %d"
                                 % (PSUM_BYTES_PER_PARTITION, shape, free * 4))
-    t = np.zeros(shape, dtype=dtype).view(Tensor)
+    # Memory a kernel has not written holds NaN (floats) or a pattern
+    # (integers), not zeros: on a device it holds whatever was there, and a
+    # kernel that leaves part of an output or reads a tile before writing it
+    # must not pass by luck.
+    t = np.empty(shape, dtype=dtype).view(Tensor)
+    t.fill(np.nan if np.dtype(dtype).kind == "f" else -0x5A5A5A5A)
     t.buffer = buffer_name
     return t
 
@@ -97,7 +102,9 @@ def ndarray(shape, dtype, buffer=sbuf, name="", address=None):
 
 
 def zeros(shape, dtype, buffer=sbuf, name=""):
-    return ndarray(shape, dtype, buffer, name)
+    t = ndarray(shape, dtype, buffer, name)
+    t.fill(0)
+    return t
 
 
 def hbm_tensor(array, dtype):
