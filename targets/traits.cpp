@@ -18,6 +18,14 @@ const std::vector<BannedUse> kBannedCuda = {
     {"creates multicast objects", "cuMulticastCreate"},
 };
 
+// How knobs reach a Python candidate (triton, trainium): the first lines of
+// their llm_knob_syntax.
+#define KEVO_PYTHON_KNOBS                                                                  \
+  "Knobs are optional compile-time parameters declared in comments; kevo sets each as a " \
+  "module global (an int) before the module runs:\n"                                      \
+  "  # @kevo knob NAME DEFAULT {V1, V2, ...}\n"                                            \
+  "  # @kevo require EXPRESSION   (over knob names: + - * / % comparisons && || !)\n"
+
 }  // namespace
 
 const std::vector<TargetTraits>& all_target_traits() {
@@ -73,10 +81,7 @@ const std::vector<TargetTraits>& all_target_traits() {
        true,
        false,
        "python",
-       "Knobs are optional compile-time parameters declared in comments; kevo sets each as a "
-       "module global (an int) before the module runs:\n"
-       "  # @kevo knob NAME DEFAULT {V1, V2, ...}\n"
-       "  # @kevo require EXPRESSION   (over knob names: + - * / % comparisons && || !)\n"
+       KEVO_PYTHON_KNOBS
        "Declare only knobs your code uses; pass them to the kernels as tl.constexpr arguments or "
        "as the launch's num_warps= / num_stages=. Keep every other constant in the code.",
        "targets/abi/kevo_triton.py",
@@ -102,10 +107,7 @@ const std::vector<TargetTraits>& all_target_traits() {
        false,
        false,
        "python",
-       "Knobs are optional compile-time parameters declared in comments; kevo sets each as a "
-       "module global (an int) before the module runs:\n"
-       "  # @kevo knob NAME DEFAULT {V1, V2, ...}\n"
-       "  # @kevo require EXPRESSION   (over knob names: + - * / % comparisons && || !)\n"
+       KEVO_PYTHON_KNOBS
        "Declare only knobs your code uses (tile sizes, engine choices).",
        "targets/abi/kevo_nki.py",
        R"(^(nki|nki\.language|nki\.isa|math)$)",
