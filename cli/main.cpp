@@ -59,7 +59,9 @@ void print_overview() {
   fmt::print("\nenvironment: KEVO_DB (store path), KEVO_CACHE_DIR (compile and reference caches,\n"
              "             knowledge index), KEVO_HOME (kernel families, ABI header, knowledge corpus,\n"
              "             prompt templates), KEVO_LOG (debug|info|warn); the LLM synthesizer reads its\n"
-             "             keys from the variables its config names (search.llm.models[].api_key_env)\n");
+             "             keys from the variables its config names (search.llm.models[].api_key_env);\n"
+             "             the targets' own: KEVO_PYTHON, KEVO_TRITON_INTERPRET (triton), KEVO_NKI_MODEL,\n"
+             "             KEVO_NEURON_PYTHON (trainium), KEVO_NCU, KEVO_CUDA_* (README)\n");
 }
 
 // The exit status of a command whose reader went away (`kevo export | head`):
