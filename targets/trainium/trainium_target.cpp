@@ -207,7 +207,7 @@ RunOutcome TrainiumModelTarget::run(const Task& task, const std::filesystem::pat
                           {"warmup_s", task.timing.warmup_s},
                           {"min_warmup", task.timing.min_warmup}}},
                         {"phases", nlohmann::json::array()}};
-  size_t tensor_bytes = 0;
+  size_t tensor_bytes = 0;  // the largest tensor of any phase, as fp64
   for (size_t p = 0; p < phases.size(); ++p) {
     const auto& shapes = phases[p].shapes.shapes;
     for (size_t i = 0; i < shapes.size(); ++i)
@@ -261,8 +261,8 @@ RunOutcome TrainiumModelTarget::run(const Task& task, const std::filesystem::pat
   opt.env.push_back("TMPDIR=" + (dir / "work" / "tmp").string());
   opt.env.push_back("PYTHONDONTWRITEBYTECODE=1");
   opt.env.push_back("PYTHONNOUSERSITE=1");
-  // The task's allowance, the interpreter and NumPy (2 GiB), and the
-  // phases' tensors a few times over (the model holds fp64 temporaries).
+  // The task's allowance, the interpreter and NumPy (2 GiB), and room for
+  // the largest tensor as fp64 four times over (the model's temporaries).
   opt.limits.address_space_bytes = (task.limits.memory_mb + 2048) * (int64_t{1} << 20) +
                                    4 * static_cast<int64_t>(tensor_bytes);
   const size_t cap = static_cast<size_t>(task.limits.output_kb) * 1024;

@@ -14,10 +14,6 @@ def _need(t, what, buffers):
         raise NkiModelError("%s is in %s; it must be in %s" % (what, t.buffer, " or ".join(buffers)))
 
 
-def _value(v):
-    return np.asarray(v, dtype=np.float64) if isinstance(v, np.ndarray) else v
-
-
 def _write(dst, value, op):
     value = np.asarray(value, dtype=np.float64)
     try:
