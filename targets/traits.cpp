@@ -88,8 +88,8 @@ const std::vector<TargetTraits>& all_target_traits() {
        R"(^(torch|triton|math|triton\.language(\.[A-Za-z_][A-Za-z0-9_]*)*|triton\.tools\.tensor_descriptor)$)",
        "torch, triton, triton.language and math"},
       {"trainium",
-       "AWS Trainium / Inferentia: NKI kernels (NKI 0.4) in Python; KEVO_NKI_MODEL=1 runs them in "
-       "kevo's NumPy model of NKI",
+       "AWS Trainium / Inferentia: NKI 0.4 kernels in Python, not verified on Trainium; "
+       "KEVO_NKI_MODEL=1 runs them in kevo's NumPy model of NKI",
        "kevo_nki",
        "",
        false,
