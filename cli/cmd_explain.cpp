@@ -134,6 +134,14 @@ nlohmann::json gather(Store& store, int64_t id) {
     j["roof_fraction"] = d.roof_fraction;
     j["diagnosis"] = d.why;
     j["bottleneck"] = d.bottleneck;
+    // The profiler ran on the search's measurement (the best few are
+    // profiled there, not at the confirmation): its verdict, where the one
+    // that stands has none.
+    if (d.bottleneck.empty() && &stands != &*result && result->diagnosis &&
+        !result->diagnosis->bottleneck.empty()) {
+      j["bottleneck"] = result->diagnosis->bottleneck;
+      j["profiled_diagnosis"] = result->diagnosis->why;
+    }
     j["achieved_gbps"] = d.achieved_gbps;
     j["achieved_gflops"] = d.achieved_gflops;
   }
@@ -303,12 +311,13 @@ void print_text(const nlohmann::json& j) {
   const auto& b = j["bounds"];
   if (b.contains("memory")) {
     const auto& m = b["memory"];
+    const double ws = m["working_set_bytes"].get<double>();
     line("memory",
          fmt::format(
-             "{} / {:.1f} GB/s ({} at {} on {} thread{}) = floor {}{}",
-             bytes_text(b["bytes"].get<double>()), m["gbps"].get<double>(),
-             m["kind"].get<std::string>(), bytes_text(m["working_set_bytes"].get<double>()),
-             m["threads"].get<int>(), m["threads"].get<int>() > 1 ? "s" : "",
+             "{} / {:.1f} GB/s ({}) = floor {}{}", bytes_text(b["bytes"].get<double>()), m["gbps"].get<double>(),
+             ws > 0 ? fmt::format("{} at {} on {} thread{}", m["kind"].get<std::string>(), bytes_text(ws),
+                                  m["threads"].get<int>(), m["threads"].get<int>() > 1 ? "s" : "")
+                    : m["kind"].get<std::string>() + " from the hardware sheet, not measured",
              format_seconds(m["floor_s"].get<double>()),
              m.contains("fraction")
                  ? fmt::format(", {:.0f}% of the {} median", 100 * m["fraction"].get<double>(),
@@ -342,6 +351,8 @@ void print_text(const nlohmann::json& j) {
                            ? "not profiled"
                            : j["bottleneck"].get<std::string>());
   if (j.contains("diagnosis")) line("diagnosis", j["diagnosis"].get<std::string>());
+  if (j.contains("profiled_diagnosis"))
+    line("profiled", "at the search's measurement: " + j["profiled_diagnosis"].get<std::string>());
   bool first = true;
   for (const auto& m : j["profile"]) {
     const double v = m["value"].is_number() ? m["value"].get<double>() : NAN;
@@ -385,7 +396,9 @@ int cmd_explain(const Argv& argv) {
          "Shows the evidence for one candidate from the store: its task, family, knobs and\n"
          "status; the memory floor (bytes / measured bandwidth) and compute floor (FLOPs /\n"
          "measured peak rate) against its measured median; its bound, fraction of the roof and\n"
-         "bottleneck; the profiler and compiler metrics stored for it (ncu.*, ptxas.*); the\n"
+         "bottleneck (the profiled search measurement's, where the re-measurement has none);\n"
+         "the profiler and compiler metrics stored for it (ncu.*, ptxas.*, neuron.*: a Neuron\n"
+         "profile's engine times, bounds and bottleneck engine); the\n"
          "state of the machine (machine.*: clocks, temperatures, power, throttling, load) at\n"
          "the end of its search measurement and of its confirming one; its hottest source\n"
          "lines with their text; and its lineage up to the seed. Candidate ids are in kevo\n"

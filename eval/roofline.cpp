@@ -47,11 +47,14 @@ Diagnosis diagnose(const Task& task, const TimingStats& timing, const Roof& roof
 
   std::string why;
   if (d.bound == "memory" && bw) {
-    why = fmt::format(
-        "memory-bound: moves {} at {:.1f} GB/s, {:.0f}% of the {:.1f} GB/s roof ({} measured "
-        "at {} on {} thread{}); floor {}",
-        format_bytes(bytes), d.achieved_gbps, 100 * d.roof_fraction, bw->gbps, bw->kind,
-        format_bytes(bw->bytes), bw->threads, bw->threads > 1 ? "s" : "", format_seconds(d.floor_s));
+    // A bandwidth without a working set is a sheet's figure (trainium), not kevo's measurement.
+    const std::string source =
+        bw->bytes > 0 ? fmt::format("{} measured at {} on {} thread{}", bw->kind, format_bytes(bw->bytes),
+                                    bw->threads, bw->threads > 1 ? "s" : "")
+                      : fmt::format("{} from the hardware sheet, not measured", bw->kind);
+    why = fmt::format("memory-bound: moves {} at {:.1f} GB/s, {:.0f}% of the {:.1f} GB/s roof ({}); floor {}",
+                      format_bytes(bytes), d.achieved_gbps, 100 * d.roof_fraction, bw->gbps, source,
+                      format_seconds(d.floor_s));
   } else if (peak) {
     why = fmt::format(
         "compute-bound: {:.3g} GFLOP at {:.1f} GFLOP/s, {:.0f}% of the {:.1f} GFLOP/s {} peak on "

@@ -3,6 +3,9 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
+
+#include "core/error.h"
 #include "core/paths.h"
 #include "core/process.h"
 
@@ -34,6 +37,35 @@ nlohmann::json python_value(const std::string& text) {
   if (text == "True" || text == "true") return true;
   if (text == "False" || text == "false") return false;
   return text;
+}
+
+PythonAnswer ask_python(const std::string& python, const std::vector<std::string>& args, double timeout_s) {
+  PythonAnswer a;
+  SpawnOptions opt;
+  opt.argv = {python, "-B"};
+  opt.argv.insert(opt.argv.end(), args.begin(), args.end());
+  try {
+    ProcessResult r = run_process(opt, timeout_s, 1 << 20);
+    std::string last;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);)
+      if (!line.empty()) last = line;
+    auto j = nlohmann::json::parse(last, nullptr, false);
+    if (r.exit_code && *r.exit_code == 0 && j.is_object()) {
+      a.facts = std::move(j);
+      return a;
+    }
+    std::string err = r.err;
+    while (!err.empty() && err.back() == '\n') err.pop_back();
+    if (const auto nl = err.find_last_of('\n'); nl != std::string::npos) err = err.substr(nl + 1);
+    a.error = fmt::format("{} {}", python,
+                          r.timed_out ? "did not answer in time"
+                                      : err.empty() ? fmt::format("gave no answer (exit {})", r.exit_code.value_or(-1))
+                                                    : "says: " + err);
+  } catch (const UserError& e) {
+    a.error = fmt::format("{} cannot be started: {}", python, e.what());
+  }
+  return a;
 }
 
 CompileOutcome compile_python_candidate(const std::string& python, const CompileRequest& req) {

@@ -232,10 +232,11 @@ FileRules cuda_runner_files(const std::string& files, const std::string& output)
   // The driver names its threads (/proc/self/task/<tid>/comm) and fails to
   // start where it cannot: its own threads' files, no other process's.
   r.writable.emplace_back("/proc/self/task");
-  // The driver's devices: nvidiactl, nvidia0.., nvidia-uvm, nvidia-caps/ ...
+  // The driver's devices: nvidiactl, nvidia0.., nvidia-uvm, nvidia-caps/ ...;
+  // on a Trainium host the Neuron driver's neuron0.. (none elsewhere).
   if (DIR* dev = opendir("/dev")) {
     while (const dirent* e = readdir(dev))
-      if (std::strncmp(e->d_name, "nvidia", 6) == 0)
+      if (std::strncmp(e->d_name, "nvidia", 6) == 0 || std::strncmp(e->d_name, "neuron", 6) == 0)
         r.devices.push_back(std::string("/dev/") + e->d_name);
     closedir(dev);
   }

@@ -32,77 +32,23 @@ kernel's rule breaks that the model sees are reported as compile errors; the
 real compiler may find others.
 """
 import json
-import linecache
 import os
 import sys
 import time
-import traceback
-import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "runner"))
 
 import numpy as np  # noqa: E402
 
 import nki  # noqa: E402  (kevo's model: this directory's nki/)
 import nki.language as nl  # noqa: E402
+from kevo_nki_job import answer, folded, kernel_line, load, read_raw, write_raw  # noqa: E402
 
 
 def read_tensor(spec):
-    shape = [int(d) for d in spec["shape"]]
-    n = int(np.prod(shape)) if shape else 1
-    dtype = spec["dtype"]
-    if dtype == "bf16":
-        raw = np.fromfile(spec["path"], dtype="<u2", count=n)
-        a = (raw.astype(np.uint32) << 16).view(np.float32)
-    else:
-        a = np.fromfile(spec["path"], dtype={"f32": "<f4", "f16": "<f2", "i32": "<i4"}[dtype], count=n)
-    if len(shape) >= 3:
-        shape = [int(np.prod(shape[:-1])), shape[-1]]
-    return nl.hbm_tensor(a.reshape(shape), nl.DTYPES[dtype])
-
-
-def write_tensor(spec, t):
-    a = np.ascontiguousarray(np.asarray(t))
-    if spec["dtype"] == "bf16":
-        bits = nl.round_bf16(a.astype(np.float32)).view(np.uint32) >> 16
-        bits.astype("<u2").tofile(spec["path"])
-    else:
-        a.astype({"f32": "<f4", "f16": "<f2", "i32": "<i4"}[spec["dtype"]]).tofile(spec["path"])
-
-
-def kernel_line(e, path):
-    for frame in reversed(traceback.extract_tb(e.__traceback__)):
-        if frame.filename == path:
-            return frame.lineno
-    return 0
-
-
-def load(job):
-    """The candidate's kevo_nki, or an error result."""
-    path = job["candidate"]
-    text = open(path, encoding="utf-8").read()
-    lines = text.splitlines()
-    knobs = dict(job.get("knobs", {}))
-    if lines and lines[-1].startswith("# kevo-globals: "):
-        knobs.update(json.loads(lines[-1][len("# kevo-globals: "):]))
-    mod = types.ModuleType("kevo_nki_candidate")
-    mod.__file__ = path
-    mod.__dict__.update(knobs)
-    linecache.checkcache(path)
-    try:
-        code = compile(text, path, "exec")
-    except SyntaxError as e:
-        return None, {"error": "compile_error", "what": "SyntaxError: %s" % e.msg, "line": e.lineno or 0}
-    try:
-        exec(code, mod.__dict__)
-    except Exception as e:
-        return None, {"error": "load_error", "what": "%s: %s" % (type(e).__name__, e),
-                      "line": kernel_line(e, path)}
-    fn = mod.__dict__.get("kevo_nki")
-    if not callable(fn):
-        return None, {"error": "load_error", "what": "no function kevo_nki"}
-    return fn, None
+    return nl.hbm_tensor(read_raw(spec), nl.DTYPES[spec["dtype"]])
 
 
 def call(fn, path, inputs, scalars):
@@ -124,9 +70,7 @@ def store(specs, outs):
         return {"error": "wrong_output", "what": "kevo_nki returned %d outputs, the operator has %d"
                 % (len(outs), len(specs))}
     for spec, t in zip(specs, outs):
-        want = [int(d) for d in spec["shape"]]
-        if len(want) >= 3:
-            want = [int(np.prod(want[:-1])), want[-1]]
+        want = folded(spec["shape"])
         if not isinstance(t, nl.Tensor) or not t.buffer.endswith("hbm") or list(t.shape) != want:
             return {"error": "wrong_output", "what": "an output must be an nl.ndarray %s in nl.shared_hbm"
                     % want}
@@ -134,7 +78,7 @@ def store(specs, outs):
             return {"error": "wrong_output", "what": "an output is %s, the task's is %s"
                     % (nl.nki_name(t.dtype), spec["dtype"])}
     for spec, t in zip(specs, outs):
-        write_tensor(spec, t)
+        write_raw(spec, np.asarray(t))
     return None
 
 
@@ -202,9 +146,10 @@ def main(argv):
     fn, err = load(job)
     for i, phase in enumerate(phases):
         result = err or run_phase(fn, job["candidate"], phase, job.get("scalars", []), job.get("timing", {}))
-        if not single:
-            result = dict(result, phase=i, nonce=job.get("nonce", ""))
-        print(json.dumps(result), flush=True)
+        if single:
+            print(json.dumps(result), flush=True)
+        else:
+            answer(result, job, i)
         if "error" in result:
             return
 
