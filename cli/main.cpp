@@ -61,7 +61,8 @@ void print_overview() {
              "             prompt templates), KEVO_LOG (debug|info|warn); the LLM synthesizer reads its\n"
              "             keys from the variables its config names (search.llm.models[].api_key_env);\n"
              "             the targets' own: KEVO_PYTHON, KEVO_TRITON_INTERPRET (triton), KEVO_NKI_MODEL,\n"
-             "             KEVO_NEURON_PYTHON (trainium), KEVO_NCU, KEVO_CUDA_* (README)\n");
+             "             KEVO_NEURON_PYTHON, KEVO_NEURON_TARGET, KEVO_NEURON_CHECK, KEVO_NRTPY_PYTHON,\n"
+             "             KEVO_NEURON_EXPLORER (trainium), KEVO_NCU, KEVO_CUDA_* (README)\n");
 }
 
 // The exit status of a command whose reader went away (`kevo export | head`):

@@ -69,39 +69,33 @@ const PythonInfo& python_info() {
   static PythonInfo info;
   std::call_once(once, [] {
     info.python = triton_python();
-    SpawnOptions opt;
-    opt.argv = {info.python, "-B", "-c",
-                "import json, sys\n"
-                "try:\n"
-                "    import torch, triton\n"
-                "except Exception as e:\n"
-                "    print(json.dumps({'error': '%s: %s' % (type(e).__name__, e)})); sys.exit(0)\n"
-                "print(json.dumps({'torch': torch.__version__, 'triton': triton.__version__,\n"
-                "    'cuda': torch.cuda.is_available(), 'version': sys.version.split()[0],\n"
-                "    'dirs': sorted(set([sys.prefix, sys.base_prefix, sys.exec_prefix] + "
-                "[p for p in sys.path if p]))}))\n"};
-    try {
-      ProcessResult r = run_process(opt, 120, 1 << 20);
-      const auto j = nlohmann::json::parse(r.out, nullptr, false);
-      if (!r.exit_code || *r.exit_code != 0 || j.is_discarded()) {
-        info.error = fmt::format("{} could not be asked about torch and Triton: {}", info.python,
-                                 r.err.empty() ? r.out : r.err.substr(0, 400));
-        return;
-      }
-      if (j.contains("error")) {
-        info.error = fmt::format("{} cannot import torch and Triton ({}): set KEVO_PYTHON to a "
-                                 "Python that can, or run scripts/setup.sh triton",
-                                 info.python, j["error"].get<std::string>());
-        return;
-      }
-      info.torch = j.value("torch", "");
-      info.triton = j.value("triton", "");
-      info.cuda = j.value("cuda", false);
-      info.python += " " + j.value("version", std::string());
-      info.dirs = j.value("dirs", std::vector<std::string>{});
-    } catch (const UserError& e) {
-      info.error = fmt::format("{} cannot be started: {}", info.python, e.what());
+    const runner::PythonAnswer a = runner::ask_python(
+        info.python,
+        {"-c", fmt::format("import json, sys\n"
+                           "try:\n"
+                           "    import torch, triton\n"
+                           "except Exception as e:\n"
+                           "    print(json.dumps({{'error': '%s: %s' % (type(e).__name__, e)}})); sys.exit(0)\n"
+                           "print(json.dumps({{'torch': torch.__version__, 'triton': triton.__version__,\n"
+                           "    'cuda': torch.cuda.is_available(), 'version': sys.version.split()[0],\n"
+                           "    'dirs': {}}}))\n",
+                           runner::kPythonDirs)});
+    const nlohmann::json& j = a.facts;
+    if (!a.error.empty()) {
+      info.error = "it could not be asked about torch and Triton: " + a.error;
+      return;
     }
+    if (j.contains("error")) {
+      info.error = fmt::format("{} cannot import torch and Triton ({}): set KEVO_PYTHON to a "
+                               "Python that can, or run scripts/setup.sh triton",
+                               info.python, j["error"].get<std::string>());
+      return;
+    }
+    info.torch = j.value("torch", "");
+    info.triton = j.value("triton", "");
+    info.cuda = j.value("cuda", false);
+    info.python += " " + j.value("version", std::string());
+    info.dirs = j.value("dirs", std::vector<std::string>{});
   });
   return info;
 }
