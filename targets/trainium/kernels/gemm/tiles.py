@@ -11,8 +11,12 @@
 # Knobs:
 #   TM      rows of C per tile (partitions of the PSUM tile; A's tile rows)
 #   TN      columns of C per tile (the moving operand's free size)
+#   LOOP    0: the tile loop is nl.affine_range (iterations independent: the
+#           compiler may overlap one tile's DMA with another's compute, i.e.
+#           double-buffer), 1: nl.sequential_range (one tile after another)
 # @kevo knob TM 128 {32, 64, 128}
 # @kevo knob TN 512 {128, 256, 512}
+# @kevo knob LOOP 0 {0, 1}
 import nki
 import nki.isa as nisa
 import nki.language as nl
@@ -25,10 +29,11 @@ def kevo_nki(A, B):
     M, K = A.shape
     N = B.shape[1]
     C = nl.ndarray((M, N), dtype=A.dtype, buffer=nl.shared_hbm)
-    for mi in nl.affine_range((M + TM - 1) // TM):
+    tiles = nl.affine_range if LOOP == 0 else nl.sequential_range
+    for mi in tiles((M + TM - 1) // TM):
         m0 = mi * TM
         pm = min(TM, M - m0)
-        for ni in nl.affine_range((N + TN - 1) // TN):
+        for ni in tiles((N + TN - 1) // TN):
             n0 = ni * TN
             pn = min(TN, N - n0)
             acc = nl.ndarray((TM, TN), dtype=nl.float32, buffer=nl.psum)

@@ -8,7 +8,14 @@
 # Not verified on Trainium: checked in kevo's NumPy model of NKI only.
 # Knobs:
 #   P       rows per tile (partitions used)
+#   MEAN    0: the row sums on the Vector engine (tensor_reduce), 1: on the
+#           Scalar engine (activation copy with an add-reduce)
+#   LOOP    0: the tile loop is nl.affine_range (iterations independent: the
+#           compiler may overlap one tile's DMA with another's compute, i.e.
+#           double-buffer), 1: nl.sequential_range (one tile after another)
 # @kevo knob P 128 {32, 64, 128}
+# @kevo knob LOOP 0 {0, 1}
+# @kevo knob MEAN 0 {0, 1}
 import nki
 import nki.isa as nisa
 import nki.language as nl
@@ -25,13 +32,19 @@ def kevo_nki(x, w, b, eps):
     for p in nl.affine_range(P):
         nisa.dma_copy(dst=w_all[p:p + 1, 0:n], src=w_row[0:1, 0:n])
         nisa.dma_copy(dst=b_all[p:p + 1, 0:n], src=b_row[0:1, 0:n])
-    for t in nl.affine_range((rows + P - 1) // P):
+    tiles = nl.affine_range if LOOP == 0 else nl.sequential_range
+    for t in tiles((rows + P - 1) // P):
         r0 = t * P
         pr = min(P, rows - r0)
         xt = nl.ndarray((P, n), dtype=x.dtype, buffer=nl.sbuf)
         nisa.dma_copy(dst=xt[0:pr, 0:n], src=x[r0:r0 + pr, 0:n])
         s1 = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.tensor_reduce(dst=s1[0:pr, 0:1], op=nl.add, data=xt[0:pr, 0:n], axis=1, keepdims=True)
+        if MEAN == 0:
+            nisa.tensor_reduce(dst=s1[0:pr, 0:1], op=nl.add, data=xt[0:pr, 0:n], axis=1, keepdims=True)
+        else:
+            junk = nl.ndarray((P, n), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.activation(dst=junk[0:pr, 0:n], op=nl.copy, data=xt[0:pr, 0:n], reduce_op=nl.add,
+                            reduce_res=s1[0:pr, 0:1])
         neg_mean = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
         nisa.tensor_scalar(dst=neg_mean[0:pr, 0:1], data=s1[0:pr, 0:1], op0=nl.multiply,
                            operand0=-1.0 / n)

@@ -11,8 +11,12 @@
 #   P       rows per tile (partitions used)
 #   SUMSQ   0: sum of squares on the Scalar engine (activation + reduce),
 #           1: on the Vector engine (tensor_tensor, tensor_reduce)
+#   LOOP    0: the tile loop is nl.affine_range (iterations independent: the
+#           compiler may overlap one tile's DMA with another's compute, i.e.
+#           double-buffer), 1: nl.sequential_range (one tile after another)
 # @kevo knob P 128 {32, 64, 128}
 # @kevo knob SUMSQ 0 {0, 1}
+# @kevo knob LOOP 0 {0, 1}
 import nki
 import nki.isa as nisa
 import nki.language as nl
@@ -26,7 +30,8 @@ def kevo_nki(x, w, eps):
     w_row = w.reshape((1, n))
     for p in nl.affine_range(P):
         nisa.dma_copy(dst=w_all[p:p + 1, 0:n], src=w_row[0:1, 0:n])
-    for t in nl.affine_range((rows + P - 1) // P):
+    tiles = nl.affine_range if LOOP == 0 else nl.sequential_range
+    for t in tiles((rows + P - 1) // P):
         r0 = t * P
         pr = min(P, rows - r0)
         xt = nl.ndarray((P, n), dtype=x.dtype, buffer=nl.sbuf)

@@ -8,7 +8,11 @@
 # Not verified on Trainium: checked in kevo's NumPy model of NKI only.
 # Knobs:
 #   P       rows per tile (partitions used)
+#   LOOP    0: the tile loop is nl.affine_range (iterations independent: the
+#           compiler may overlap one tile's DMA with another's compute, i.e.
+#           double-buffer), 1: nl.sequential_range (one tile after another)
 # @kevo knob P 128 {32, 64, 128}
+# @kevo knob LOOP 0 {0, 1}
 import nki
 import nki.isa as nisa
 import nki.language as nl
@@ -18,7 +22,8 @@ import nki.language as nl
 def kevo_nki(x, scale):
     rows, n = x.shape
     y = nl.ndarray((rows, n), dtype=x.dtype, buffer=nl.shared_hbm)
-    for t in nl.affine_range((rows + P - 1) // P):
+    tiles = nl.affine_range if LOOP == 0 else nl.sequential_range
+    for t in tiles((rows + P - 1) // P):
         r0 = t * P
         pr = min(P, rows - r0)
         xt = nl.ndarray((P, n), dtype=x.dtype, buffer=nl.sbuf)
