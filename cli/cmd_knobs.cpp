@@ -57,11 +57,13 @@ nlohmann::json space_json(const std::string& kernel, const KnobSpace& space, con
   // The source's own constraints come first; the task's restrictions follow.
   if (own) {
     j["restrictions"] = nlohmann::json::array();
+    j["device_limits"] = task->config_knobs.device;  // the last of them
     for (size_t i = own->constraints().size(); i < space.constraints().size(); ++i)
       j["restrictions"].push_back(space.constraints()[i].expr.text());
   }
   j["points"] = space.size_unconstrained();
   j["valid_points"] = count_valid(space);
+  if (!space.default_note().empty()) j["default_note"] = space.default_note();
   return j;
 }
 
@@ -83,10 +85,14 @@ void print_space(const nlohmann::json& j) {
     if (!notes.empty()) line += fmt::format("  ({})", fmt::join(notes, "; "));
     fmt::print("{}\n", line);
   }
+  const size_t n_device = merged ? j["device_limits"].size() : 0;
   for (size_t i = 0; i < j["require"].size(); ++i)
-    fmt::print(
-        "  require {}{}\n", j["require"][i].get<std::string>(),
-        merged && i + j["restrictions"].size() >= j["require"].size() ? "  (restrictions)" : "");
+    fmt::print("  require {}{}\n", j["require"][i].get<std::string>(),
+               !merged                                         ? ""
+               : i + n_device >= j["require"].size()           ? "  (the device's launch limit)"
+               : i + j["restrictions"].size() >= j["require"].size() ? "  (restrictions)"
+                                                                      : "");
+  if (j.contains("default_note")) fmt::print("  default: {}\n", j["default_note"].get<std::string>());
   const size_t valid = j["valid_points"].get<size_t>();
   fmt::print("  {} of {} points valid{}\n", valid, j["points"].get<uint64_t>(),
              valid >= kLimit ? " (counted up to the limit)" : "");

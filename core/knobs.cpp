@@ -59,7 +59,7 @@ int64_t KnobSpace::builtin_value(std::string_view name) {
   KEVO_ASSERT(false);
 }
 
-KnobSpace KnobSpace::parse_source(std::string_view source, std::string_view origin) {
+KnobSpace KnobSpace::parse_source(std::string_view source, std::string_view origin, Defaults defaults) {
   // A directive is a comment line ("//", "#", "*" or "/*" first) whose text
   // starts with @kevo.
   static const std::regex directive(R"(^\s*(?://+|#+|/?\*+)\s*@kevo\s+(\S+)\s*(.*?)\s*(?:\*/)?\s*$)");
@@ -145,9 +145,25 @@ KnobSpace KnobSpace::parse_source(std::string_view source, std::string_view orig
     }
   }
   KnobValues d = space.defaults();
-  if (auto bad = space.violation(d))
-    throw UserError(fmt::format("{}: the default knob values ({}) violate 'require {}'", origin,
-                                knobs_to_string(d), *bad));
+  if (auto bad = space.violation(d)) {
+    if (defaults == Defaults::declared)
+      throw UserError(fmt::format("{}: the default knob values ({}) violate 'require {}'", origin,
+                                  knobs_to_string(d), *bad));
+    std::optional<KnobValues> first;
+    space.for_each_valid([&](const KnobValues& v) {
+      first = v;
+      return false;
+    });
+    if (!first)
+      throw UserError(fmt::format("{}: no point satisfies every restriction (the first listed values "
+                                  "{} violate '{}')",
+                                  origin, knobs_to_string(d), *bad));
+    for (auto& k : space.knobs_) k.default_value = first->at(k.name);
+    space.default_note_ = fmt::format(
+        "the first listed values ({}) violate '{}': the default point is the first valid one in "
+        "enumeration order ({})",
+        knobs_to_string(d), *bad, knobs_to_string(*first));
+  }
   return space;
 }
 

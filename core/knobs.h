@@ -39,7 +39,15 @@ class KnobSpace {
  public:
   // Reads the declarations of `source`. `origin` names the file in errors.
   // Throws UserError ("FILE:LINE: ...") on a malformed declaration.
-  static KnobSpace parse_source(std::string_view source, std::string_view origin);
+  // With `Defaults::first_valid` (knobs a task config declares, Kernel Tuner's
+  // way, which has no default point), a default point that breaks a
+  // constraint moves to the first valid point in enumeration order, and
+  // default_note() says so; UserError only when no point is valid.
+  enum class Defaults { declared, first_valid };
+  static KnobSpace parse_source(std::string_view source, std::string_view origin,
+                                Defaults defaults = Defaults::declared);
+  // Why the default point is not the declared one; "" when it is.
+  const std::string& default_note() const { return default_note_; }
 
   const std::vector<KnobDecl>& knobs() const { return knobs_; }
   const std::vector<KnobConstraint>& constraints() const { return constraints_; }
@@ -78,6 +86,7 @@ class KnobSpace {
   static int64_t builtin_value(std::string_view name);
 
  private:
+  std::string default_note_;
   // The names constraints are parsed with, by slot: the knobs in declaration
   // order, then the builtins.
   std::vector<std::string> slot_names() const;

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/log.h"
 #include "core/paths.h"
 
 namespace kevo {
@@ -177,9 +178,12 @@ Family make_family(std::string name, std::filesystem::path origin, std::string t
   f.language = std::move(language);
   f.source_hash = sha256_hex(f.text);
   f.space = KnobSpace::parse_source(f.text, f.origin.string());
-  if (!config.empty())
+  if (!config.empty()) {
     f.space = KnobSpace::parse_source(f.text + "\n" + config.declarations(f.space),
-                                      f.origin.string() + " with the task's tune_params");
+                                      f.origin.string() + " with the task's tune_params",
+                                      KnobSpace::Defaults::first_valid);
+    if (!f.space.default_note().empty()) log_info("family {}: {}", f.name, f.space.default_note());
+  }
   return f;
 }
 

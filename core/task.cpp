@@ -235,8 +235,10 @@ Task parse_task(const nlohmann::json& config, const std::filesystem::path& origi
 
   t.config_knobs = parse_config_knobs(root.get_raw("tune_params"), root.path_of("tune_params"),
                                       root.get_raw("restrictions"), root.path_of("restrictions"));
-  if (const nlohmann::json* entry = root.get_raw("entry"))
+  if (const nlohmann::json* entry = root.get_raw("entry")) {
     t.entry = parse_entry(*entry, root.path_of("entry"), *t.op, t.target, t.config_knobs);
+    t.config_knobs.device = device_restrictions(t.entry, t.config_knobs);
+  }
   if (const nlohmann::json* kernels = root.get_raw("kernels")) {
     const auto task_dir = origin.empty() ? std::filesystem::current_path()
                                          : std::filesystem::absolute(origin).parent_path();

@@ -85,6 +85,36 @@ std::string ConfigKnobs::declarations(const KnobSpace& own) const {
                        fmt::join(k.values, ", "));
   }
   for (const std::string& r : restrictions) out += "// @kevo require " + r + "\n";
+  for (const std::string& r : device) out += "// @kevo require " + r + "\n";
+  return out;
+}
+
+std::vector<std::string> device_restrictions(const KernelEntry& entry, const ConfigKnobs& knobs) {
+  if (entry.kind != "global") return {};
+  std::vector<std::string> names;
+  for (const KnobDecl& k : knobs.knobs) names.push_back(k.name);
+  std::vector<std::string> dims;  // x, y, z as written ("" where not knobs alone), 1s left out
+  bool all_static = true;
+  for (size_t i = 0; i < 3 && i < entry.block.size(); ++i) {
+    try {
+      Expr::parse(entry.block[i], names);
+      dims.push_back("(" + entry.block[i] + ")");
+    } catch (const ExprError&) {
+      dims.push_back("");
+      all_static = false;
+    }
+  }
+  std::vector<std::string> out;
+  std::vector<std::string> product;
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (!dims[i].empty() && dims[i] != "(1)") product.push_back(dims[i]);
+  if (product.empty()) return out;
+  if (all_static)
+    out.push_back(fmt::format("{} <= 1024", fmt::join(product, " * ")));
+  else
+    for (size_t i = 0; i < 2 && i < dims.size(); ++i)
+      if (!dims[i].empty() && dims[i] != "(1)") out.push_back(dims[i] + " <= 1024");
+  if (dims.size() == 3 && !dims[2].empty() && dims[2] != "(1)") out.push_back(dims[2] + " <= 64");
   return out;
 }
 

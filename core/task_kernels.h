@@ -20,8 +20,12 @@ namespace kevo {
 struct ConfigKnobs {
   std::vector<KnobDecl> knobs;            // default: the first value listed
   std::vector<std::string> restrictions;  // expressions over the knobs above
+  // The device's limits on a generated CUDA launch whose block is knobs
+  // alone (device_restrictions()): points past them are never compiled.
+  // Not part of the config as written.
+  std::vector<std::string> device;
 
-  bool empty() const { return knobs.empty() && restrictions.empty(); }
+  bool empty() const { return knobs.empty() && restrictions.empty() && device.empty(); }
   // The `// @kevo knob` lines for the knobs `own` does not declare, and a
   // `// @kevo require` line per restriction, to be parsed with a source.
   std::string declarations(const KnobSpace& own) const;
@@ -58,6 +62,13 @@ ConfigKnobs parse_config_knobs(const nlohmann::json* tune_params, const std::str
 // the operator's tensors or scalars, the entry's sizes or the config's knobs.
 KernelEntry parse_entry(const nlohmann::json& v, const std::string& path, const Operator& op,
                         const std::string& target, const ConfigKnobs& knobs);
+
+// The launch limits every CUDA device kevo targets has (compute capability
+// 2.0 and later): at most 1024 threads per block (so 1024 in x and y) and 64
+// in z, as restrictions over the knobs where `entry`'s block expressions are
+// knobs and integers alone (blocks that read sizes are checked when the
+// kernel launches: KEVO_ERR_LAUNCH).
+std::vector<std::string> device_restrictions(const KernelEntry& entry, const ConfigKnobs& knobs);
 
 // Expands "kernels" (globs relative to `base`, the task file's folder) into
 // files, sorted within each glob. Throws ConfigError naming `$.kernels[i]`

@@ -315,8 +315,14 @@ EvalResult Evaluator::run_and_judge(const CompiledCandidate& c, EvalResult r,
       r.status = Status::timeout;
       r.detail = run.detail;
       return r;
-    case RunOutcome::crashed:
     case RunOutcome::kernel_error:
+      if (run.kernel_rc == 4) {  // KEVO_ERR_LAUNCH: a point this device cannot run at all
+        r.status = Status::rejected;
+        r.detail = run.detail + " (a point the device cannot launch, dropped as Kernel Tuner drops it)";
+        return r;
+      }
+      [[fallthrough]];
+    case RunOutcome::crashed:
       r.status = Status::crash;
       r.detail = run.detail;
       return r;

@@ -67,6 +67,7 @@ struct RunOutcome {
     compile_failed,
   } kind = finished;
   std::string detail;
+  int kernel_rc = 0;                // the entry point's return value, for kernel_error
   std::vector<CheckReport> checks;  // in phase order, as far as they ran
   std::vector<double> samples_s;    // per call, from the timing phase
   int64_t calls_per_sample = 1;

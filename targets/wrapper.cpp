@@ -94,8 +94,11 @@ std::string entry_wrapper(const Task& task, const std::filesystem::path& user_so
     bool done = false;
     for (size_t i = 0; i < op.tensors().size(); ++i)
       if (const TensorDecl& t = op.tensor(i); t.name == a) {
-        args.push_back(fmt::format("({}{}*){}.data", t.is_output ? "" : "const ",
-                                   c_type(task.dtypes.at(i), cuda), tensor_slot(op, a)));
+        // Inputs too as plain pointers: most kernels written for other
+        // tuners declare `float *A` for what they only read, and a `const`
+        // parameter takes one as well. The runner checks that inputs come
+        // back unchanged, whatever the kernel declares.
+        args.push_back(fmt::format("({}*){}.data", c_type(task.dtypes.at(i), cuda), tensor_slot(op, a)));
         done = true;
       }
     for (size_t i = 0; !done && i < op.scalars().size(); ++i)
@@ -117,10 +120,23 @@ std::string entry_wrapper(const Task& task, const std::filesystem::path& user_so
          "    if (block_xyz[i] < 1) return KEVO_ERR_UNSUPPORTED;\n"
          "    if (grid_xyz[i] < 1) return KEVO_OK; /* empty tensors: nothing to do */\n"
          "  }\n";
+    // A block the device cannot launch (the hardware's 1024 threads, or
+    // fewer where the compiled kernel's registers or shared memory allow
+    // fewer) is not a candidate here: KEVO_ERR_LAUNCH, not a crash.
+    s += "  const int64_t threads = block_xyz[0] * block_xyz[1] * block_xyz[2];\n"
+         "  if (block_xyz[0] > 1024 || block_xyz[1] > 1024 || block_xyz[2] > 64 || threads > 1024)\n"
+         "    return KEVO_ERR_LAUNCH;\n";
+    s += fmt::format("  static cudaFuncAttributes attr;  /* once: the library serves one device */\n"
+                     "  static const cudaError_t attr_rc = cudaFuncGetAttributes(&attr, {});\n"
+                     "  if (attr_rc == cudaSuccess && threads > attr.maxThreadsPerBlock) return KEVO_ERR_LAUNCH;\n",
+                     e.function);
     s += "  dim3 grid((unsigned)grid_xyz[0], (unsigned)grid_xyz[1], (unsigned)grid_xyz[2]);\n";
     s += "  dim3 block((unsigned)block_xyz[0], (unsigned)block_xyz[1], (unsigned)block_xyz[2]);\n";
     s += fmt::format("  {}<<<grid, block, 0, stream>>>({});\n", e.function, call_args);
-    s += "  return cudaGetLastError() == cudaSuccess ? KEVO_OK : KEVO_ERR_RUNTIME;\n";
+    s += "  const cudaError_t launched = cudaGetLastError();\n"
+         "  if (launched == cudaErrorLaunchOutOfResources || launched == cudaErrorInvalidConfiguration)\n"
+         "    return KEVO_ERR_LAUNCH;\n"
+         "  return launched == cudaSuccess ? KEVO_OK : KEVO_ERR_RUNTIME;\n";
   } else {
     s += fmt::format("  {}({});  /* its return value, if any, is ignored */\n", e.function,
                      call_args);

@@ -45,6 +45,9 @@ enum kevo_status {
   KEVO_ERR_UNSUPPORTED = 1, /* dtype, rank or layout this kernel does not handle */
   KEVO_ERR_ARGS = 2,        /* wrong number of tensors or scalars */
   KEVO_ERR_RUNTIME = 3,     /* anything else the kernel detected */
+  KEVO_ERR_LAUNCH = 4,      /* the device cannot launch this configuration (more threads per
+                               block than the compiled kernel allows, too much shared memory):
+                               not a candidate on this device, rejected rather than a crash */
 };
 
 #define KEVO_MAX_RANK 8

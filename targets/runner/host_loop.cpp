@@ -79,6 +79,8 @@ const char* kernel_rc_name(int rc) {
       return "KEVO_ERR_ARGS";
     case 3:
       return "KEVO_ERR_RUNTIME";
+    case 4:
+      return "KEVO_ERR_LAUNCH: the device cannot launch this configuration";
     default:
       return "an error";
   }
@@ -357,6 +359,7 @@ JobEventFn kernel_events(const KernelJob& job) {
     } else if (kind == "kernel_error") {
       const int rc = e.value("rc", 0);
       out.kind = RunOutcome::kernel_error;
+      out.kernel_rc = rc;
       out.detail =
           fmt::format("the kernel returned {} ({}) on {}", rc, kernel_rc_name(rc), phase.label);
       return Reply::settled;

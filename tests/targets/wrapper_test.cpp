@@ -6,8 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "core/paths.h"
 #include "core/process.h"
+#include "core/task.h"
+#include "core/task_kernels.h"
 #include "core/space.h"
 #include "core/store.h"
 #include "eval/evaluator.h"
@@ -102,6 +106,25 @@ TEST_F(PlainCpu, MissingFunctionIsRejected) {
   EXPECT_NE(j["result"]["detail"].get<std::string>().find("swiglu_plain"), std::string::npos);
 }
 
+// KEVO_ERR_LAUNCH (the device cannot launch this configuration) makes the
+// point rejected, not a crash: it is no candidate on this machine.
+TEST_F(PlainCpu, ALaunchTheDeviceCannotMakeIsRejected) {
+  write("nolaunch.c", R"(#include "kevo_kernel.h"
+KEVO_EXPORT int kevo_kernel(const kevo_tensor* in, int n_in, kevo_tensor* out, int n_out,
+                            const double* scalars, int n_scalars) {
+  (void)in; (void)n_in; (void)out; (void)n_out; (void)scalars; (void)n_scalars;
+  return KEVO_ERR_LAUNCH;
+}
+)");
+  write("abi.json", R"({"operator": "swiglu", "shapes": {"g": [32, 257]},
+    "timing": {"min_time_ms": 2, "min_samples": 3}})");
+  auto r = kevo({"eval", "--task", "abi.json", "nolaunch.c", "--json"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["result"]["status"], "rejected") << r.out;
+  EXPECT_NE(j["result"]["detail"].get<std::string>().find("KEVO_ERR_LAUNCH"), std::string::npos) << r.out;
+}
+
 // A defined operator whose tensors differ in dtype (bf16 x and z, f32 s and
 // y): the plain function gets each as a pointer of its own type.
 const char* kPlainScaleRowmax = R"(#include <stdint.h>
@@ -155,7 +178,7 @@ TEST_F(PlainMixed, EachTensorIsAPointerOfItsOwnType) {
   Task cpu = parse_task(config("function"), dir_ / "mixed.json");
   std::string w = entry_wrapper(cpu, "/k/mixed.c");
   EXPECT_NE(w.find("scale_rowmax((float*)out[0].data, (uint16_t*)out[1].data, "
-                   "(const uint16_t*)in[0].data, (const float*)in[1].data, M, N)"),
+                   "(uint16_t*)in[0].data, (float*)in[1].data, M, N)"),
             std::string::npos)
       << w;
   // The wrapper refuses tensors of other dtypes than each one's own.
@@ -165,8 +188,8 @@ TEST_F(PlainMixed, EachTensorIsAPointerOfItsOwnType) {
   Task cuda = parse_task(config("global"), dir_ / "mixed.json");
   w = entry_wrapper(cuda, "/k/mixed.cu");
   EXPECT_NE(w.find("scale_rowmax<<<grid, block, 0, stream>>>((float*)out[0].data, "
-                   "(__nv_bfloat16*)out[1].data, (const __nv_bfloat16*)in[0].data, "
-                   "(const float*)in[1].data, M, N)"),
+                   "(__nv_bfloat16*)out[1].data, (__nv_bfloat16*)in[0].data, "
+                   "(float*)in[1].data, M, N)"),
             std::string::npos)
       << w;
 
@@ -220,7 +243,7 @@ TEST(PlainCuda, WrapperLaunchesTheNamedFunction) {
   EXPECT_NE(w.find("#include \"/k/plain.cu\""), std::string::npos) << w;
   EXPECT_NE(w.find("kevo_launch("), std::string::npos) << w;
   EXPECT_NE(w.find("swiglu_kernel<<<grid, block, 0, stream>>>((__nv_bfloat16*)out[0].data, "
-                   "(const __nv_bfloat16*)in[0].data, (const __nv_bfloat16*)in[1].data, M, N)"),
+                   "(__nv_bfloat16*)in[0].data, (__nv_bfloat16*)in[1].data, M, N)"),
             std::string::npos)
       << w;
   EXPECT_NE(w.find("kevo_entry_ceil_div(N, block_size_x * TILE)"), std::string::npos) << w;
@@ -268,6 +291,116 @@ TEST(PlainCuda, RunsRightOnAGpu) {
                               KnobValues{{"block_size_x", 128}, {"TILE", 4}}}) {
     EvalResult r = ev.evaluate({read_text_file(src), src, "cuda"}, k);
     EXPECT_EQ(status_name(r.status), status_name(Status::ok)) << knobs_to_string(k) << r.detail;
+  }
+}
+
+// ---- Kernels in Kernel Tuner's style (tests/targets/kernel_tuner_style) -------------
+
+std::filesystem::path kt_dir() { return test::repo_dir() / "tests" / "targets" / "kernel_tuner_style"; }
+
+Family kt_family(const Task& task) {
+  const auto file = task.kernel_files.at(0);
+  return make_family(file.stem().string(), file, read_text_file(file), "cuda", task.config_knobs);
+}
+
+// Kernel Tuner has no default point: where the first listed values break a
+// restriction, kevo starts from the first valid point and says so.
+TEST(KernelTunerStyle, TheDefaultIsTheFirstValidPoint) {
+  const Task mm = load_task(kt_dir() / "mm_tiles.json");
+  const Family f = kt_family(mm);
+  EXPECT_EQ(f.space.defaults(), (KnobValues{{"block_size_x", 16}, {"block_size_y", 2}, {"tile_size_y", 8}}));
+  EXPECT_NE(f.space.default_note().find("violate 'block_size_x == block_size_y * tile_size_y'"),
+            std::string::npos)
+      << f.space.default_note();
+  // 16: (2, 8) (4, 4) (8, 2) (16, 1); 32: (4, 8) (8, 4) (16, 2) (32, 1); 64: (8, 8) (16, 4);
+  // 64 x 32 threads is past the device's 1024.
+  EXPECT_EQ(f.space.enumerate_valid().size(), 10u);
+  const Family rms = kt_family(load_task(kt_dir() / "rms_rows.json"));
+  EXPECT_EQ(rms.space.defaults(), (KnobValues{{"block_size_x", 32}}));
+
+  // No valid point at all is one clear error.
+  nlohmann::json none = {{"operator", "swiglu"},
+                         {"shapes", {{"g", {8, 8}}}},
+                         {"tune_params", {{"TILE", {1, 2}}}},
+                         {"restrictions", nlohmann::json::array({"TILE > 2"})}};
+  const Task t = parse_task(none);
+  try {
+    make_family("x", "x.c", "void f(void) {}\n", "c", t.config_knobs);
+    ADD_FAILURE() << "a space without a valid point was made";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("no point satisfies every restriction"), std::string::npos) << e.what();
+  }
+}
+
+// Blocks past the device's launch limit are not points (never compiled).
+TEST(KernelTunerStyle, BlocksPastTheDeviceLimitAreNotPoints) {
+  const Task task = load_task(kt_dir() / "swiglu_flat.json");
+  EXPECT_EQ(task.config_knobs.device, std::vector<std::string>{"(block_size_x) <= 1024"});
+  const Family f = kt_family(task);
+  const auto points = f.space.enumerate_valid();
+  EXPECT_EQ(points.size(), 16u);  // 2048 of the 5 block sizes is gone
+  for (const auto& p : points) EXPECT_LE(p.at("block_size_x"), 1024) << knobs_to_string(p);
+  EXPECT_EQ(f.space.defaults(), (KnobValues{{"block_size_x", 1024}, {"tile_size_x", 1}}));
+  // A block that reads sizes is left to the launch (KEVO_ERR_LAUNCH).
+  KernelEntry e = task.entry;
+  e.block = {"block_size_x", "rows"};
+  EXPECT_EQ(device_restrictions(e, task.config_knobs), std::vector<std::string>{"(block_size_x) <= 1024"});
+  e.block = {"block_size_x", "2", "tile_size_x"};
+  EXPECT_EQ(device_restrictions(e, task.config_knobs),
+            (std::vector<std::string>{"(block_size_x) * (2) * (tile_size_x) <= 1024", "(tile_size_x) <= 64"}));
+  // The wrapper passes inputs as plain pointers (the kernels declare
+  // `float *A`) and turns a launch the device refuses into KEVO_ERR_LAUNCH.
+  const std::string w = entry_wrapper(task, "/k/swiglu_flat.cu");
+  EXPECT_NE(w.find("swiglu_flat<<<grid, block, 0, stream>>>((float*)out[0].data, (float*)in[0].data, "
+                   "(float*)in[1].data, rows, cols)"),
+            std::string::npos)
+      << w;
+  EXPECT_NE(w.find("threads > attr.maxThreadsPerBlock) return KEVO_ERR_LAUNCH"), std::string::npos) << w;
+  EXPECT_NE(w.find("cudaErrorLaunchOutOfResources"), std::string::npos) << w;
+}
+
+// Each kernel compiles as written, at every valid point, with the target's nvcc.
+TEST(KernelTunerStyle, KernelsCompileAsWritten) {
+  std::string why = cuda_unavailable_reason();
+  if (!why.empty()) GTEST_SKIP() << why;
+  auto target = make_target("cuda");
+  const auto out = test::temp_dir("kt-style");
+  for (const char* name : {"mm_tiles", "rms_rows", "swiglu_flat"}) {
+    const Task task = load_task(kt_dir() / (std::string(name) + ".json"));
+    const Family f = kt_family(task);
+    const auto points = f.space.enumerate_valid();
+    for (size_t i = 0; i < points.size(); i += 4) {  // a few: nvcc is slow
+      CompileRequest req;
+      req.task = &task;
+      req.source = task.kernel_files.at(0);
+      req.language = "cuda";
+      req.knobs = points[i];
+      req.output = out / fmt::format("{}-{}.so", name, i);
+      CompileOutcome c = target->compile(req);
+      EXPECT_TRUE(c.ok) << name << " " << knobs_to_string(points[i]) << ":\n" << c.log;
+    }
+  }
+}
+
+TEST(KernelTunerStyle, RunRightOnAGpu) {
+  std::string why = cuda_unavailable_reason();
+  if (!why.empty()) GTEST_SKIP() << why;
+  std::unique_ptr<Target> target;
+  try {
+    target = make_target("cuda");
+    target->run_slots();  // starts a runner: fails without a GPU
+  } catch (const UserError& e) {
+    GTEST_SKIP() << "no GPU here: " << e.what();
+  }
+  for (const char* name : {"mm_tiles", "rms_rows", "swiglu_flat"}) {
+    const Task task = load_task(kt_dir() / (std::string(name) + ".json"));
+    const Family f = kt_family(task);
+    ReferenceCache refs{""};
+    CompileCache compiles{cache_dir()};
+    Evaluator ev(task, *target, test::fake_roof(1e5, 1e9), refs, compiles);
+    ev.profile_top = 0;
+    EvalResult r = ev.evaluate({f.text, f.origin, "cuda"}, f.space.defaults());
+    EXPECT_EQ(status_name(r.status), status_name(Status::ok)) << name << ": " << r.detail;
   }
 }
 
