@@ -45,6 +45,7 @@ test: build
 	@scripts/setup.sh test-slurm || echo "setup: slurm-wlm not installed; the slurm backend tests will skip" >&2
 	@scripts/setup.sh test-triton || echo "setup: no torch/Triton environment; the triton target's run tests will skip" >&2
 	@scripts/setup.sh test-trainium || echo "setup: python3-numpy not installed; the NKI model's tests will skip" >&2
+	@scripts/setup.sh peers || echo "setup: no Kernel Tuner environment; the strategy benchmark's peer test will skip" >&2
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
 # make test as on a machine without the CUDA toolkit, in its own build

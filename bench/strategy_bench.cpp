@@ -1,5 +1,7 @@
 #include "bench/strategy_bench.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -7,10 +9,15 @@
 #include <random>
 #include <set>
 
+#include <fstream>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/paths.h"
+#include "core/process.h"
 #include "core/store.h"
 #include "core/task.h"
 #include "eval/backend.h"
@@ -70,7 +77,189 @@ void median_ci(const std::vector<double>& v, std::mt19937_64& rng, CurveSummary&
   out.hi = percentile(medians, 0.975);
 }
 
+// Scores `curves` (best-so-far after each evaluation, each of the budget's
+// length) against random sampling, as Willemsen et al. do.
+StrategyScore score_curves(const std::string& name, const std::vector<std::vector<double>>& curves,
+                           const SpaceScore& s, std::mt19937_64& boot) {
+  StrategyScore sc;
+  sc.strategy = name;
+  sc.runs = curves.size();
+  if (curves.empty()) return sc;
+  const double n = static_cast<double>(curves.size());
+  sc.mean_curve.assign(s.budget, 0);
+  std::vector<double> to5;
+  for (const auto& c : curves) {
+    for (size_t t = 0; t < s.budget; ++t) sc.mean_curve[t] += c[t] / n;
+    if (c.back() <= s.f_opt) sc.found_optimum += 1 / n;
+    for (size_t t = 0; t < s.budget; ++t)
+      if (c[t] <= 1.05 * s.f_opt) {
+        to5.push_back(static_cast<double>(t + 1));
+        break;
+      }
+  }
+  sc.to_5pct_reached = static_cast<double>(to5.size()) / n;
+  if (!to5.empty()) sc.to_5pct_median = percentile(to5, 0.5);
+  double sum = 0;
+  size_t counted = 0;
+  std::vector<double> p(s.budget, 1.0);
+  for (size_t t = 0; t < s.budget; ++t) {
+    const double denom = s.random_curve[t] - s.f_opt;
+    if (denom <= 1e-12 * s.f_opt) continue;  // random has surely found it by now
+    p[t] = (s.random_curve[t] - sc.mean_curve[t]) / denom;
+    sum += p[t];
+    ++counted;
+  }
+  sc.score = counted ? sum / static_cast<double>(counted) : 1.0;
+  for (double frac : {0.1, 0.25, 0.5, 1.0}) {
+    CurveSummary cs;
+    cs.t = std::max<size_t>(1, static_cast<size_t>(std::round(frac * s.budget)));
+    std::vector<double> at;
+    for (const auto& c : curves) at.push_back(c[cs.t - 1]);
+    median_ci(at, boot, cs);
+    cs.p = p[cs.t - 1];
+    sc.checkpoints.push_back(cs);
+  }
+  return sc;
+}
+
+// Kernel Tuner's strategies on the recorded points of `space` (values[i]:
+// point i's median, infinite where it failed), through
+// bench/peers/kernel_tuner_peer.py: one Kernel Tuner space, with a `family`
+// parameter where there are several families and -1 for a knob a family
+// lacks; every recorded point a configuration, nothing else.
+std::vector<StrategyScore> kernel_tuner_scores(const SearchSpace& space, const std::vector<double>& values,
+                                               const std::vector<Status>& statuses, const SpaceScore& s,
+                                               const StrategyBenchOptions& o, double worst,
+                                               std::mt19937_64& boot,
+                                               const std::function<void(std::string_view)>& progress) {
+  std::set<std::string> knob_names;
+  for (const Family& f : space.families())
+    for (const KnobDecl& k : f.space.knobs()) knob_names.insert(k.name);
+  const bool several = space.families().size() > 1;
+  nlohmann::json params = nlohmann::json::array();
+  nlohmann::json domain = nlohmann::json::object();
+  if (several) {
+    params.push_back("family");
+    nlohmann::json ids = nlohmann::json::array();
+    for (size_t i = 0; i < space.families().size(); ++i) ids.push_back(i);
+    domain["family"] = ids;
+  }
+  std::map<std::string, std::set<int64_t>> vals;
+  nlohmann::json points = nlohmann::json::array();
+  for (uint64_t i = 0; i < space.size(); ++i) {
+    const Point pt = space.at(i);
+    nlohmann::json key = nlohmann::json::array();
+    if (several) key.push_back(pt.family);
+    for (const std::string& k : knob_names) {
+      auto it = pt.knobs.find(k);
+      const int64_t v = it == pt.knobs.end() ? -1 : it->second;
+      vals[k].insert(v);
+      key.push_back(v);
+    }
+    nlohmann::json p = {{"key", key}};
+    if (std::isfinite(values[i]))
+      p["time_s"] = values[i];
+    else {
+      p["time_s"] = nullptr;
+      p["error"] = statuses[i] == Status::compile_error ? "CompilationFailedConfig" : "RuntimeFailedConfig";
+    }
+    points.push_back(std::move(p));
+  }
+  for (const std::string& k : knob_names) {
+    params.push_back(k);
+    domain[k] = std::vector<int64_t>(vals[k].begin(), vals[k].end());
+  }
+  const auto dir = cache_dir() / "bench" / fmt::format("kt-{}-{}", getpid(), s.run);
+  std::filesystem::create_directories(dir);
+  struct Remove {
+    std::filesystem::path p;
+    ~Remove() {
+      std::error_code e;
+      std::filesystem::remove_all(p, e);
+    }
+  } remove_after{dir};
+  const std::string text =
+      nlohmann::json{{"name", s.task}, {"params", params}, {"values", domain}, {"points", points}}.dump();
+  write_file_atomic(dir / "space.json", text.data(), text.size());
+  if (progress)
+    progress(fmt::format("{}: Kernel Tuner's {} x {} in simulation mode", s.task, fmt::join(o.kernel_tuner, ", "),
+                         o.repeats));
+  SpawnOptions opt;
+  opt.argv = {kernel_tuner_python(o.kernel_tuner_python),
+              (kevo_home() / "bench" / "peers" / "kernel_tuner_peer.py").string(),
+              (dir / "space.json").string(),
+              "--strategies",
+              fmt::format("{}", fmt::join(o.kernel_tuner, ",")),
+              "--repeats",
+              std::to_string(o.repeats),
+              "--budget",
+              std::to_string(s.budget),
+              "--time-limit",
+              fmt::format("{}", o.kernel_tuner_time_limit_s),
+              "--out",
+              (dir / "curves.json").string()};
+  const double limit = (o.kernel_tuner_time_limit_s + 5) * o.repeats * static_cast<double>(o.kernel_tuner.size()) + 120;
+  ProcessResult r = run_process(opt, limit, 1 << 20);
+  std::ifstream in(dir / "curves.json");
+  const auto got = nlohmann::json::parse(in, nullptr, false);
+  if (!r.exit_code || *r.exit_code != 0 || !got.is_object())
+    throw UserError(fmt::format("Kernel Tuner's peer failed on {} (exit {}): {}", s.task, r.exit_code.value_or(-1),
+                                r.err.size() > 800 ? "..." + r.err.substr(r.err.size() - 800) : r.err));
+  std::vector<StrategyScore> out;
+  for (const std::string& name : o.kernel_tuner) {
+    const nlohmann::json& e = got["strategies"].value(name, nlohmann::json::object());
+    std::vector<std::vector<double>> curves;
+    size_t stopped = 0;
+    for (const auto& c : e.value("curves", nlohmann::json::array())) {
+      std::vector<double> curve;
+      double best = worst;
+      for (const auto& v : c) {
+        if (v.is_number()) best = std::min(best, v.get<double>());
+        curve.push_back(best);
+      }
+      if (curve.size() < s.budget) ++stopped;
+      curve.resize(s.budget, best);
+      curves.push_back(std::move(curve));
+    }
+    StrategyScore sc = score_curves("kt:" + name, curves, s, boot);
+    sc.stopped_early = stopped;
+    std::vector<std::string> notes;
+    if (const auto errors = e.value("errors", std::vector<std::string>{}); !errors.empty())
+      notes.push_back("cannot run here: " + errors.front());
+    if (const int t = e.value("timed_out", 0); t > 0)
+      notes.push_back(fmt::format("{} run(s) cut at {:g} s of wall time", t, o.kernel_tuner_time_limit_s));
+    sc.note = fmt::format("{}", fmt::join(notes, "; "));
+    out.push_back(std::move(sc));
+  }
+  return out;
+}
+
 }  // namespace
+
+const std::vector<std::string>& kernel_tuner_strategies() {
+  static const std::vector<std::string> names = {
+      "basinhopping", "bayes_opt",  "diff_evo", "dual_annealing", "firefly_algorithm", "genetic_algorithm",
+      "greedy_ils",   "greedy_mls", "mls",      "pso",            "random_sample",     "simulated_annealing"};
+  return names;
+}
+
+std::string kernel_tuner_python(const std::string& given) {
+  if (!given.empty()) return given;
+  if (const char* p = std::getenv("KEVO_KT_PYTHON"); p && *p) return p;
+  // Where scripts/setup.sh peers makes it (not under KEVO_CACHE_DIR: tests move that).
+  std::filesystem::path venv;
+  if (const char* v = std::getenv("KEVO_KT_VENV"); v && *v)
+    venv = v;
+  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    venv = std::filesystem::path(x) / "kevo" / "kt-venv";
+  else
+    venv = std::filesystem::path(std::getenv("HOME") ? std::getenv("HOME") : "/root") / ".cache" / "kevo" / "kt-venv";
+  venv /= "bin/python";
+  if (std::filesystem::exists(venv)) return venv.string();
+  throw UserError(fmt::format("Kernel Tuner's peer needs its virtual environment ({} not found): run "
+                              "scripts/setup.sh peers, or set KEVO_KT_PYTHON",
+                              venv.string()));
+}
 
 std::vector<double> expected_random_best(std::vector<double> values, size_t budget) {
   KEVO_ASSERT(!values.empty());
@@ -121,10 +310,12 @@ std::vector<SpaceScore> bench_strategies(Store& store, const StrategyBenchOption
     s.points = static_cast<size_t>(space.size());
     if (s.points < 2) throw UserError(fmt::format("run {} recorded fewer than 2 points", run));
     std::vector<double> values;
+    std::vector<Status> statuses;
     for (uint64_t i = 0; i < space.size(); ++i) {
       const EvalResult& r = replay.recorded().at(space.key(space.at(i)));
       values.push_back(r.status == Status::ok && r.timing ? r.timing->median_s
                                                           : std::numeric_limits<double>::infinity());
+      statuses.push_back(r.status);
     }
     s.f_opt = *std::min_element(values.begin(), values.end());
     if (!std::isfinite(s.f_opt)) throw UserError(fmt::format("run {} has no correct point", run));
@@ -165,34 +356,13 @@ std::vector<SpaceScore> bench_strategies(Store& store, const StrategyBenchOption
         if (best <= s.f_opt) ++found;
         curves.push_back(std::move(curve));
       }
-      StrategyScore sc;
-      sc.strategy = name;
+      StrategyScore sc = score_curves(name, curves, s, boot);
       sc.found_optimum = static_cast<double>(found) / o.repeats;
-      sc.mean_curve.assign(s.budget, 0);
-      for (const auto& c : curves)
-        for (size_t t = 0; t < s.budget; ++t) sc.mean_curve[t] += c[t] / o.repeats;
-      double sum = 0;
-      size_t counted = 0;
-      std::vector<double> p(s.budget, 1.0);
-      for (size_t t = 0; t < s.budget; ++t) {
-        const double denom = s.random_curve[t] - s.f_opt;
-        if (denom <= 1e-12 * s.f_opt) continue;  // random has surely found it by now
-        p[t] = (s.random_curve[t] - sc.mean_curve[t]) / denom;
-        sum += p[t];
-        ++counted;
-      }
-      sc.score = counted ? sum / static_cast<double>(counted) : 1.0;
-      for (double frac : {0.1, 0.25, 0.5, 1.0}) {
-        CurveSummary cs;
-        cs.t = std::max<size_t>(1, static_cast<size_t>(std::round(frac * s.budget)));
-        std::vector<double> at;
-        for (const auto& c : curves) at.push_back(c[cs.t - 1]);
-        median_ci(at, boot, cs);
-        cs.p = p[cs.t - 1];
-        sc.checkpoints.push_back(cs);
-      }
       s.strategies.push_back(std::move(sc));
     }
+    if (!o.kernel_tuner.empty())
+      for (StrategyScore& sc : kernel_tuner_scores(space, values, statuses, s, o, worst, boot, progress))
+        s.strategies.push_back(std::move(sc));
     out.push_back(std::move(s));
   }
   return out;
@@ -210,6 +380,11 @@ nlohmann::json to_json(const std::vector<SpaceScore>& scores) {
         cps.push_back({{"t", c.t}, {"median_best_s", c.median}, {"ci95", {c.lo, c.hi}}, {"P", c.p}});
       j["strategies"][st.strategy] = {{"score", st.score},
                                       {"found_optimum", st.found_optimum},
+                                      {"runs", st.runs},
+                                      {"stopped_early", st.stopped_early},
+                                      {"evaluations_to_5pct", {{"median", st.to_5pct_median},
+                                                               {"reached", st.to_5pct_reached}}},
+                                      {"note", st.note},
                                       {"checkpoints", cps},
                                       {"mean_best_s", st.mean_curve}};
     }

@@ -30,7 +30,21 @@ struct StrategyBenchOptions {
   int repeats = 50;
   double budget = 0.25;  // < 1: a fraction of the space; else a number of evaluations
   size_t batch = 4;
+  // Kernel Tuner's strategies to score beside kevo's ("genetic_algorithm",
+  // ...), run by bench/peers/kernel_tuner_peer.py in Kernel Tuner's
+  // simulation mode on the same recorded points and budget.
+  std::vector<std::string> kernel_tuner;
+  std::string kernel_tuner_python;  // "": KEVO_KT_PYTHON, else the venv scripts/setup.sh peers makes
+  double kernel_tuner_time_limit_s = 20;  // wall time per Kernel Tuner run
 };
+
+// Kernel Tuner's strategies, as its own documentation lists them (1.5).
+const std::vector<std::string>& kernel_tuner_strategies();
+// The interpreter of Kernel Tuner's virtual environment: `given`, else
+// KEVO_KT_PYTHON, else the one scripts/setup.sh peers makes
+// (${KEVO_KT_VENV:-$XDG_CACHE_HOME/kevo/kt-venv}); UserError naming the setup
+// step where there is none.
+std::string kernel_tuner_python(const std::string& given);
 
 struct CurveSummary {
   size_t t = 0;
@@ -42,6 +56,13 @@ struct StrategyScore {
   std::string strategy;
   double score = 0;  // mean P(t) over t = 1..budget
   double found_optimum = 0;  // fraction of repeats that found f_opt
+  // Evaluations until the best is within 5% of f_opt: the median over the
+  // repeats that got there, and the fraction that did within the budget.
+  double to_5pct_median = 0;
+  double to_5pct_reached = 0;
+  size_t runs = 0;           // repeats scored
+  size_t stopped_early = 0;  // runs that ended before the budget (peers: by their own rules)
+  std::string note;          // a peer that could not run, or ran with limits
   std::vector<CurveSummary> checkpoints;
   std::vector<double> mean_curve;  // f_strategy(t)
 };

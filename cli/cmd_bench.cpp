@@ -1,5 +1,8 @@
 // kevo bench strategies: the strategies compared in replay on recorded spaces.
+#include <algorithm>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "bench/strategy_bench.h"
 #include "cli/commands.h"
@@ -22,8 +25,16 @@ int bench_strategies_cmd(const Argv& argv) {
          "(2024) do: P(t) = (f_random(t) - f(t)) / (f_random(t) - f_opt), with f_random the\n"
          "exact expectation of random sampling without replacement and t in evaluations.\n"
          "P = 0: no better than random; 1: the optimum at once. The score is P averaged over\n"
-         "t = 1..budget; the table also shows the median best-so-far with a 95% bootstrap\n"
-         "interval at 10/25/50/100% of the budget.",
+         "t = 1..budget; the table also shows how often the optimum was found, the median\n"
+         "evaluations to come within 5% of it (with the share of runs that did), and the\n"
+         "median best-so-far with a 95% bootstrap interval at 10/25/50/100% of the budget.\n"
+         "\n"
+         "With --kernel-tuner, Kernel Tuner's strategies run beside kevo's on the same\n"
+         "recorded points and budget, in Kernel Tuner's simulation mode\n"
+         "(bench/peers/kernel_tuner_peer.py, in the virtual environment scripts/setup.sh\n"
+         "peers makes: kernel_tuner from PyPI), scored by the same code as kt:NAME.\n"
+         "Kernel Tuner counts unique evaluations (a revisit is free; a failed point costs\n"
+         "one); a strategy may stop before the budget by its own rules (column 'short').",
          {db_option(),
           {"--run", "RUN", "a recorded run to replay (default: every exhaustive grid run)", true},
           {"--strategy", "NAME", "a strategy to score (default: random, evolution, mcts)", true},
@@ -31,6 +42,11 @@ int bench_strategies_cmd(const Argv& argv) {
            true},
           {"--repeats", "N", "runs per strategy and space (default 50)"},
           {"--budget", "B", "evaluations per run: a fraction of the space if < 1 (default 0.25)"},
+          {"--kernel-tuner", "NAME", "a Kernel Tuner strategy to score beside kevo's ('all': each of them)",
+           true},
+          {"--kernel-tuner-python", "PATH",
+           "the Python with kernel_tuner (default: $KEVO_KT_PYTHON, else the venv of scripts/setup.sh peers)"},
+          {"--kernel-tuner-time-limit", "S", "wall seconds per Kernel Tuner run before it is cut (default 20)"},
           json_option()},
          0, 0);
   a.parse(argv);
@@ -54,6 +70,21 @@ int bench_strategies_cmd(const Argv& argv) {
   }
   if (auto v = a.value("--repeats")) o.repeats = static_cast<int>(parse_id(*v, "--repeats"));
   if (auto v = a.value("--budget")) o.budget = parse_positive(*v, "--budget");
+  for (const auto& k : a.values("--kernel-tuner")) {
+    if (k == "all") {
+      o.kernel_tuner = kernel_tuner_strategies();
+      break;
+    }
+    const auto& known = kernel_tuner_strategies();
+    if (std::find(known.begin(), known.end(), k) == known.end())
+      throw UserError(fmt::format("--kernel-tuner: unknown strategy '{}' (Kernel Tuner's: {}, or all)", k,
+                                  fmt::join(known, ", ")));
+    o.kernel_tuner.push_back(k);
+  }
+  if (auto v = a.value("--kernel-tuner-python")) o.kernel_tuner_python = *v;
+  if (auto v = a.value("--kernel-tuner-time-limit"))
+    o.kernel_tuner_time_limit_s = parse_positive(*v, "--kernel-tuner-time-limit");
+  if (!o.kernel_tuner.empty()) kernel_tuner_python(o.kernel_tuner_python);  // one clear line if missing
   Store store(store_path(a), true);
   StatusLine status;
   auto scores = bench_strategies(store, o, [&](std::string_view s) { status.set(s); });
@@ -65,20 +96,31 @@ int bench_strategies_cmd(const Argv& argv) {
   for (const auto& s : scores) {
     fmt::print("run {} {}: {} points, optimum {}, budget {} evaluations, {} repeats\n", s.run,
                s.task, s.points, format_seconds(s.f_opt), s.budget, o.repeats);
-    fmt::print("  {:<10} {:>6}  {:>7}  {}\n", "strategy", "score", "optimum",
-               "median best-so-far [95% CI] (P) at t =");
+    fmt::print("  {:<22} {:>6}  {:>7}  {:>13}  {:>5}  {}\n", "strategy", "score", "optimum", "to 5% (runs)",
+               "short", "median best-so-far [95% CI] (P) at t =");
+    std::vector<std::string> notes;
     for (const auto& st : s.strategies) {
+      if (!st.note.empty()) notes.push_back(st.strategy + ": " + st.note);
+      if (st.runs == 0) {
+        fmt::print("  {:<22} {:>6}\n", st.strategy, "-");
+        continue;
+      }
       std::string cps;
       for (const auto& c : st.checkpoints)
         cps += fmt::format("  {}: {} [{}, {}] ({:+.2f})", c.t, format_seconds(c.median),
                            format_seconds(c.lo), format_seconds(c.hi), c.p);
-      fmt::print("  {:<10} {:>+6.2f}  {:>6.0f}% {}\n", st.strategy, st.score,
-                 100 * st.found_optimum, cps);
+      const std::string to5 = st.to_5pct_reached > 0
+                                  ? fmt::format("{:.0f} ({:.0f}%)", st.to_5pct_median, 100 * st.to_5pct_reached)
+                                  : "never";
+      fmt::print("  {:<22} {:>+6.2f}  {:>6.0f}%  {:>13}  {:>5}{}\n", st.strategy, st.score,
+                 100 * st.found_optimum, to5, st.stopped_early, cps);
     }
     std::string rnd;
     for (size_t t : {s.budget / 10, s.budget / 4, s.budget / 2, s.budget})
       if (t >= 1) rnd += fmt::format("  {}: {}", t, format_seconds(s.random_curve[t - 1]));
-    fmt::print("  {:<10} {:>6}  {:>7} {}\n\n", "(expected)", "0", "", rnd);
+    fmt::print("  {:<22} {:>6}  {:>7}  {:>13}  {:>5}{}\n", "(random, expected)", "0", "", "", "", rnd);
+    for (const auto& n : notes) fmt::print("  note: {}\n", n);
+    fmt::print("\n");
   }
   return 0;
 }

@@ -28,7 +28,12 @@ packages=(
 # interpreter when there is no GPU (`make test` asks for it; those tests skip
 # where it is missing). It lives in ${KEVO_TRITON_VENV:-$XDG_CACHE_HOME/kevo/triton-venv}
 # and is made once; about 5 GB.
+# `setup.sh peers` for a Python virtual environment with Kernel Tuner from
+# PyPI (kernel_tuner 1.5.0), which `kevo bench strategies --kernel-tuner` runs
+# (`make test` asks for it; the peer's test skips where it is missing). It
+# lives in ${KEVO_KT_VENV:-$XDG_CACHE_HOME/kevo/kt-venv}; about 300 MB.
 triton_venv=""
+kt_venv=""
 for group in "$@"; do
   case "$group" in
     bench) packages+=(libdnnl-dev libopenblas-dev) ;;
@@ -42,7 +47,10 @@ for group in "$@"; do
     test-triton)
       packages+=(python3-venv python3-pip)
       triton_venv="${KEVO_TRITON_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/kevo/triton-venv}" ;;
-    *) echo "setup.sh: unknown package group '$group' (known: bench, test-browser, fuzz, test-slurm, test-trainium, test-triton)" >&2; exit 2 ;;
+    peers)
+      packages+=(python3-venv python3-pip)
+      kt_venv="${KEVO_KT_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/kevo/kt-venv}" ;;
+    *) echo "setup.sh: unknown package group '$group' (known: bench, peers, test-browser, fuzz, test-slurm, test-trainium, test-triton)" >&2; exit 2 ;;
   esac
 done
 
@@ -70,4 +78,16 @@ if [ -n "$triton_venv" ] && ! "$triton_venv/bin/python" -c 'import torch, triton
   "$triton_venv.partial/bin/python" -m pip install -q torch triton numpy >&2
   "$triton_venv.partial/bin/python" -c 'import torch, triton, numpy'
   mv "$triton_venv.partial" "$triton_venv"
+fi
+
+# Kernel Tuner's environment for the strategy benchmark's peers, made the
+# same way.
+if [ -n "$kt_venv" ] && ! "$kt_venv/bin/python" -c 'import kernel_tuner, constraint' 2>/dev/null; then
+  echo "setup: making Kernel Tuner's environment in $kt_venv (kernel_tuner 1.5.0 from PyPI)" >&2
+  rm -rf "$kt_venv" "$kt_venv.partial"
+  mkdir -p "$(dirname "$kt_venv")"
+  /usr/bin/python3 -m venv "$kt_venv.partial"
+  "$kt_venv.partial/bin/python" -m pip install -q kernel_tuner==1.5.0 >&2
+  "$kt_venv.partial/bin/python" -c 'import kernel_tuner, constraint'
+  mv "$kt_venv.partial" "$kt_venv"
 fi

@@ -484,6 +484,53 @@ TEST(StrategyBench, ScoresStrategiesAgainstRandomInReplay) {
   EXPECT_EQ(j[0]["strategies"]["mcts"]["checkpoints"].size(), 4u);
 }
 
+// Kernel Tuner's strategies beside kevo's on the same recorded points, through
+// bench/peers/kernel_tuner_peer.py in Kernel Tuner's simulation mode (the
+// virtual environment of scripts/setup.sh peers; skipped without it). The
+// space has two families with different knobs and 7 compile errors: the
+// conversion gives Kernel Tuner exactly the recorded points. With the whole
+// space as the budget, its random sampling must find the optimum every time.
+TEST(StrategyBench, KernelTunersStrategiesRunOnTheSameRecordedPoints) {
+  try {
+    kernel_tuner_python("");
+  } catch (const UserError& e) {
+    GTEST_SKIP() << e.what();
+  }
+  Fixture f("bench-kt");
+  {
+    Engine e(f.task, f.space, f.store, f.backend, config("grid", 100000), this_machine());
+    e.begin({{"config", f.task.config}});
+    e.run();
+  }
+  StrategyBenchOptions o;
+  o.strategies = {"random"};
+  o.kernel_tuner = {"random_sample", "genetic_algorithm"};
+  o.repeats = 3;
+  o.budget = static_cast<double>(f.space.size());
+  auto all = bench_strategies(f.store, o, nullptr);
+  ASSERT_EQ(all.size(), 1u);
+  std::map<std::string, const StrategyScore*> by;
+  for (const auto& st : all[0].strategies) by[st.strategy] = &st;
+  ASSERT_TRUE(by.count("kt:random_sample") && by.count("kt:genetic_algorithm"));
+  const StrategyScore& rs = *by["kt:random_sample"];
+  EXPECT_EQ(rs.runs, 3u) << rs.note;
+  EXPECT_EQ(rs.found_optimum, 1.0) << rs.note;  // every point visited once
+  EXPECT_EQ(rs.stopped_early, 0u) << rs.note;
+  EXPECT_EQ(by["kt:genetic_algorithm"]->runs, 3u) << by["kt:genetic_algorithm"]->note;
+
+  // A fifth of the space: Kernel Tuner's random sampling scores near random's
+  // expectation, as kevo's does.
+  o.budget = 0.2;
+  o.repeats = 20;
+  o.kernel_tuner = {"random_sample"};
+  all = bench_strategies(f.store, o, nullptr);
+  for (const auto& st : all[0].strategies)
+    if (st.strategy == "kt:random_sample") EXPECT_NEAR(st.score, 0, 0.3) << st.note;
+  auto j = to_json(all);
+  EXPECT_TRUE(j[0]["strategies"].contains("kt:random_sample"));
+  EXPECT_TRUE(j[0]["strategies"]["kt:random_sample"].contains("evaluations_to_5pct"));
+}
+
 // The real gemm family has constraints that most random moves break: every
 // synthesizer and every strategy still only proposes valid points.
 TEST(Search, ConstraintsNeverProduceAnInvalidCandidate) {
