@@ -99,17 +99,37 @@ StrategyScore score_curves(const std::string& name, const std::vector<std::vecto
   }
   sc.to_5pct_reached = static_cast<double>(to5.size()) / n;
   if (!to5.empty()) sc.to_5pct_median = percentile(to5, 0.5);
-  double sum = 0;
-  size_t counted = 0;
-  std::vector<double> p(s.budget, 1.0);
-  for (size_t t = 0; t < s.budget; ++t) {
-    const double denom = s.random_curve[t] - s.f_opt;
-    if (denom <= 1e-12 * s.f_opt) continue;  // random has surely found it by now
-    p[t] = (s.random_curve[t] - sc.mean_curve[t]) / denom;
-    sum += p[t];
-    ++counted;
+  // P(t) of a mean curve, and its mean over t.
+  auto p_of = [&](const std::vector<double>& mean, std::vector<double>& p) {
+    double sum = 0;
+    size_t counted = 0;
+    p.assign(s.budget, 1.0);
+    for (size_t t = 0; t < s.budget; ++t) {
+      const double denom = s.random_curve[t] - s.f_opt;
+      if (denom <= 1e-12 * s.f_opt) continue;  // random has surely found it by now
+      p[t] = (s.random_curve[t] - mean[t]) / denom;
+      sum += p[t];
+      ++counted;
+    }
+    return counted ? sum / static_cast<double>(counted) : 1.0;
+  };
+  std::vector<double> p;
+  sc.score = p_of(sc.mean_curve, p);
+  // The score's spread: a 95% bootstrap interval over the repeats.
+  {
+    std::vector<double> scores, q;
+    std::uniform_int_distribution<size_t> pick(0, curves.size() - 1);
+    for (int b = 0; b < 200; ++b) {
+      std::vector<double> mean(s.budget, 0);
+      for (size_t r = 0; r < curves.size(); ++r) {
+        const auto& c = curves[pick(boot)];
+        for (size_t t = 0; t < s.budget; ++t) mean[t] += c[t] / n;
+      }
+      scores.push_back(p_of(mean, q));
+    }
+    sc.score_lo = percentile(scores, 0.025);
+    sc.score_hi = percentile(scores, 0.975);
   }
-  sc.score = counted ? sum / static_cast<double>(counted) : 1.0;
   for (double frac : {0.1, 0.25, 0.5, 1.0}) {
     CurveSummary cs;
     cs.t = std::max<size_t>(1, static_cast<size_t>(std::round(frac * s.budget)));
@@ -198,6 +218,9 @@ std::vector<StrategyScore> kernel_tuner_scores(const SearchSpace& space, const s
               fmt::format("{}", o.kernel_tuner_time_limit_s),
               "--out",
               (dir / "curves.json").string()};
+  // Python's string hashing fixed: Kernel Tuner iterates sets, and a run must
+  // repeat exactly.
+  opt.env.push_back("PYTHONHASHSEED=0");
   const double limit = (o.kernel_tuner_time_limit_s + 5) * o.repeats * static_cast<double>(o.kernel_tuner.size()) + 120;
   ProcessResult r = run_process(opt, limit, 1 << 20);
   std::ifstream in(dir / "curves.json");
@@ -379,6 +402,7 @@ nlohmann::json to_json(const std::vector<SpaceScore>& scores) {
       for (const auto& c : st.checkpoints)
         cps.push_back({{"t", c.t}, {"median_best_s", c.median}, {"ci95", {c.lo, c.hi}}, {"P", c.p}});
       j["strategies"][st.strategy] = {{"score", st.score},
+                                      {"score_ci95", {st.score_lo, st.score_hi}},
                                       {"found_optimum", st.found_optimum},
                                       {"runs", st.runs},
                                       {"stopped_early", st.stopped_early},

@@ -55,6 +55,7 @@ struct CurveSummary {
 struct StrategyScore {
   std::string strategy;
   double score = 0;  // mean P(t) over t = 1..budget
+  double score_lo = 0, score_hi = 0;  // its 95% bootstrap interval over the repeats
   double found_optimum = 0;  // fraction of repeats that found f_opt
   // Evaluations until the best is within 5% of f_opt: the median over the
   // repeats that got there, and the fraction that did within the budget.

@@ -96,8 +96,8 @@ int bench_strategies_cmd(const Argv& argv) {
   for (const auto& s : scores) {
     fmt::print("run {} {}: {} points, optimum {}, budget {} evaluations, {} repeats\n", s.run,
                s.task, s.points, format_seconds(s.f_opt), s.budget, o.repeats);
-    fmt::print("  {:<22} {:>6}  {:>7}  {:>13}  {:>5}  {}\n", "strategy", "score", "optimum", "to 5% (runs)",
-               "short", "median best-so-far [95% CI] (P) at t =");
+    fmt::print("  {:<22} {:>6} {:>15}  {:>7}  {:>13}  {:>5}  {}\n", "strategy", "score", "[95% CI]", "optimum",
+               "to 5% (runs)", "short", "median best-so-far [95% CI] (P) at t =");
     std::vector<std::string> notes;
     for (const auto& st : s.strategies) {
       if (!st.note.empty()) notes.push_back(st.strategy + ": " + st.note);
@@ -112,13 +112,14 @@ int bench_strategies_cmd(const Argv& argv) {
       const std::string to5 = st.to_5pct_reached > 0
                                   ? fmt::format("{:.0f} ({:.0f}%)", st.to_5pct_median, 100 * st.to_5pct_reached)
                                   : "never";
-      fmt::print("  {:<22} {:>+6.2f}  {:>6.0f}%  {:>13}  {:>5}{}\n", st.strategy, st.score,
-                 100 * st.found_optimum, to5, st.stopped_early, cps);
+      fmt::print("  {:<22} {:>+6.2f} {:>15}  {:>6.0f}%  {:>13}  {:>5}{}\n", st.strategy, st.score,
+                 fmt::format("[{:+.2f}, {:+.2f}]", st.score_lo, st.score_hi), 100 * st.found_optimum, to5,
+                 st.stopped_early, cps);
     }
     std::string rnd;
     for (size_t t : {s.budget / 10, s.budget / 4, s.budget / 2, s.budget})
       if (t >= 1) rnd += fmt::format("  {}: {}", t, format_seconds(s.random_curve[t - 1]));
-    fmt::print("  {:<22} {:>6}  {:>7}  {:>13}  {:>5}{}\n", "(random, expected)", "0", "", "", "", rnd);
+    fmt::print("  {:<22} {:>6} {:>15}  {:>7}  {:>13}  {:>5}{}\n", "(random, expected)", "0", "", "", "", "", rnd);
     for (const auto& n : notes) fmt::print("  note: {}\n", n);
     fmt::print("\n");
   }

@@ -27,7 +27,9 @@ for them (null before the first correct one); a run that stops before the
 budget (by its own rules, or after --time-limit seconds of wall time, which
 bounds strategies that loop on revisits) has a shorter curve. Each repeat
 seeds Python's and NumPy's generators with its number, and scipy's Latin
-hypercube (bayes_opt's initial sample, which Kernel Tuner leaves unseeded).
+hypercube (bayes_opt's initial sample, which Kernel Tuner leaves unseeded);
+kevo starts this script with PYTHONHASHSEED=0 (Kernel Tuner iterates sets),
+so that a run repeats exactly.
 
 CURVES: {"kernel_tuner": version, "strategies": {name: {"curves": [[...], ...],
          "stopped_early": n, "timed_out": n, "errors": ["..."]}}}
