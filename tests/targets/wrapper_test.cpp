@@ -271,16 +271,24 @@ TEST(PlainCuda, CompilesAcrossTheSpace) {
   }
 }
 
-TEST(PlainCuda, RunsRightOnAGpu) {
-  std::string why = cuda_unavailable_reason();
-  if (!why.empty()) GTEST_SKIP() << why;
-  std::unique_ptr<Target> target;
+// The cuda target with a runner started on a GPU, or null and why not.
+std::unique_ptr<Target> gpu_target(std::string& why) {
+  why = cuda_unavailable_reason();
+  if (!why.empty()) return nullptr;
   try {
-    target = make_target("cuda");
+    auto target = make_target("cuda");
     target->run_slots();  // starts a runner: fails without a GPU
+    return target;
   } catch (const UserError& e) {
-    GTEST_SKIP() << "no GPU here: " << e.what();
+    why = std::string("no GPU here: ") + e.what();
+    return nullptr;
   }
+}
+
+TEST(PlainCuda, RunsRightOnAGpu) {
+  std::string why;
+  std::unique_ptr<Target> target = gpu_target(why);
+  if (!target) GTEST_SKIP() << why;
   Task task = cuda_task({33, 1000});
   auto src = write_cuda("plain.cu");
   ReferenceCache refs{""};
@@ -383,15 +391,9 @@ TEST(KernelTunerStyle, KernelsCompileAsWritten) {
 }
 
 TEST(KernelTunerStyle, RunRightOnAGpu) {
-  std::string why = cuda_unavailable_reason();
-  if (!why.empty()) GTEST_SKIP() << why;
-  std::unique_ptr<Target> target;
-  try {
-    target = make_target("cuda");
-    target->run_slots();  // starts a runner: fails without a GPU
-  } catch (const UserError& e) {
-    GTEST_SKIP() << "no GPU here: " << e.what();
-  }
+  std::string why;
+  std::unique_ptr<Target> target = gpu_target(why);
+  if (!target) GTEST_SKIP() << why;
   for (const char* name : {"mm_tiles", "rms_rows", "swiglu_flat"}) {
     const Task task = load_task(kt_dir() / (std::string(name) + ".json"));
     const Family f = kt_family(task);
