@@ -349,6 +349,8 @@ std::vector<SpaceScore> bench_strategies(Store& store, const StrategyBenchOption
     for (double v : values)
       if (std::isfinite(v)) worst = std::max(worst, v);
 
+    std::vector<std::vector<uint64_t>> by_family(space.size_families());  // recorded points per family
+    for (uint64_t i = 0; i < space.size(); ++i) by_family[static_cast<size_t>(space.at(i).family)].push_back(i);
     std::mt19937_64 boot(12345);
     for (const auto& name : o.strategies) {
       if (progress) progress(fmt::format("{}: {} x {} in replay", task.name, name, o.repeats));
@@ -366,7 +368,15 @@ std::vector<SpaceScore> bench_strategies(Store& store, const StrategyBenchOption
         c.batch = o.batch;
         // The recording and its space are built once above, not per repeat,
         // and the engine runs quietly: the benchmark has its own status line.
-        SearchSession session(scratch, {task, c, {}, std::nullopt, run}, space, replay);
+        SearchSpace started = space;
+        if (o.random_start) {
+          std::mt19937_64 pick(static_cast<uint64_t>(rep + 1) * 7919);
+          for (int f = 0; f < static_cast<int>(space.size_families()); ++f)
+            if (!by_family[f].empty())
+              started.set_seed(space.at(by_family[f][std::uniform_int_distribution<size_t>(
+                  0, by_family[f].size() - 1)(pick)]));
+        }
+        SearchSession session(scratch, {task, c, {}, std::nullopt, run}, started, replay);
         Engine& e = session.engine();
         e.run();
         std::vector<double> curve;

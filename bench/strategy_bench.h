@@ -30,6 +30,12 @@ struct StrategyBenchOptions {
   int repeats = 50;
   double budget = 0.25;  // < 1: a fraction of the space; else a number of evaluations
   size_t batch = 4;
+  // kevo's strategies start from each family's default point (as they do in
+  // a search: the seeds are evaluated first). Kernel Tuner's have no default
+  // point; with random_start, each repeat of kevo's strategies gets a random
+  // recorded point of each family as its seed instead (seeded by the repeat),
+  // so that a default that happens to be the optimum is not a head start.
+  bool random_start = false;
   // Kernel Tuner's strategies to score beside kevo's ("genetic_algorithm",
   // ...), run by bench/peers/kernel_tuner_peer.py in Kernel Tuner's
   // simulation mode on the same recorded points and budget.

@@ -47,6 +47,8 @@ int bench_strategies_cmd(const Argv& argv) {
           {"--kernel-tuner-python", "PATH",
            "the Python with kernel_tuner (default: $KEVO_KT_PYTHON, else the venv of scripts/setup.sh peers)"},
           {"--kernel-tuner-time-limit", "S", "wall seconds per Kernel Tuner run before it is cut (default 20)"},
+          {"--random-start", "", "kevo's strategies start each repeat from a random recorded point of each family, "
+                                 "not the families' default points (which Kernel Tuner does not have)"},
           json_option()},
          0, 0);
   a.parse(argv);
@@ -82,6 +84,7 @@ int bench_strategies_cmd(const Argv& argv) {
     o.kernel_tuner.push_back(k);
   }
   if (auto v = a.value("--kernel-tuner-python")) o.kernel_tuner_python = *v;
+  o.random_start = a.flag("--random-start");
   if (auto v = a.value("--kernel-tuner-time-limit"))
     o.kernel_tuner_time_limit_s = parse_positive(*v, "--kernel-tuner-time-limit");
   if (!o.kernel_tuner.empty()) kernel_tuner_python(o.kernel_tuner_python);  // one clear line if missing
@@ -94,8 +97,10 @@ int bench_strategies_cmd(const Argv& argv) {
     return 0;
   }
   for (const auto& s : scores) {
-    fmt::print("run {} {}: {} points, optimum {}, budget {} evaluations, {} repeats\n", s.run,
-               s.task, s.points, format_seconds(s.f_opt), s.budget, o.repeats);
+    fmt::print("run {} {}: {} points, optimum {}, budget {} evaluations, {} repeats; kevo's strategies start "
+               "from {}\n",
+               s.run, s.task, s.points, format_seconds(s.f_opt), s.budget, o.repeats,
+               o.random_start ? "a random point of each family" : "the families' default points");
     fmt::print("  {:<22} {:>6} {:>15}  {:>7}  {:>13}  {:>5}  {}\n", "strategy", "score", "[95% CI]", "optimum",
                "to 5% (runs)", "short", "median best-so-far [95% CI] (P) at t =");
     std::vector<std::string> notes;

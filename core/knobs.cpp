@@ -173,6 +173,11 @@ const KnobDecl* KnobSpace::find(std::string_view name) const {
   return nullptr;
 }
 
+void KnobSpace::set_defaults(const KnobValues& v) {
+  if (auto bad = violation(v)) throw UserError(fmt::format("not a valid point ({}): {}", knobs_to_string(v), *bad));
+  for (auto& k : knobs_) k.default_value = v.at(k.name);
+}
+
 KnobValues KnobSpace::defaults() const {
   KnobValues v;
   for (const auto& k : knobs_) v[k.name] = k.default_value;

@@ -69,6 +69,9 @@ class KnobSpace {
   // error or a name that is neither a knob nor a builtin.
   KnobSpace with_require(std::string_view text) const;
 
+  // Makes `v` (a valid point) the default point. UserError if it is not one.
+  void set_defaults(const KnobValues& v);
+
   // Keeps only `values` of knob `name` (a task pinning THREADS, say). Throws
   // UserError when the knob is unknown or no declared value remains. The
   // default moves to the first remaining value when it was removed.

@@ -59,6 +59,8 @@ class SearchSpace {
   // Declared values, constraints, and (when restricted) recorded.
   bool valid(const Point& p) const;
   Point seed(int family) const { return {family, families_.at(family).space.defaults()}; }
+  // Makes `p` its family's seed (default point); `p` must be valid.
+  void set_seed(const Point& p) { families_.at(static_cast<size_t>(p.family)).space.set_defaults(p.knobs); }
   // The families in the order a search should try their seeds: the baseline
   // family named "naive" (a reference, slow by design) last.
   std::vector<int> seed_order() const;

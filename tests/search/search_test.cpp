@@ -482,6 +482,15 @@ TEST(StrategyBench, ScoresStrategiesAgainstRandomInReplay) {
   for (const auto& [name, v] : score) std::printf("P %s %.3f\n", name.c_str(), v);
   auto j = to_json(scores);
   EXPECT_EQ(j[0]["strategies"]["mcts"]["checkpoints"].size(), 4u);
+
+  // From random points of each family instead of the defaults: every repeat
+  // runs, and the guided strategies still beat random sampling.
+  o.random_start = true;
+  scores = bench_strategies(f.store, o, nullptr);
+  for (const auto& st : scores[0].strategies) {
+    EXPECT_EQ(st.runs, 30u) << st.strategy;
+    if (st.strategy != "random") EXPECT_GT(st.score, 0.05) << st.strategy;
+  }
 }
 
 // Kernel Tuner's strategies beside kevo's on the same recorded points, through
