@@ -355,7 +355,6 @@ std::vector<SpaceScore> bench_strategies(Store& store, const StrategyBenchOption
     for (const auto& name : o.strategies) {
       if (progress) progress(fmt::format("{}: {} x {} in replay", task.name, name, o.repeats));
       std::vector<std::vector<double>> curves;
-      int found = 0;
       for (int rep = 0; rep < o.repeats; ++rep) {
         Store scratch(":memory:");
         replay.reset_clock();
@@ -386,11 +385,9 @@ std::vector<SpaceScore> bench_strategies(Store& store, const StrategyBenchOption
           curve.push_back(best);
         }
         curve.resize(s.budget, best);
-        if (best <= s.f_opt) ++found;
         curves.push_back(std::move(curve));
       }
       StrategyScore sc = score_curves(name, curves, s, boot);
-      sc.found_optimum = static_cast<double>(found) / o.repeats;
       s.strategies.push_back(std::move(sc));
     }
     if (!o.kernel_tuner.empty())
