@@ -50,7 +50,7 @@ void print_indented(const char* label, const std::string& text) {
 void print_result(const Task& task, const std::string& kernel, const KnobValues& knobs,
                   const EvalResult& r, int64_t run, int64_t candidate, int64_t evaluation,
                   const std::string& db) {
-  fmt::print("{} {} {} on {}: {} {}\n", task.op->name(), shape_str(task.main.shapes[0]),
+  fmt::print("{} {} {} on {}: {} {}\n", task.op->name(), timed_shapes_str(task),
              dtype_name(task.dtype), task.target, kernel, knobs_to_string(knobs));
   fmt::print("{:<10}{}{}\n", "verdict", status_name(r.status),
              r.detail.empty() ? "" : " — " + r.detail);
@@ -68,11 +68,17 @@ void print_result(const Task& task, const std::string& kernel, const KnobValues&
   }
   if (r.timing) {
     const auto& t = *r.timing;
-    fmt::print("{:<10}median {} (p20 {}, p80 {}; {} samples x {} call{}, {} warm-up calls)\n",
-               "time", format_seconds(t.median_s), format_seconds(t.p20_s),
+    fmt::print("{:<10}{}median {} (p20 {}, p80 {}; {} samples x {} call{}, {} warm-up calls)\n",
+               "time", task.multi_shape() ? "weighted geometric mean of the shapes' medians: " : "", format_seconds(t.median_s), format_seconds(t.p20_s),
                format_seconds(t.p80_s), t.samples_s.size(), t.calls_per_sample,
                t.calls_per_sample > 1 ? "s" : "", t.warmup_calls);
   }
+  for (const ShapeTime& st : shape_times(r.profile))
+    if (st.index < task.timed.size())
+      fmt::print("{:<10}{}: median {} (p20 {}, p80 {}), weight {:g}, {:.0f}% of its roof\n",
+                 st.index == 0 ? "per shape" : "", shape_str(task.timed[st.index].shapes[0]),
+                 format_seconds(st.median_s), format_seconds(st.p20_s), format_seconds(st.p80_s),
+                 st.weight, st.roof_pct);
   if (r.diagnosis) print_indented("roofline", r.diagnosis->why);
   if (r.status == Status::compile_error && !r.compile_log.empty())
     print_indented("compiler", tail_lines(r.compile_log, 12));

@@ -159,13 +159,44 @@ nlohmann::json gather(Store& store, int64_t id) {
   }
   std::optional<Roof> roof =
       stands.roof_id ? roof_as_judged(store, stands.roof_id) : std::nullopt;
+  if (task && task->multi_shape()) {
+    // Several timed shapes: each shape's time and share of its roof, and the
+    // fastest candidate of the run at that shape alone.
+    // The figures of the measurement that stands for it (as its median line).
+    const int64_t stands_id =
+        &stands == &*result ? evals.front() : store.confirming_evaluation(id).value_or(evals.front());
+    std::vector<ProfileMetric> figures;
+    for (const ProfileRow& r : store.profile(stands_id))
+      if (r.value) figures.push_back({r.metric, *r.value, r.unit, 0});
+    const std::vector<ShapeTime> mine = shape_times(figures);
+    const auto all = store.shape_times_of_run(c->run);
+    nlohmann::json rows = nlohmann::json::array();
+    for (size_t k = 0; k < task->timed.size(); ++k) {
+      nlohmann::json row = {{"shape", shape_str(task->timed[k].shapes[0])},
+                            {"weight", task->weights[k]}};
+      for (const ShapeTime& t : mine)
+        if (t.index == k)
+          row["this"] = {{"median_s", t.median_s}, {"p20_s", t.p20_s}, {"p80_s", t.p80_s},
+                         {"roof_pct", t.roof_pct}};
+      int64_t fastest = 0;
+      const ShapeTime* ft = nullptr;
+      for (const auto& [cand, times] : all)
+        for (const ShapeTime& t : times)
+          if (t.index == k && (!ft || t.median_s < ft->median_s)) fastest = cand, ft = &t;
+      if (ft)
+        row["fastest"] = {{"candidate", fastest}, {"median_s", ft->median_s},
+                          {"p20_s", ft->p20_s}, {"p80_s", ft->p80_s}};
+      rows.push_back(std::move(row));
+    }
+    j["shapes"] = rows;
+  }
   if (task) {
-    j["task"]["shape"] = shape_str(task->main.shapes[0]);
+    j["task"]["shape"] = timed_shapes_str(*task);
     j["task"]["dtype"] = dtype_name(task->dtype);
     bounds["bytes"] = task->bytes();
     bounds["flops"] = task->flops();
   }
-  if (task && roof) {
+  if (task && roof && !task->multi_shape()) {
     if (const BandwidthPoint* bw = roof->bandwidth_for(task->bytes())) {
       const double floor = task->bytes() / (bw->gbps * 1e9);
       bounds["memory"] = {{"floor_s", floor},
@@ -188,6 +219,8 @@ nlohmann::json gather(Store& store, int64_t id) {
   }
   if (!task)
     bounds["unknown"] = fmt::format("the stored task no longer loads: {}", task_error);
+  else if (task->multi_shape())
+    bounds["unknown"] = "several timed shapes: each shape's share of its roof is on its line";
   else if (!roof)
     bounds["unknown"] = "no roof is stored for the evaluation";
   j["bounds"] = bounds;
@@ -336,6 +369,28 @@ void print_text(const nlohmann::json& j) {
                  ? fmt::format(", {:.0f}% of the {} median", 100 * c["fraction"].get<double>(),
                                format_seconds(b["measured_s"].get<double>()))
                  : ""));
+  }
+  if (j.contains("shapes")) {
+    bool first = true;
+    for (const auto& row : j["shapes"]) {
+      std::string text = fmt::format("{} x{:g}:", row["shape"].get<std::string>(),
+                                     row["weight"].get<double>());
+      if (row.contains("this"))
+        text += fmt::format(" {} (p20 {}, p80 {}), {:.0f}% of its roof",
+                            format_seconds(row["this"]["median_s"].get<double>()),
+                            format_seconds(row["this"]["p20_s"].get<double>()),
+                            format_seconds(row["this"]["p80_s"].get<double>()),
+                            row["this"]["roof_pct"].get<double>());
+      if (row.contains("fastest")) {
+        const int64_t f = row["fastest"]["candidate"].get<int64_t>();
+        text += f == j["candidate"].get<int64_t>()
+                    ? "; the run's fastest at this shape"
+                    : fmt::format("; the run's fastest here: candidate {}, {}", f,
+                                  format_seconds(row["fastest"]["median_s"].get<double>()));
+      }
+      line(first ? "per shape" : "", text);
+      first = false;
+    }
   }
   if (!b.contains("memory") && !b.contains("compute"))
     line("bounds", fmt::format("unknown ({})", b.value("unknown", std::string("no figures"))));

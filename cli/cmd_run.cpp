@@ -25,11 +25,47 @@ namespace kevo::cli {
 
 namespace {
 
+// A multi-shape run: per timed shape, the chosen kernel's time and the
+// fastest kernel of the run at that shape alone.
+void print_shapes(const nlohmann::json& shapes) {
+  bool first = true;
+  for (const auto& row : shapes) {
+    std::string text = fmt::format("{} x{:g}: ", row["shape"].get<std::string>(),
+                                   row["weight"].get<double>());
+    if (row.contains("chosen"))
+      text += fmt::format("chosen {} ({:.0f}% of its roof)",
+                          format_seconds(row["chosen"]["median_s"].get<double>()),
+                          row["chosen"]["roof_pct"].get<double>());
+    else
+      text += "chosen: none";
+    if (row.contains("best") && row.contains("verdict")) {
+      const auto& b = row["best"];
+      const std::string verdict = row["verdict"].get<std::string>();
+      if (verdict == "the chosen kernel") {
+        text += "; also the fastest at this shape";
+      } else {
+        std::string knobs;
+        for (auto it = b["knobs"].begin(); it != b["knobs"].end(); ++it)
+          knobs += fmt::format(" {}={}", it.key(), it.value().get<int64_t>());
+        text += fmt::format("; fastest here: candidate {} {}{} {} ({})", b["candidate"].get<int64_t>(),
+                            b["family"].get<std::string>(), knobs,
+                            format_seconds(b["median_s"].get<double>()),
+                            verdict == "faster"
+                                ? fmt::format("{:.2f}x faster, apart beyond the p20-p80 spread",
+                                              row["chosen_over_best"].get<double>())
+                                : "within the noise of the chosen: inconclusive");
+      }
+    }
+    fmt::print("{:<12}{}\n", first ? "per shape" : "", text);
+    first = false;
+  }
+}
+
 void print_summary(const Engine& engine, const Task& task, const nlohmann::json& j,
                    const std::string& best_file) {
   const EngineStats& s = engine.stats();
   fmt::print("kevo run {}: {} ({} {} {} on {}), strategy {}{}\n", j["run"].get<int64_t>(),
-             task.name, task.op->name(), shape_str(task.main.shapes[0]), dtype_name(task.dtype),
+             task.name, task.op->name(), timed_shapes_str(task), dtype_name(task.dtype),
              task.target, j["strategy"].get<std::string>(),
              j["backend"] == "replay" ? " (replayed)" : "");
   fmt::print("{:<12}{}\n", "stopped", j["stop_reason"].get<std::string>());
@@ -68,6 +104,7 @@ void print_summary(const Engine& engine, const Task& task, const nlohmann::json&
                b["family"].get<std::string>(), knobs, detail, speedup);
   };
   line("best", j["best"], nullptr);
+  if (j.contains("shapes")) print_shapes(j["shapes"]);
   // What the LLM gave: a model that did not answer must not go unnoticed.
   if (j.contains("llm")) {
     const auto& l = j["llm"];
@@ -174,6 +211,9 @@ int cmd_run(const Argv& argv) {
                                    "with the run",
            true},
           {"-o", "BEST_FILE", "write the best kernel there, knobs baked in"},
+          {"--per-shape", "DIR",
+           "a task with several timed shapes: also write, for each shape, the fastest kernel "
+           "of the run at that shape alone to DIR/shape-K.EXT (K: its index in \"shapes\")"},
           {"--dot", "FILE", "write the candidate tree as Graphviz DOT"},
           json_option()},
          0, 1);
@@ -293,6 +333,35 @@ int cmd_run(const Argv& argv) {
     } else {
       progress("no correct kernel found: nothing written to " + *out);
     }
+  }
+  if (auto dir = a.value("--per-shape")) {
+    if (!task.multi_shape())
+      throw UserError("--per-shape: the task has one timed shape (give \"shapes\" a list)");
+    std::filesystem::create_directories(*dir);
+    nlohmann::json written = nlohmann::json::array();
+    for (size_t k = 0; k < summary["shapes"].size(); ++k) {
+      const nlohmann::json& row = summary["shapes"][k];
+      if (!row.contains("best")) continue;
+      const int64_t cand = row["best"]["candidate"].get<int64_t>();
+      for (const Observation& o : engine.observations()) {
+        if (o.candidate != cand) continue;
+        const Family& f = space.family(o.point.family);
+        std::string text = standalone_source(
+            f, o.point.knobs,
+            fmt::format("kevo run {}: the fastest at {} of task {} (median {} there)",
+                        engine.run_id(), row["shape"].get<std::string>(), task.name,
+                        format_seconds(row["best"]["median_s"].get<double>())),
+            shape_defines(task));
+        const std::string ext = f.origin.has_extension() ? f.origin.extension().string() : "";
+        const auto path = std::filesystem::path(*dir) / fmt::format("shape-{}{}", k, ext);
+        write_file_atomic(path, text.data(), text.size());
+        written.push_back(path.string());
+        break;
+      }
+    }
+    summary["per_shape_files"] = written;
+    if (!a.flag("--json"))
+      for (const auto& w : written) progress("written: " + w.get<std::string>());
   }
   if (auto dot = a.value("--dot")) {
     std::ofstream f(*dot);

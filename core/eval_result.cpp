@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <string>
 
 #include "core/error.h"
 
@@ -55,6 +57,75 @@ TimingStats TimingStats::from_samples(std::vector<double> samples, int64_t calls
   for (double s : samples) sum += s;
   t.mean_s = sum / static_cast<double>(samples.size());
   return t;
+}
+
+double weighted_geomean(const std::vector<double>& values, const std::vector<double>& weights) {
+  KEVO_ASSERT(!values.empty() && values.size() == weights.size());
+  double log_sum = 0, weight_sum = 0;
+  for (size_t k = 0; k < values.size(); ++k) {
+    KEVO_ASSERT(values[k] > 0 && weights[k] > 0);
+    log_sum += weights[k] * std::log(values[k]);
+    weight_sum += weights[k];
+  }
+  return std::exp(log_sum / weight_sum);
+}
+
+TimingStats combine_shape_timings(const std::vector<TimingStats>& shapes,
+                                  const std::vector<double>& weights) {
+  KEVO_ASSERT(!shapes.empty() && shapes.size() == weights.size());
+  if (shapes.size() == 1) return shapes.front();
+  std::vector<double> medians;
+  size_t n = shapes.front().samples_s.size();
+  int64_t warmup = 0;
+  for (const auto& t : shapes) {
+    KEVO_ASSERT(!t.samples_s.empty() && t.median_s > 0);
+    medians.push_back(t.median_s);
+    n = std::min(n, t.samples_s.size());
+    warmup += t.warmup_calls;
+  }
+  const double objective = weighted_geomean(medians, weights);
+  // The i-th samples of every shape, each relative to its shape's median,
+  // combined as the objective is: their spread is the objective's.
+  std::vector<double> rounds;
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<double> rel;
+    for (size_t k = 0; k < shapes.size(); ++k) rel.push_back(shapes[k].samples_s[i] / medians[k]);
+    rounds.push_back(weighted_geomean(rel, weights));
+  }
+  std::vector<double> sorted = rounds;
+  std::sort(sorted.begin(), sorted.end());
+  const double centre = quantile(sorted, 0.5);
+  for (double& r : rounds) r *= objective / centre;
+  TimingStats t = TimingStats::from_samples(rounds, 1, warmup);
+  t.median_s = objective;  // exactly, not up to rounding of the scaling
+  return t;
+}
+
+std::vector<ShapeTime> shape_times(const std::vector<ProfileMetric>& metrics) {
+  std::map<size_t, ShapeTime> by_index;
+  for (const auto& m : metrics) {
+    if (m.metric.rfind("shape.", 0) != 0) continue;
+    const size_t dot = m.metric.find('.', 6);
+    if (dot == std::string::npos) continue;
+    size_t k = 0;
+    try {
+      k = std::stoul(m.metric.substr(6, dot - 6));
+    } catch (const std::exception&) {
+      continue;
+    }
+    ShapeTime& t = by_index[k];
+    t.index = k;
+    const std::string what = m.metric.substr(dot + 1);
+    if (what == "median_s") t.median_s = m.value;
+    else if (what == "p20_s") t.p20_s = m.value;
+    else if (what == "p80_s") t.p80_s = m.value;
+    else if (what == "weight") t.weight = m.value;
+    else if (what == "roof_pct") t.roof_pct = m.value;
+  }
+  std::vector<ShapeTime> out;
+  for (auto& [k, t] : by_index)
+    if (t.median_s > 0) out.push_back(t);
+  return out;
 }
 
 nlohmann::json check_to_json(const CheckReport& c) {

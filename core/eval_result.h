@@ -50,6 +50,19 @@ struct TimingStats {
                                   int64_t warmup_calls);
 };
 
+// exp(sum w_k ln v_k / sum w_k): values and weights > 0, as many of each.
+double weighted_geomean(const std::vector<double>& values, const std::vector<double>& weights);
+
+// The timing of a kernel tuned for several shapes: its median is the
+// weighted geometric mean of the shapes' medians (the objective); its
+// samples pair the shapes' i-th samples (measurement order, as many as the
+// shortest has), each relative to its shape's median, combined the same way
+// and scaled so that their median is the objective: their spread is the
+// objective's, for the statistics that compare two kernels' samples. One
+// shape: its timing unchanged.
+TimingStats combine_shape_timings(const std::vector<TimingStats>& shapes,
+                                  const std::vector<double>& weights);
+
 // Where a kernel stands against the measured roof.
 struct Diagnosis {
   std::string bound;          // "memory" or "compute"
@@ -74,6 +87,15 @@ struct ProfileMetric {
   std::string unit;
   int64_t source_line = 0;
 };
+
+// One timed shape's figures in a multi-shape evaluation, read back from its
+// shape.K.* metrics (K: the shape's index in the task's "shapes" list).
+struct ShapeTime {
+  size_t index = 0;
+  double median_s = 0, p20_s = 0, p80_s = 0, weight = 0, roof_pct = 0;
+};
+// The shapes' figures among `metrics`, by index; empty for one timed shape.
+std::vector<ShapeTime> shape_times(const std::vector<ProfileMetric>& metrics);
 
 struct EvalResult {
   Status status = Status::ok;

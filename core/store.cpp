@@ -930,6 +930,27 @@ std::vector<SourceRecord> Store::sources_of_run(int64_t run) {
   return out;
 }
 
+std::map<int64_t, std::vector<ShapeTime>> Store::shape_times_of_run(int64_t run) {
+  Stmt s(db_,
+         "SELECT cr.candidate_id, p.metric, p.value FROM candidate_results cr "
+         "JOIN profiles p ON p.evaluation_id = cr.evaluation_id "
+         "JOIN evaluations e ON e.id = cr.evaluation_id "
+         "WHERE cr.run_id = ? AND e.status = 'ok' AND p.metric LIKE 'shape.%' "
+         "ORDER BY cr.candidate_id");
+  s.bind(1, run);
+  std::map<int64_t, std::vector<ProfileMetric>> metrics;
+  while (s.step()) {
+    const SqlValue v = s.column(2);
+    const double* value = std::get_if<double>(&v);
+    if (!value) continue;
+    metrics[int_of(s.column(0)).value_or(0)].push_back({text_of(s.column(1)), *value, "", 0});
+  }
+  std::map<int64_t, std::vector<ShapeTime>> out;
+  for (const auto& [candidate, m] : metrics)
+    if (auto t = shape_times(m); !t.empty()) out[candidate] = std::move(t);
+  return out;
+}
+
 std::vector<ProfileRow> Store::profile(int64_t evaluation) {
   Stmt s(db_,
          "SELECT evaluation_id, metric, value, unit, source_line FROM profiles "

@@ -89,10 +89,12 @@ struct ProfileRow {
 };
 
 // Whether a profile row's metric says how a candidate was measured, not what
-// the kernel does: the machine's state (machine.*) and kevo's own cost of
-// measuring it (eval.*). Every measurement has them.
+// the kernel does: the machine's state (machine.*), kevo's own cost of
+// measuring it (eval.*) and, with several timed shapes, each shape's timing
+// (shape.K.*, shown as timings, not as profile figures).
 inline bool is_measuring_metric(std::string_view metric) {
-  return metric.rfind("machine.", 0) == 0 || metric.rfind("eval.", 0) == 0;
+  return metric.rfind("machine.", 0) == 0 || metric.rfind("eval.", 0) == 0 ||
+         metric.rfind("shape.", 0) == 0;
 }
 
 // A recorded LLM call, as llm_calls keeps it.
@@ -202,6 +204,10 @@ class Store {
   std::vector<SourceRecord> sources_of_run(int64_t run);
   // An evaluation's profile rows, in the order stored.
   std::vector<ProfileRow> profile(int64_t evaluation);
+  // Each candidate's per-shape figures (a multi-shape task's shape.K.*
+  // metrics) from the evaluation that stands as its result; only candidates
+  // that have them.
+  std::map<int64_t, std::vector<ShapeTime>> shape_times_of_run(int64_t run);
   // The latest candidate measuring this point (family source and knobs) of
   // this task, on this host, by this kevo version, in a run other than
   // `except_run`, that has a result.

@@ -1,6 +1,7 @@
 #include "core/task.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -94,7 +95,38 @@ Task parse_task(const nlohmann::json& config, const std::filesystem::path& origi
   if (!shapes)
     throw ConfigError(root.path_of("shapes"),
                       fmt::format("missing (expected the shapes of {}'s inputs by name)", op_name));
-  t.main = parse_shapes(*t.op, *shapes, root.path_of("shapes"));
+  // One timed shape (an object), or several (a list of objects) with
+  // optional weights: the objective is then their weighted geometric mean.
+  if (shapes->is_array()) {
+    if (shapes->empty())
+      throw ConfigError(root.path_of("shapes"), "expected at least one shape object");
+    for (size_t i = 0; i < shapes->size(); ++i) {
+      ShapeSet s = parse_shapes(*t.op, (*shapes)[i], fmt::format("{}[{}]", root.path_of("shapes"), i));
+      for (size_t j = 0; j < t.timed.size(); ++j)
+        if (t.timed[j].shapes == s.shapes)
+          throw ConfigError(fmt::format("{}[{}]", root.path_of("shapes"), i),
+                            fmt::format("the same shapes as shapes[{}]: each timed shape once", j));
+      t.timed.push_back(std::move(s));
+    }
+  } else {
+    t.timed.push_back(parse_shapes(*t.op, *shapes, root.path_of("shapes")));
+  }
+  t.main = t.timed.front();
+  t.weights.assign(t.timed.size(), 1.0);
+  if (const nlohmann::json* w = root.get_raw("shape_weights")) {
+    const std::string path = root.path_of("shape_weights");
+    if (!shapes->is_array())
+      throw ConfigError(path, "weights need a list of shapes (\"shapes\": [{...}, {...}])");
+    if (!w->is_array() || w->size() != t.timed.size())
+      throw ConfigError(path, fmt::format("expected a list of {} numbers, one per timed shape",
+                                          t.timed.size()));
+    for (size_t i = 0; i < w->size(); ++i) {
+      const auto& v = (*w)[i];
+      if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
+        throw ConfigError(fmt::format("{}[{}]", path, i), "expected a number > 0");
+      t.weights[i] = v.get<double>();
+    }
+  }
 
   if (const nlohmann::json* checks = root.get_raw("check_shapes")) {
     if (!checks->is_array())
@@ -264,7 +296,14 @@ Task parse_task(const nlohmann::json& config, const std::filesystem::path& origi
   r["name"] = t.name;
   r["operator"] = op_name;
   r["dtype"] = std::string(dtype_name(t.dtype));
-  r["shapes"] = t.main.given;
+  // One timed shape stays an object (so single-shape tasks keep their hash).
+  if (t.multi_shape()) {
+    r["shapes"] = nlohmann::json::array();
+    for (const auto& s : t.timed) r["shapes"].push_back(s.given);
+    r["shape_weights"] = t.weights;
+  } else {
+    r["shapes"] = t.main.given;
+  }
   r["params"] = nlohmann::json::object();
   for (size_t i = 0; i < t.scalars.size(); ++i) r["params"][t.op->scalars()[i].name] = t.scalars[i];
   r["target"] = t.target;
@@ -352,10 +391,26 @@ std::string Task::compare_str() const {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
+Task Task::for_shape(size_t k) const {
+  Task t = *this;
+  if (k < timed.size()) t.main = timed[k];
+  t.timed = {t.main};
+  t.weights = {1.0};
+  return t;
+}
+
 bool Task::mixed_dtypes() const {
   for (DType d : dtypes)
     if (d != dtype) return true;
   return false;
+}
+
+std::string timed_shapes_str(const Task& task) {
+  if (!task.multi_shape()) return shape_str(task.main.shapes[0]);
+  std::vector<std::string> parts;
+  for (size_t k = 0; k < task.timed.size(); ++k)
+    parts.push_back(fmt::format("{} x{:g}", shape_str(task.timed[k].shapes[0]), task.weights[k]));
+  return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 Task load_task(const std::filesystem::path& path) {

@@ -57,7 +57,12 @@ struct Task {
   std::shared_ptr<const Operator> owned_op;  // a defined operator (op points at it)
   DType dtype = DType::f32;
   std::vector<DType> dtypes;          // each tensor's, ABI order: op->tensor_dtypes(dtype)
-  ShapeSet main;                      // the shape that is timed
+  ShapeSet main;                      // the shape that is timed (the first of `timed`)
+  // Every timed shape, `main` first, and their weights (> 0, as written):
+  // with several, the objective is the weighted geometric mean of their
+  // median times (combine_shape_timings).
+  std::vector<ShapeSet> timed;
+  std::vector<double> weights;
   std::vector<ShapeSet> check_shapes;  // checked first (small, ragged)
   std::vector<double> scalars;         // in the operator's scalar order
   std::string target = std::string(default_target());
@@ -82,6 +87,9 @@ struct Task {
   nlohmann::json resolved;
   std::string hash;  // of what changes a measurement (not name, limits, knob lists, search)
 
+  bool multi_shape() const { return timed.size() > 1; }
+  // A copy of this task that times only timed[k] (its main shape).
+  Task for_shape(size_t k) const;
   double flops() const { return op->flops(main.shapes); }
   double bytes() const { return op->bytes(main.shapes, dtype); }
   // The comparison in words: "ulp:2" when all outputs share it, else
@@ -90,6 +98,10 @@ struct Task {
   // Whether some tensor's dtype is not the task's.
   bool mixed_dtypes() const;
 };
+
+// The timed shape ("[4096, 4096]"), or the timed shapes with their weights
+// ("[64, 4096] x1, [4096, 4096] x2").
+std::string timed_shapes_str(const Task& task);
 
 // Reads and validates a task config file. Throws ConfigError / UserError.
 Task load_task(const std::filesystem::path& path);

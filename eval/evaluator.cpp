@@ -40,18 +40,24 @@ Evaluator::Evaluator(const Task& task, Target& target, const Roof& roof,
   auto label = [](const ShapeSet& s, uint64_t seed) {
     return fmt::format("{} seed {}", shape_str(s.shapes[0]), seed);
   };
-  for (const auto& s : task.check_shapes)
-    plan_.push_back({RunPhase::check, s, task.seed, label(s, task.seed)});
-  plan_.push_back({RunPhase::check, task.main, task.seed, label(task.main, task.seed)});
-  // Timing uses inputs the checks never saw, and the re-check after it uses
-  // inputs the kernel has never seen: a kernel that replays results it
-  // computed earlier gives stale answers there.
-  plan_.push_back({RunPhase::time, task.main, task.seed + 1, label(task.main, task.seed + 1)});
-  plan_.push_back({RunPhase::check, task.main, task.seed + 2,
-                   label(task.main, task.seed + 2) + " after timing"});
-  for (const RunPhase& p : plan_) {
-    if (p.kind == RunPhase::time) break;
-    ++checks_before_timing_;
+  std::vector<ShapeSet> timed = task.timed;
+  if (timed.empty()) timed.push_back(task.main);
+  for (size_t k = 0; k < timed.size(); ++k) {
+    std::vector<RunPhase> plan;
+    if (k == 0)
+      for (const auto& s : task.check_shapes)
+        plan.push_back({RunPhase::check, s, task.seed, label(s, task.seed)});
+    const ShapeSet& main = timed[k];
+    plan.push_back({RunPhase::check, main, task.seed, label(main, task.seed)});
+    // Timing uses inputs the checks never saw, and the re-check after it uses
+    // inputs the kernel has never seen: a kernel that replays results it
+    // computed earlier gives stale answers there.
+    plan.push_back({RunPhase::time, main, task.seed + 1, label(main, task.seed + 1)});
+    plan.push_back({RunPhase::check, main, task.seed + 2,
+                    label(main, task.seed + 2) + " after timing"});
+    plans_.push_back(std::move(plan));
+    // Several timed shapes: each is judged against its own roof.
+    if (timed.size() > 1) shape_tasks_.push_back(task.for_shape(k));
   }
 }
 
@@ -61,11 +67,12 @@ static std::string check_label(const RunPhase& p) {
   return p.kind == RunPhase::time ? p.label + ", the last timed calls" : p.label;
 }
 
-std::string Evaluator::unchecked_phases(const std::vector<CheckReport>& checks) const {
+std::string Evaluator::unchecked_phases(const std::vector<CheckReport>& checks,
+                                        const std::vector<RunPhase>& plan) const {
   // The check reports in plan order: one per check phase, and one per time
   // phase where the target checks its timed calls.
   std::vector<std::string> want;
-  for (const RunPhase& p : plan_)
+  for (const RunPhase& p : plan)
     if (p.kind == RunPhase::check) want.push_back(p.label);
     else if (target_.traits().checks_timed_calls) want.push_back(check_label(p));
   std::vector<std::string> missing;
@@ -268,6 +275,73 @@ static bool clock_confirms(double wall_s, double reported_s, size_t samples) {
 
 EvalResult Evaluator::run_and_judge(const CompiledCandidate& c, EvalResult r,
                                     const ProgressFn& stage) {
+  if (plans_.size() == 1) return run_plan(c, std::move(r), 0, stage);
+  // Several timed shapes: each shape's plan in turn, each judged on its own
+  // (checks, clocks, roof); the first that is not ok is the verdict.
+  std::vector<EvalResult> per_shape;
+  std::vector<CheckReport> checks;
+  double run_s = 0;
+  for (size_t k = 0; k < plans_.size(); ++k) {
+    EvalResult rk = run_plan(c, r, k, stage);
+    run_s += rk.run_s;
+    checks.insert(checks.end(), rk.checks.begin(), rk.checks.end());
+    if (rk.status != Status::ok) {
+      rk.detail = fmt::format("at timed shape {} of {} ({}): {}", k + 1, plans_.size(),
+                              shape_str(task_.timed[k].shapes[0]), rk.detail);
+      rk.checks = std::move(checks);
+      rk.run_s = run_s;
+      return rk;
+    }
+    per_shape.push_back(std::move(rk));
+  }
+  std::vector<TimingStats> timings;
+  std::vector<Diagnosis> diagnoses;
+  for (const auto& rk : per_shape) {
+    timings.push_back(*rk.timing);
+    diagnoses.push_back(*rk.diagnosis);
+  }
+  EvalResult out = per_shape.front();
+  out.checks = std::move(checks);
+  out.run_s = run_s;
+  out.timing = combine_shape_timings(timings, task_.weights);
+  std::vector<std::string> labels;
+  for (const auto& s : task_.timed) labels.push_back(shape_str(s.shapes[0]));
+  out.diagnosis = combine_diagnoses(diagnoses, task_.weights, labels, *out.timing);
+  // What the machine said: the first shape's, with the checks' costs added
+  // up and the most a runner waited for a CPU (so contention is measured
+  // again whichever shape met it).
+  for (size_t k = 1; k < per_shape.size(); ++k)
+    for (const auto& m : per_shape[k].profile)
+      for (auto& o : out.profile)
+        if (o.metric == m.metric) {
+          if (m.metric.rfind("eval.", 0) == 0) o.value += m.value;
+          else if (m.metric == kCpuWaitMetric) o.value = std::max(o.value, m.value);
+        }
+  for (size_t k = 0; k < per_shape.size(); ++k) {
+    const TimingStats& t = *per_shape[k].timing;
+    const auto name = [&](const char* what) { return fmt::format("shape.{}.{}", k, what); };
+    out.profile.push_back({name("median_s"), t.median_s, "s", 0});
+    out.profile.push_back({name("p20_s"), t.p20_s, "s", 0});
+    out.profile.push_back({name("p80_s"), t.p80_s, "s", 0});
+    out.profile.push_back({name("weight"), task_.weights[k], "", 0});
+    out.profile.push_back({name("roof_pct"), 100 * per_shape[k].diagnosis->roof_fraction, "%", 0});
+    if (k > 0) {
+      out.stdout_text += per_shape[k].stdout_text;
+      out.stderr_text += per_shape[k].stderr_text;
+    }
+  }
+  return out;
+}
+
+EvalResult Evaluator::run_plan(const CompiledCandidate& c, EvalResult r, size_t shape,
+                               const ProgressFn& stage) {
+  const std::vector<RunPhase>& plan = plans_[shape];
+  const Task& task = shape_tasks_.empty() ? task_ : shape_tasks_[shape];
+  size_t checks_before_timing = 0;
+  for (const RunPhase& p : plan) {
+    if (p.kind == RunPhase::time) break;
+    ++checks_before_timing;
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     r.roof_id = roof_.id;
@@ -277,7 +351,7 @@ EvalResult Evaluator::run_and_judge(const CompiledCandidate& c, EvalResult r,
   // run's time they say where an evaluation's seconds go.
   double reference_s = 0, compare_s = 0;
   auto check = [&](size_t phase, const std::vector<ConstTensorView>& outputs) {
-    const RunPhase& p = plan_[phase];
+    const RunPhase& p = plan[phase];
     const double c0 = monotonic_seconds();
     auto ref = references_.get(task_, p.shapes, p.seed);
     const double c1 = monotonic_seconds();
@@ -287,8 +361,8 @@ EvalResult Evaluator::run_and_judge(const CompiledCandidate& c, EvalResult r,
     report.label = check_label(p);
     return report;
   };
-  if (stage) stage(fmt::format("checking {}", plan_.front().label));
-  RunOutcome run = target_.run(task_, c.artifact, plan_, check, stage);
+  if (stage) stage(fmt::format("checking {}", plan.front().label));
+  RunOutcome run = target_.run(task, c.artifact, plan, check, stage);
   r.run_s = monotonic_seconds() - t0;
   r.checks = run.checks;
   // Whatever the candidate printed, no secret of kevo's goes further.
@@ -299,7 +373,7 @@ EvalResult Evaluator::run_and_judge(const CompiledCandidate& c, EvalResult r,
     case RunOutcome::check_failed: {
       r.status = Status::mismatch;
       const CheckReport& bad = r.checks.back();
-      const bool after_timing = r.checks.size() > checks_before_timing_;
+      const bool after_timing = r.checks.size() > checks_before_timing;
       r.detail = fmt::format("{}{} of {} values wrong on {}", after_timing ? "right on the first inputs, but " : "",
                              bad.mismatches, bad.checked, bad.label);
       if (bad.first)
@@ -343,7 +417,7 @@ EvalResult Evaluator::run_and_judge(const CompiledCandidate& c, EvalResult r,
   // events come from the candidate's process, and a stream that leaves a
   // check out (or the check of the timed calls, where the runner does one)
   // is no verdict.
-  if (const std::string missing = unchecked_phases(r.checks); !missing.empty()) {
+  if (const std::string missing = unchecked_phases(r.checks, plan); !missing.empty()) {
     r.status = Status::crash;
     r.detail = "the runner finished without the checks of " + missing;
     return r;
@@ -395,7 +469,7 @@ EvalResult Evaluator::run_and_judge(const CompiledCandidate& c, EvalResult r,
           format_seconds(f), format_seconds(m));
   }
   std::unique_lock<std::mutex> lock(mutex_);
-  r.diagnosis = diagnose(task_, *r.timing, roof_);
+  r.diagnosis = diagnose(task, *r.timing, roof_);
   if (!clock_doubt.empty()) {
     r.status = Status::suspect;
     r.detail = clock_doubt;
@@ -405,11 +479,11 @@ EvalResult Evaluator::run_and_judge(const CompiledCandidate& c, EvalResult r,
     // The stored roof may be low (measured while the machine was busy):
     // measure it again before calling the time impossible.
     remeasured_ = true;
-    const BandwidthPoint* bw = roof_.bandwidth_for(task_.bytes());
+    const BandwidthPoint* bw = roof_.bandwidth_for(task.bytes());
     if (on_stage) on_stage("the time beats the stored roof: measuring the roof again");
-    roof_ = remeasure_roof(bw ? bw->bytes : task_.bytes());
+    roof_ = remeasure_roof(bw ? bw->bytes : task.bytes());
     r.roof_id = roof_.id;
-    r.diagnosis = diagnose(task_, *r.timing, roof_);
+    r.diagnosis = diagnose(task, *r.timing, roof_);
   }
   r.status = is_suspect(*r.diagnosis, *r.timing) ? Status::suspect : Status::ok;
   if (r.status == Status::suspect)
@@ -471,7 +545,7 @@ void Evaluator::add_profile(const PreparedCandidate& prepared, EvalResult& r) {
   if (!target_.can_profile()) return;
   // The full-size check phase: the task's shape on the inputs checks use.
   const RunPhase* phase = nullptr;
-  for (const auto& p : plan_)
+  for (const auto& p : plans_.front())
     if (p.kind == RunPhase::check && p.shapes.shapes == task_.main.shapes) {
       phase = &p;
       break;

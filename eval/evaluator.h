@@ -56,8 +56,9 @@ class Evaluator {
   PreparedCandidate prepare(const CandidateSource& source, const KnobValues& knobs) const;
   EvalResult measure(PreparedCandidate prepared);
 
-  // The phases every candidate runs, in order.
-  const std::vector<RunPhase>& plan() const { return plan_; }
+  // The phases every candidate runs, in order, for the first timed shape
+  // (each further timed shape has a plan of its own: check, time, re-check).
+  const std::vector<RunPhase>& plan() const { return plans_.front(); }
   // Told as each stage starts ("compiling", "checking [7, 1003] seed 1",
   // "timing ..."); may be empty.
   ProgressFn on_stage;
@@ -98,14 +99,20 @@ class Evaluator {
   bool remeasured_ = false;
   ReferenceCache& references_;
   CompileCache& compiles_;
-  std::vector<RunPhase> plan_;
-  size_t checks_before_timing_ = 0;  // check phases before the time phase
-  // The labels of the checks in the plan that `checks` lacks (or has failed),
+  std::vector<std::vector<RunPhase>> plans_;  // one per timed shape
+  std::vector<Task> shape_tasks_;  // with several timed shapes: the task at each
+  // The labels of the checks in `plan` that `checks` lacks (or has failed),
   // "; "-joined: empty when every one is there and passed.
-  std::string unchecked_phases(const std::vector<CheckReport>& checks) const;
-  // One run of the plan and its verdict (status, timing, diagnosis; no
-  // profile): `r` carries what prepare() found.
+  std::string unchecked_phases(const std::vector<CheckReport>& checks,
+                               const std::vector<RunPhase>& plan) const;
+  // Every plan run and its verdict (status, timing, diagnosis; no profile):
+  // `r` carries what prepare() found. With several timed shapes the timing
+  // is their combination (combine_shape_timings) and the per-shape figures
+  // are shape.K.* metrics.
   EvalResult run_and_judge(const CompiledCandidate& c, EvalResult r, const ProgressFn& stage);
+  // One timed shape's plan, run and judged.
+  EvalResult run_plan(const CompiledCandidate& c, EvalResult r, size_t shape,
+                      const ProgressFn& stage);
   mutable std::mutex mutex_;      // measure() runs on several threads (one per GPU)
   std::mutex stage_mutex_;
   std::vector<double> best_times_;  // the best medians so far, ascending

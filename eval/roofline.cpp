@@ -83,6 +83,41 @@ Diagnosis diagnose(const Task& task, const TimingStats& timing, const Roof& roof
   return d;
 }
 
+Diagnosis combine_diagnoses(const std::vector<Diagnosis>& shapes, const std::vector<double>& weights,
+                            const std::vector<std::string>& labels, const TimingStats& objective) {
+  Diagnosis d;
+  std::vector<double> floors, gbps, gflops;
+  bool all_floors = true;
+  std::vector<std::string> parts;
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    const Diagnosis& s = shapes[k];
+    all_floors = all_floors && s.floor_s > 0;
+    floors.push_back(s.floor_s);
+    gbps.push_back(std::max(s.achieved_gbps, 1e-30));
+    gflops.push_back(std::max(s.achieved_gflops, 1e-30));
+    parts.push_back(fmt::format("{} {:.0f}% ({}-bound)", k < labels.size() ? labels[k] : "?",
+                                100 * s.roof_fraction, s.bound));
+    d.bound = k == 0 || d.bound == s.bound ? s.bound : "mixed";
+  }
+  d.roof_gbps = shapes.front().roof_gbps;
+  d.roof_gflops = shapes.front().roof_gflops;
+  d.achieved_gbps = weighted_geomean(gbps, weights);
+  d.achieved_gflops = weighted_geomean(gflops, weights);
+  d.floor_s = all_floors ? weighted_geomean(floors, weights) : 0;
+  d.roof_fraction = d.floor_s > 0 ? d.floor_s / objective.median_s : 0;
+  d.why = fmt::format(
+      "over {} timed shapes (weighted geometric mean): {} against a floor of {}, {:.0f}% of the "
+      "roof; per shape: {}",
+      shapes.size(), format_seconds(objective.median_s), format_seconds(d.floor_s),
+      100 * d.roof_fraction, fmt::join(parts, ", "));
+  for (const Diagnosis& s : shapes)
+    if (!s.bottleneck.empty()) {
+      d.bottleneck = s.bottleneck;
+      break;
+    }
+  return d;
+}
+
 std::optional<Modes> two_modes(const std::vector<double>& samples) {
   if (samples.size() < 10) return std::nullopt;
   std::vector<double> v = samples;

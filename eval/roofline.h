@@ -17,6 +17,14 @@ inline constexpr double kSuspectMargin = 0.9;
 
 Diagnosis diagnose(const Task& task, const TimingStats& timing, const Roof& roof);
 
+// Several timed shapes' diagnoses (each against its own floor) as one for
+// the objective: the floor is the weighted geometric mean of theirs, set
+// against the objective's median as one shape's against its time; the bound
+// is theirs where they agree ("mixed" where not); the sentence gives each
+// shape's share of its roof.
+Diagnosis combine_diagnoses(const std::vector<Diagnosis>& shapes, const std::vector<double>& weights,
+                            const std::vector<std::string>& labels, const TimingStats& objective);
+
 // Samples that fall in two groups: sorted, a step of at least kBimodalGap
 // between neighbours with a tenth or more of them on each side (10 samples
 // or more). What a neighbour that takes turns on the machine leaves, and

@@ -367,7 +367,19 @@ json run_report(Store& store, int64_t run, int top_k) {
   r["kind"] = "run";
   r["kevo_version"] = KEVO_VERSION;
   r["generated_at"] = now_iso8601();
-  const double flops = task.flops(), bytes = task.bytes();
+  // Several timed shapes: the work as the objective weighs it, the weighted
+  // geometric means of the shapes' FLOPs and bytes (against the weighted
+  // geometric mean of their times, the run's figures).
+  double flops = task.flops(), bytes = task.bytes();
+  if (task.multi_shape()) {
+    std::vector<double> f, b;
+    for (const auto& s : task.timed) {
+      f.push_back(std::max(task.op->flops(s.shapes), 1e-300));
+      b.push_back(std::max(task.op->bytes(s.shapes, task.dtype), 1e-300));
+    }
+    flops = weighted_geomean(f, task.weights);
+    bytes = weighted_geomean(b, task.weights);
+  }
   int64_t reused = 0;
   for (const auto& x : results) reused += x.reused;
   r["run"] = {{"id", run},
@@ -395,6 +407,9 @@ json run_report(Store& store, int64_t run, int top_k) {
   // How the family defaults' figures moved between the search and the
   // confirmation: the machine's drift over the run (see Engine::summary).
   r["drift"] = summary.is_object() && summary.contains("drift") ? summary["drift"] : json::array();
+  // A multi-shape task: per timed shape, the chosen kernel and the fastest
+  // of the run at that shape alone (see Engine::shapes_summary).
+  r["shapes"] = summary.is_object() && summary.contains("shapes") ? summary["shapes"] : json::array();
   // Why a baseline has no figure: its default points' failures, by status.
   for (const char* k : {"seed_failures", "naive_failures"})
     r[k] = summary.is_object() && summary.contains(k) ? summary[k] : json(nullptr);

@@ -177,9 +177,18 @@ std::string html_table(const std::string& cls, const std::vector<std::string>& h
 
 std::vector<std::pair<std::string, std::string>> run_facts(const json& r) {
   const json& run = r["run"];
+  // One timed shape (an object), or several (a list of them: "; " between).
   std::string shapes;
-  for (auto it = run["shapes"].begin(); it != run["shapes"].end(); ++it)
-    shapes += fmt::format("{}{}={}", shapes.empty() ? "" : " ", it.key(), it.value().dump());
+  const json one = run["shapes"].is_array() ? run["shapes"] : json::array({run["shapes"]});
+  for (const auto& given : one) {
+    if (!shapes.empty()) shapes += ";";
+    if (!given.is_object()) continue;
+    std::string these;
+    for (auto it = given.begin(); it != given.end(); ++it)
+      these += fmt::format(" {}={}", it.key(), it.value().dump());
+    shapes += these;
+  }
+  if (!shapes.empty() && shapes.front() == ' ') shapes.erase(0, 1);
   return {
       {"task", fmt::format("{} ({} {} {} on {})", str(run["task"]), str(run["operator"]),
                            str(run["dtype"]), shapes, str(run["target"]))},
@@ -273,9 +282,12 @@ std::string roofline_note(const json& r) {
   for (const auto& l : rl["roofs"]) roofs += (roofs.empty() ? "" : "; ") + str(l["label"]);
   return fmt::format(
       "{} correct candidates at the task's arithmetic intensity, {:.3g} FLOP/byte ({:.3g} GFLOP "
-      "over {:.3g} MB moved). Roofs measured on this machine: {}.",
+      "over {:.3g} MB moved{}). Roofs measured on this machine: {}.",
       rl["points"].size(), rl["arithmetic_intensity"].get<double>(),
       r["run"]["flops"].get<double>() / 1e9, r["run"]["bytes"].get<double>() / 1e6,
+      r.value("shapes", json::array()).empty()
+          ? ""
+          : "; several timed shapes: weighted geometric means over them, as the time is",
       roofs.empty() ? "none stored" : roofs);
 }
 
@@ -385,6 +397,48 @@ std::string unheld_intro(const json& r) {
       r.value("held_factor", 1.25));
 }
 
+const std::vector<std::string> kShapesHeader = {"shape", "weight", "chosen kernel", "of its roof",
+                                                "fastest at this shape alone", "chosen / fastest"};
+
+// One row per timed shape of a multi-shape task.
+std::vector<std::vector<std::string>> shape_rows(const json& r) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& s : r.value("shapes", json::array())) {
+    std::vector<std::string> row = {str(s["shape"]), fmt::format("{:g}", s["weight"].get<double>())};
+    if (s.contains("chosen")) {
+      row.push_back(secs(s["chosen"]["median_s"]));
+      row.push_back(fmt::format("{:.0f}%", s["chosen"]["roof_pct"].get<double>()));
+    } else {
+      row.insert(row.end(), {"-", "-"});
+    }
+    if (s.contains("best")) {
+      const json& b = s["best"];
+      std::string knobs;
+      for (auto it = b["knobs"].begin(); it != b["knobs"].end(); ++it)
+        knobs += fmt::format(" {}={}", it.key(), it.value().dump());
+      row.push_back(fmt::format("candidate {} ({}{}), {}", b["candidate"].get<int64_t>(),
+                                str(b["family"]), knobs, secs(b["median_s"])));
+    } else {
+      row.push_back("-");
+    }
+    const std::string verdict = s.value("verdict", std::string());
+    row.push_back(verdict == "the chosen kernel" ? "the same kernel"
+                  : verdict == "faster"
+                      ? fmt::format("{:.2f}x", s["chosen_over_best"].get<double>())
+                  : verdict == "inconclusive"
+                      ? fmt::format("{:.2f}x, inconclusive (within the p20-p80 spread)",
+                                    s["chosen_over_best"].get<double>())
+                      : "-");
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+constexpr const char* kShapesNote =
+    "The chosen kernel minimizes the weighted geometric mean of the shapes' median times; "
+    "beside it, the run's fastest kernel at each shape alone (`kevo run --per-shape DIR` writes "
+    "those). Per-shape figures are the search's measurements.";
+
 std::vector<std::vector<std::string>> time_rows(const json& r) {
   const json& t = r["time"];
   const double clock = t["elapsed_s"].is_number() ? t["elapsed_s"].get<double>() : 0;
@@ -489,6 +543,9 @@ std::string run_markdown(const json& r, const std::string& prefix) {
     for (const auto& l : best_lines(r)) o += "- " + l + "\n";
     o += "\n```\n" + str(r["best"]["source"]) + "```\n\n";
   }
+  if (!r.value("shapes", json::array()).empty())
+    o += "## Per shape\n\n" + std::string(kShapesNote) + "\n\n" +
+         md_table(kShapesHeader, shape_rows(r)) + "\n";
   o += "## Convergence\n\n" + std::string(kConvergenceNote) + "\n\n" + md_plots_note(prefix);
   o += md_image(prefix, plots, "convergence-evals", "best so far against evaluations");
   o += md_image(prefix, plots, "convergence-time", "best so far against wall time");
@@ -529,6 +586,9 @@ std::string run_html(const json& r) {
     o += "</ul>\n<details open><summary>Source, knobs baked in</summary>\n<pre><code>" +
          xml_escape(str(r["best"]["source"])) + "</code></pre>\n</details>\n";
   }
+  if (!r.value("shapes", json::array()).empty())
+    o += "</section>\n<section id=\"shapes\">\n<h2>Per shape</h2>\n<p class=\"note\">" +
+         xml_escape(kShapesNote) + "</p>\n" + html_table("shapes", kShapesHeader, shape_rows(r));
   o += "</section>\n<section id=\"convergence\">\n<h2>Convergence</h2>\n<p class=\"note\">" +
        std::string(kConvergenceNote) + "</p>\n<div class=\"plot-row\">\n";
   for (const char* name : {"convergence-evals", "convergence-time"})

@@ -687,6 +687,54 @@ nlohmann::json Engine::default_failures(bool naive) const {
   return counts;
 }
 
+nlohmann::json Engine::shapes_summary(int64_t chosen) const {
+  const std::map<int64_t, std::vector<ShapeTime>> times = store_.shape_times_of_run(run_);
+  auto at = [&](int64_t candidate, size_t k) -> const ShapeTime* {
+    auto it = times.find(candidate);
+    if (it == times.end()) return nullptr;
+    for (const ShapeTime& t : it->second)
+      if (t.index == k) return &t;
+    return nullptr;
+  };
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t k = 0; k < task_.timed.size(); ++k) {
+    nlohmann::json row = {{"shape", shape_str(task_.timed[k].shapes[0])},
+                          {"weight", task_.weights[k]}};
+    const ShapeTime* mine = chosen ? at(chosen, k) : nullptr;
+    if (mine)
+      row["chosen"] = {{"candidate", chosen}, {"median_s", mine->median_s},
+                       {"p20_s", mine->p20_s}, {"p80_s", mine->p80_s},
+                       {"roof_pct", mine->roof_pct}};
+    // The fastest candidate of the run at this shape alone (by its search
+    // measurement, like the chosen one's figures here).
+    const Observation* fastest = nullptr;
+    const ShapeTime* fastest_t = nullptr;
+    for (const auto& o : history_) {
+      if (!o.ok() || o.duplicate_of) continue;
+      const ShapeTime* t = at(o.candidate, k);
+      if (t && (!fastest_t || t->median_s < fastest_t->median_s)) fastest = &o, fastest_t = t;
+    }
+    if (fastest) {
+      row["best"] = {{"candidate", fastest->candidate},
+                     {"family", space_.family(fastest->point.family).name},
+                     {"knobs", fastest->point.knobs},
+                     {"median_s", fastest_t->median_s},
+                     {"p20_s", fastest_t->p20_s},
+                     {"p80_s", fastest_t->p80_s}};
+      if (mine) {
+        row["chosen_over_best"] = mine->median_s / fastest_t->median_s;
+        // Apart only where their p20-p80 ranges do not overlap: else a
+        // second measurement could order them the other way.
+        row["verdict"] = fastest->candidate == chosen       ? "the chosen kernel"
+                         : fastest_t->p80_s < mine->p20_s ? "faster"
+                                                          : "inconclusive";
+      }
+    }
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
 nlohmann::json Engine::summary(const std::string& stop_reason) const {
   auto describe = [&](const std::optional<Best>& b) -> nlohmann::json {
     if (!b) return nullptr;
@@ -780,6 +828,7 @@ nlohmann::json Engine::summary(const std::string& stop_reason) const {
     if (paired) j["best_faster_than_seed"] = {{"rounds", paired}, {"faster", faster}};
   }
   if (b && n) j["speedup_over_naive"] = n->obs.seconds / b->obs.seconds;
+  if (task_.multi_shape()) j["shapes"] = shapes_summary(b ? b->candidate : 0);
   if (b) {
     nlohmann::json lineage = nlohmann::json::array();
     for (int64_t c : tree_.lineage(b->candidate)) {

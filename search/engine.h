@@ -175,6 +175,9 @@ class Engine {
   void confirm();
   std::optional<Best> make_best(const Observation& o) const;
   std::optional<Best> best_default(bool naive) const;
+  // A multi-shape task's figures per timed shape: the chosen candidate's,
+  // and the fastest of the run at that shape alone.
+  nlohmann::json shapes_summary(int64_t chosen) const;
   // Whether `o` is a default point of a family that best_default(naive) weighs.
   bool is_default(const Observation& o, bool naive) const;
   void process(std::vector<Proposal> proposals, std::vector<Observation>& told);

@@ -27,13 +27,28 @@ std::vector<std::string> shape_defines(const Task& task) {
   std::vector<std::string> out;
   if (!task.op) return out;
   const auto& tensors = task.op->tensors();
+  // With several timed shapes, only what they all share is defined: one
+  // compile serves every shape, and no shape gets a path the others lack.
+  std::vector<const ShapeSet*> timed;
+  for (const auto& s : task.timed) timed.push_back(&s);
+  if (timed.empty()) timed.push_back(&task.main);
   for (size_t i = 0; i < tensors.size() && i < task.main.shapes.size(); ++i) {
     const std::string& t = tensors[i].name;
     const Shape& s = task.main.shapes[i];
     if (!is_identifier(t) || s.empty()) continue;
+    bool same_rank = true;
+    for (const ShapeSet* o : timed)
+      same_rank = same_rank && i < o->shapes.size() && o->shapes[i].size() == s.size();
+    if (!same_rank) continue;
+    auto shared = [&](size_t d) {
+      for (const ShapeSet* o : timed)
+        if (o->shapes[i][d] != s[d]) return false;
+      return true;
+    };
     out.push_back(fmt::format("KEVO_RANK_{}={}", t, s.size()));
-    for (size_t d = 0; d < s.size(); ++d) out.push_back(fmt::format("KEVO_DIM_{}_{}={}", t, d, s[d]));
-    out.push_back(fmt::format("KEVO_LAST_{}={}", t, s.back()));
+    for (size_t d = 0; d < s.size(); ++d)
+      if (shared(d)) out.push_back(fmt::format("KEVO_DIM_{}_{}={}", t, d, s[d]));
+    if (shared(s.size() - 1)) out.push_back(fmt::format("KEVO_LAST_{}={}", t, s.back()));
   }
   return out;
 }

@@ -192,7 +192,9 @@ struct TargetInfo {
 // operator (inputs, then outputs), "KEVO_RANK_t=<rank>", "KEVO_DIM_t_<d>=<size>"
 // for each dimension d and "KEVO_LAST_t=<last size>". A kernel must still be
 // right at any other shape: the checks call it at small ragged ones. Tensors
-// whose names are not C identifiers are left out. Part of the compile cache key.
+// whose names are not C identifiers are left out. With several timed shapes,
+// only the dimensions (and ranks) they all share are defined. Part of the
+// compile cache key.
 std::vector<std::string> shape_defines(const Task& task);
 
 // The hash of targets/abi/kevo_kernel.h (part of every toolchain id: a

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <csignal>
 #include <fstream>
 
@@ -403,6 +404,87 @@ TEST_F(Cli, RunRejectsBadInputWithOneLine) {
 int64_t scalar(Store& s, const std::string& sql) {
   auto r = s.query(sql);
   return std::get<int64_t>(r.rows.at(0).at(0));
+}
+
+// A task tuned for two shapes: each is checked and timed, the objective is
+// their weighted geometric mean, and the summary, eval, explain and the
+// report show each shape's figures beside the run's fastest at that shape.
+TEST_F(Cli, ATaskWithTwoTimedShapesSearchesForTheirWeightedGeometricMean) {
+  write("two.json", R"({"operator": "swiglu", "shapes": [{"g": [64, 1000]}, {"g": [16, 3000]}],
+      "shape_weights": [1, 3], "timing": {"min_time_ms": 2, "min_samples": 3},
+      "knobs": {"THREADS": [1]},
+      "search": {"strategy": "evolution", "batch": 2, "stop": {"max_evals": 4}}})");
+  auto r = kevo({"run", "two.json", "--per-shape", "per-shape", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("shapes")) << r.out;
+  ASSERT_EQ(j["shapes"].size(), 2u);
+  EXPECT_EQ(j["shapes"][0]["shape"], "[64, 1000]");
+  EXPECT_EQ(j["shapes"][1]["weight"], 3.0);
+  for (const auto& row : j["shapes"]) {
+    ASSERT_TRUE(row.contains("chosen")) << row.dump();
+    ASSERT_TRUE(row.contains("best")) << row.dump();
+    // The fastest at a shape is at least as fast there as the chosen kernel.
+    EXPECT_LE(row["best"]["median_s"].get<double>(), row["chosen"]["median_s"].get<double>());
+  }
+  ASSERT_EQ(j["per_shape_files"].size(), 2u);
+  for (const auto& f : j["per_shape_files"]) EXPECT_TRUE(std::filesystem::exists(dir_ / f.get<std::string>()));
+
+  // Every ok evaluation's median is the weighted geometric mean of its
+  // shapes' medians, as stored.
+  Store store(db_, true);
+  const QueryResult q = store.query(
+      "SELECT e.median_s, "
+      "(SELECT value FROM profiles WHERE evaluation_id = e.id AND metric = 'shape.0.median_s'), "
+      "(SELECT value FROM profiles WHERE evaluation_id = e.id AND metric = 'shape.1.median_s') "
+      "FROM evaluations e WHERE e.status = 'ok'");
+  ASSERT_FALSE(q.rows.empty());
+  for (const auto& row : q.rows) {
+    const double m = std::get<double>(row[0]), a = std::get<double>(row[1]),
+                 b = std::get<double>(row[2]);
+    EXPECT_NEAR(m, std::exp((std::log(a) + 3 * std::log(b)) / 4), 1e-9 * m);
+  }
+
+  // kevo eval: every shape checked and timed, each on its own line.
+  auto e = kevo({"eval", "--task", "two.json", kernel("right")});
+  ASSERT_EQ(e.exit_code, 0) << e.out << e.err;
+  EXPECT_NE(e.out.find("weighted geometric mean of the shapes' medians"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("per shape [64, 1000]: median"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("[16, 3000]: median"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("over 2 timed shapes"), std::string::npos) << e.out;
+  // A kernel right at the first shape and wrong at the second is wrong.
+  write("wrong_at_3000.c", R"(#include <math.h>
+#include "kevo_kernel.h"
+int kevo_kernel(const kevo_tensor* in, int n_in, kevo_tensor* out, int n_out, const double* s, int ns) {
+  const float *g = in[0].data, *u = in[1].data;
+  float* y = out[0].data;
+  const long cols = kevo_row_len(&in[0]);
+  for (long i = 0; i < kevo_numel(&in[0]); ++i)
+    y[i] = g[i] / (1.0f + expf(-g[i])) * u[i] + (cols == 3000 ? 1.0f : 0.0f);
+  return KEVO_OK;
+})");
+  auto w = kevo({"eval", "--task", "two.json", (dir_ / "wrong_at_3000.c").string(), "--json"});
+  EXPECT_EQ(w.exit_code, 1) << w.out << w.err;
+  const auto wj = nlohmann::json::parse(w.out)["result"];
+  EXPECT_EQ(wj["status"], "mismatch");
+  EXPECT_NE(wj["detail"].get<std::string>().find("at timed shape 2 of 2 ([16, 3000])"),
+            std::string::npos)
+      << wj["detail"];
+
+  // explain and the report show the per-shape figures.
+  const std::string best = std::to_string(j["best"]["candidate"].get<int64_t>());
+  auto x = kevo({"explain", best});
+  ASSERT_EQ(x.exit_code, 0) << x.err;
+  EXPECT_NE(x.out.find("per shape   [64, 1000] x1:"), std::string::npos) << x.out;
+  EXPECT_NE(x.out.find("[16, 3000] x3:"), std::string::npos) << x.out;
+  auto rep = kevo({"report", std::to_string(j["run"].get<int64_t>())});
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  EXPECT_NE(rep.out.find("## Per shape"), std::string::npos) << rep.out.substr(0, 3000);
+  EXPECT_NE(rep.out.find("| [16, 3000] | 3 |"), std::string::npos) << rep.out.substr(0, 3000);
+  // The text summary says it too.
+  auto again = kevo({"run", "two.json", "--max-evals", "1"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("per shape   [64, 1000] x1: chosen"), std::string::npos) << again.out;
 }
 
 // kill -9 in the middle of a run, then --resume: nothing that finished is

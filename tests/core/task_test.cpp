@@ -2,11 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "core/error.h"
 #include "core/json_reader.h"
 #include "support/test_support.h"
+#include "targets/target.h"
 
 namespace kevo {
 namespace {
@@ -78,6 +80,92 @@ TEST(Task, ErrorsNameTheJsonPath) {
   expect_error({{"knobs", {{"THREADS", "one"}}}}, "$.knobs.THREADS", "expected an integer");
   expect_error({{"check_shapes", {{{"x", {1, 1, 1, 1, 1, 1, 1, 1, 3}}}}}}, "$.check_shapes[0].x",
                "expected rank 1 to 8");
+}
+
+// Several timed shapes: a list, weights beside it, the first is `main`.
+nlohmann::json two_shapes() {
+  nlohmann::json j = base();
+  j["shapes"] = {{{"x", {64, 128}}}, {{"x", {8, 128}}}};
+  j["shape_weights"] = {1, 3};
+  return j;
+}
+
+TEST(Task, SeveralTimedShapesWithWeights) {
+  Task t = parse_task(two_shapes());
+  ASSERT_TRUE(t.multi_shape());
+  ASSERT_EQ(t.timed.size(), 2u);
+  EXPECT_EQ(t.main.shapes[0], (Shape{64, 128}));
+  EXPECT_EQ(t.timed[1].shapes[0], (Shape{8, 128}));
+  EXPECT_EQ(t.weights, (std::vector<double>{1, 3}));
+  EXPECT_EQ(timed_shapes_str(t), "[64, 128] x1, [8, 128] x3");
+  // The resolved config parses back to the same task; the weights and the
+  // second shape are in the hash.
+  Task back = parse_task(t.resolved);
+  EXPECT_EQ(back.hash, t.hash);
+  EXPECT_EQ(back.weights, t.weights);
+  nlohmann::json j = two_shapes();
+  j["shape_weights"] = {1, 2};
+  EXPECT_NE(parse_task(j).hash, t.hash);
+  j.erase("shape_weights");
+  EXPECT_EQ(parse_task(j).weights, (std::vector<double>{1, 1}));
+  EXPECT_NE(parse_task(j).hash, parse_task(base()).hash);
+  // One shape written as a list of one is the same task as written plainly.
+  nlohmann::json one = base();
+  one["shapes"] = {{{"x", {64, 128}}}};
+  EXPECT_FALSE(parse_task(one).multi_shape());
+  EXPECT_EQ(parse_task(one).hash, parse_task(base()).hash);
+  // A copy for one shape times that shape alone.
+  Task second = t.for_shape(1);
+  EXPECT_FALSE(second.multi_shape());
+  EXPECT_EQ(second.main.shapes[0], (Shape{8, 128}));
+}
+
+TEST(Task, SeveralTimedShapesConfigErrors) {
+  auto error = [](nlohmann::json j, const std::string& path, const std::string& fragment) {
+    try {
+      parse_task(j);
+      ADD_FAILURE() << "no error for " << j.dump();
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.path(), path) << e.what();
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  nlohmann::json j = two_shapes();
+  j["shapes"] = nlohmann::json::array();
+  error(j, "$.shapes", "expected at least one shape object");
+  j = two_shapes();
+  j["shapes"][1] = {{"x", {64, 128}}};
+  error(j, "$.shapes[1]", "the same shapes as shapes[0]");
+  j = two_shapes();
+  j["shapes"][1] = {{"x", {8, -1}}};
+  error(j, "$.shapes[1].x[1]", "expected a size >= 1");
+  j = two_shapes();
+  j["shape_weights"] = {1};
+  error(j, "$.shape_weights", "expected a list of 2 numbers");
+  j["shape_weights"] = {1, 0};
+  error(j, "$.shape_weights[1]", "expected a number > 0");
+  j["shape_weights"] = {1, "two"};
+  error(j, "$.shape_weights[1]", "expected a number > 0");
+  j = base();
+  j["shape_weights"] = {2};
+  error(j, "$.shape_weights", "weights need a list of shapes");
+}
+
+TEST(Task, SeveralTimedShapesDefineOnlyWhatTheyShare) {
+  // Both shapes have 128 columns, not the same rows: one compile serves both,
+  // so only the shared size is a define (a fast path for one shape's rows
+  // would be a kernel tuned for that shape alone).
+  Task t = parse_task(two_shapes());
+  const std::vector<std::string> d = shape_defines(t);
+  auto has = [&](const std::string& s) { return std::find(d.begin(), d.end(), s) != d.end(); };
+  EXPECT_TRUE(has("KEVO_LAST_x=128"));
+  EXPECT_TRUE(has("KEVO_DIM_x_1=128"));
+  EXPECT_TRUE(has("KEVO_RANK_x=2"));
+  EXPECT_FALSE(has("KEVO_DIM_x_0=64"));
+  EXPECT_FALSE(has("KEVO_DIM_x_0=8"));
+  // One shape: every size, as before.
+  const std::vector<std::string> one = shape_defines(parse_task(base()));
+  EXPECT_NE(std::find(one.begin(), one.end(), "KEVO_DIM_x_0=64"), one.end());
 }
 
 TEST(Task, MissingRequiredKeys) {

@@ -1,5 +1,7 @@
 #include "eval/roofline.h"
 
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include "support/test_support.h"
@@ -126,6 +128,48 @@ TEST(Roofline, SecondsPrintInTheUnitOfTheirRoundedValue) {
   EXPECT_EQ(format_seconds(0.000999), "999 us");
   EXPECT_EQ(format_seconds(2.5e-9), "2.5 ns");
   EXPECT_EQ(format_seconds(0), "0 s");
+}
+
+TEST(Timing, SeveralShapesCombineAsAWeightedGeometricMean) {
+  EXPECT_NEAR(weighted_geomean({2, 8}, {1, 1}), 4, 1e-12);
+  EXPECT_NEAR(weighted_geomean({2, 8}, {3, 1}), std::pow(2.0, 1.5), 1e-12);  // 2^((3+3)/4)
+  // Medians 2 and 8, weights 1 and 3: exp((ln 2 + 3 ln 8) / 4) = 2^2.5.
+  TimingStats a = TimingStats::from_samples({1, 2, 3}, 1, 2);
+  TimingStats b = TimingStats::from_samples({4, 8, 16, 8}, 1, 3);
+  TimingStats t = combine_shape_timings({a, b}, {1, 3});
+  const double objective = std::pow(2.0, 2.5);
+  EXPECT_DOUBLE_EQ(t.median_s, objective);
+  EXPECT_EQ(t.warmup_calls, 5);
+  // Rounds pair the i-th samples (as many as the shorter has), each relative
+  // to its shape's median: (0.5, 0.5), (1, 1), (1.5, 2) -> 0.5, 1, 1.5^.25 2^.75,
+  // scaled so that the middle one is the objective.
+  ASSERT_EQ(t.samples_s.size(), 3u);
+  EXPECT_NEAR(t.samples_s[0], 0.5 * objective, 1e-12);
+  EXPECT_NEAR(t.samples_s[1], objective, 1e-12);
+  EXPECT_NEAR(t.samples_s[2], std::pow(1.5, 0.25) * std::pow(2.0, 0.75) * objective, 1e-12);
+  EXPECT_LE(t.p20_s, t.median_s);
+  EXPECT_GE(t.p80_s, t.median_s);
+  // One shape: its timing as it is.
+  TimingStats one = combine_shape_timings({b}, {7});
+  EXPECT_EQ(one.samples_s, b.samples_s);
+  EXPECT_DOUBLE_EQ(one.median_s, b.median_s);
+}
+
+TEST(Roofline, SeveralShapesDiagnoseAgainstTheGeometricMeanOfTheirFloors) {
+  Diagnosis a, b;
+  a.bound = "memory", a.floor_s = 1e-6, a.roof_fraction = 0.5, a.achieved_gbps = 10;
+  b.bound = "memory", b.floor_s = 4e-6, b.roof_fraction = 0.8, b.achieved_gbps = 40;
+  TimingStats objective = TimingStats::from_samples({4e-6}, 1, 0);
+  Diagnosis d = combine_diagnoses({a, b}, {1, 1}, {"[8, 128]", "[64, 128]"}, objective);
+  EXPECT_EQ(d.bound, "memory");
+  EXPECT_NEAR(d.floor_s, 2e-6, 1e-18);       // sqrt(1 us * 4 us)
+  EXPECT_NEAR(d.roof_fraction, 0.5, 1e-12);  // 2 us of 4 us
+  EXPECT_NEAR(d.achieved_gbps, 20, 1e-9);
+  EXPECT_NE(d.why.find("[8, 128] 50% (memory-bound), [64, 128] 80% (memory-bound)"),
+            std::string::npos)
+      << d.why;
+  b.bound = "compute";
+  EXPECT_EQ(combine_diagnoses({a, b}, {1, 1}, {"a", "b"}, objective).bound, "mixed");
 }
 
 TEST(Timing, Quantiles) {
