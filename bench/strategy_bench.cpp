@@ -307,6 +307,124 @@ std::vector<double> expected_random_best(std::vector<double> values, size_t budg
   return out;
 }
 
+nlohmann::json save_space(Store& store, int64_t run) {
+  const std::optional<RunRecord> stored = store.run(run);
+  if (!stored) throw UserError(fmt::format("no run {} in {}", run, store.path().string()));
+  const nlohmann::json cfg = stored->config();
+  if (!cfg.is_object() || !cfg.contains("config"))
+    throw UserError(fmt::format("run {} is not a search run", run));
+  nlohmann::json families = nlohmann::json::array(), points = nlohmann::json::array();
+  std::set<std::string> sources;
+  for (const CandidateRecord& c : store.candidates(run)) {
+    if (sources.insert(c.source_hash).second) {
+      const std::optional<SourceRecord> src = store.source(c.source_hash);
+      if (!src) throw UserError(fmt::format("run {}: the source of candidate {} is missing", run, c.id));
+      families.push_back({{"name", c.family},
+                          {"hash", c.source_hash},
+                          {"origin", src->origin},
+                          {"language", src->language},
+                          {"text", src->text}});
+    }
+    if (!c.result_evaluation) continue;
+    const std::optional<EvalResult> r = store.evaluation(*c.result_evaluation);
+    if (!r) continue;
+    nlohmann::json p = {{"family", c.family},
+                        {"hash", c.source_hash},
+                        {"knobs", knobs_from_json(c.knobs_json)},
+                        {"status", std::string(status_name(r->status))}};
+    if (r->timing && std::isfinite(r->timing->median_s)) {
+      p["median_s"] = r->timing->median_s;
+      p["p20_s"] = r->timing->p20_s;
+      p["p80_s"] = r->timing->p80_s;
+    }
+    if (r->diagnosis) {
+      p["roof_fraction"] = r->diagnosis->roof_fraction;
+      p["bound"] = r->diagnosis->bound;
+    }
+    points.push_back(std::move(p));
+  }
+  if (points.empty()) throw UserError(fmt::format("run {} has no measured candidates", run));
+  return {{"format", kSpaceFormat},
+          {"format_version", 1},
+          {"recorded",
+           {{"run", run},
+            {"task", stored->task_name},
+            {"target", stored->target},
+            {"hostname", stored->hostname},
+            {"kevo_version", stored->kevo_version},
+            {"started_at", stored->started_at},
+            {"stop_reason", stored->summary().is_object()
+                                ? stored->summary().value("stop_reason", nlohmann::json(nullptr))
+                                : nlohmann::json(nullptr)}}},
+          {"config", cfg},
+          {"families", families},
+          {"points", points}};
+}
+
+int64_t load_space(Store& store, const nlohmann::json& doc, const std::string& what) {
+  auto bad = [&](const std::string& key, const std::string& why) {
+    return UserError(fmt::format("{}: {}: {}", what, key, why));
+  };
+  if (!doc.is_object() || doc.value("format", std::string()) != kSpaceFormat)
+    throw bad("format", "not a kevo space file (kevo bench space RUN -o FILE writes one)");
+  if (doc.value("format_version", 0) != 1)
+    throw bad("format_version", "expected 1");
+  for (const char* k : {"config", "families", "points"})
+    if (!doc.contains(k)) throw bad(k, "missing");
+  const nlohmann::json& cfg = doc["config"];
+  if (!cfg.is_object() || !cfg.contains("config")) throw bad("config", "expected the run's config");
+  Task task = parse_task(cfg["config"], what);
+  const int64_t run = store.begin_run("search", task, cfg);
+  std::map<std::string, std::string> hashes;  // as recorded -> as stored (the same text: the same)
+  if (!doc["families"].is_array()) throw bad("families", "expected a list");
+  for (size_t i = 0; i < doc["families"].size(); ++i) {
+    const nlohmann::json& f = doc["families"][i];
+    const std::string at = fmt::format("families[{}]", i);
+    if (!f.is_object() || !f.contains("text") || !f["text"].is_string() || !f.contains("hash"))
+      throw bad(at, "expected {name, hash, origin, language, text}");
+    hashes[f["hash"].get<std::string>()] =
+        store.put_source(f["text"].get<std::string>(), f.value("origin", std::string()),
+                         f.value("language", std::string()));
+  }
+  if (!doc["points"].is_array() || doc["points"].empty()) throw bad("points", "expected a list of points");
+  for (size_t i = 0; i < doc["points"].size(); ++i) {
+    const nlohmann::json& p = doc["points"][i];
+    const std::string at = fmt::format("points[{}]", i);
+    if (!p.is_object() || !p.contains("hash") || !hashes.count(p["hash"].get<std::string>()))
+      throw bad(at, "a point of no family of the file");
+    const std::optional<Status> status = parse_status(p.value("status", std::string()));
+    if (!status) throw bad(at + ".status", "unknown status");
+    EvalResult r;
+    r.status = *status;
+    if (p.contains("median_s")) {
+      const double m = p["median_s"].get<double>();
+      if (!(m > 0)) throw bad(at + ".median_s", "expected a number > 0");
+      r.timing = TimingStats::from_samples({p.value("p20_s", m), m, p.value("p80_s", m)}, 1, 0);
+      r.timing->median_s = m;
+      r.timing->p20_s = p.value("p20_s", m);
+      r.timing->p80_s = p.value("p80_s", m);
+    } else if (r.status == Status::ok) {
+      throw bad(at, "an ok point without a median_s");
+    }
+    if (p.contains("bound")) {
+      r.diagnosis = Diagnosis{};
+      r.diagnosis->bound = p["bound"].get<std::string>();
+      r.diagnosis->roof_fraction = p.value("roof_fraction", 0.0);
+    }
+    r.detail = "from a recorded space";
+    const int64_t cand = store.add_candidate(run, hashes[p["hash"].get<std::string>()],
+                                             p.value("knobs", KnobValues{}), p.value("family", std::string()),
+                                             "recorded");
+    store.add_evaluation(cand, r);
+  }
+  store.set_run_summary(run, {{"stop_reason", doc.contains("recorded")
+                                                  ? doc["recorded"].value("stop_reason", nlohmann::json(""))
+                                                  : nlohmann::json("")},
+                              {"evaluations", doc["points"].size()}});
+  store.finish_run(run, "done");
+  return run;
+}
+
 std::vector<SpaceScore> bench_strategies(Store& store, const StrategyBenchOptions& o,
                                          const std::function<void(std::string_view)>& progress) {
   std::vector<int64_t> runs = o.runs.empty() ? store.exhaustive_grid_runs() : o.runs;
@@ -404,6 +522,7 @@ nlohmann::json to_json(const std::vector<SpaceScore>& scores) {
     nlohmann::json j = {{"run", s.run},       {"task", s.task},
                         {"points", s.points}, {"budget", s.budget},
                         {"f_opt_s", s.f_opt}, {"random_expected_best_s", s.random_curve}};
+    if (!s.source.empty()) j["space_file"] = s.source;
     for (const auto& st : s.strategies) {
       nlohmann::json cps = nlohmann::json::array();
       for (const auto& c : st.checkpoints)

@@ -76,6 +76,7 @@ struct StrategyScore {
 
 struct SpaceScore {
   int64_t run = 0;
+  std::string source;  // the space file it came from ("": the store's run)
   std::string task;
   size_t points = 0;
   size_t budget = 0;
@@ -83,6 +84,22 @@ struct SpaceScore {
   std::vector<double> random_curve;  // f_random(t)
   std::vector<StrategyScore> strategies;
 };
+
+// A recorded space as a file anyone can replay without the hardware: the
+// run's task and search config, its families' sources as the store kept
+// them, and every point's status and median (p20, p80, roof fraction):
+//   {"format": "kevo-space", "format_version": 1, "recorded": {"run",
+//    "task", "target", "hostname", "kevo_version", "started_at"},
+//    "config": {...}, "families": [{"name", "hash", "origin", "language",
+//    "text"}], "points": [{"family", "knobs", "status", "median_s", "p20_s",
+//    "p80_s", "roof_fraction", "bound"}]}
+// UserError for an unknown run or one without candidates.
+inline constexpr const char* kSpaceFormat = "kevo-space";
+nlohmann::json save_space(Store& store, int64_t run);
+// Writes a space file's run into `store` (a scratch store: in memory) and
+// returns its id; UserError naming `what` and the key where the document is
+// not a space file this kevo reads.
+int64_t load_space(Store& store, const nlohmann::json& doc, const std::string& what);
 
 // Grid runs of `store` that measured their whole space.
 std::vector<int64_t> exhaustive_runs(Store& store);

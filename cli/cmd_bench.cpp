@@ -1,5 +1,7 @@
 // kevo bench strategies: the strategies compared in replay on recorded spaces.
 #include <algorithm>
+#include <map>
+#include <memory>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -8,6 +10,8 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "core/error.h"
+#include "core/json_reader.h"
+#include "core/paths.h"
 #include "core/store.h"
 #include "eval/roofline.h"
 #include "search/strategy.h"
@@ -37,6 +41,10 @@ int bench_strategies_cmd(const Argv& argv) {
          "one); a strategy may stop before the budget by its own rules (column 'short').",
          {db_option(),
           {"--run", "RUN", "a recorded run to replay (default: every exhaustive grid run)", true},
+          {"--space", "FILE",
+           "a recorded space file to replay instead of the store's runs (kevo bench space "
+           "writes them; bench/spaces/recorded/ has kevo's)",
+           true},
           {"--strategy", "NAME", "a strategy to score (default: random, evolution, mcts)", true},
           {"--params", "S=JSON", "parameters of strategy S, e.g. 'mcts={\"exploration\": 0.2}'",
            true},
@@ -88,18 +96,35 @@ int bench_strategies_cmd(const Argv& argv) {
   if (auto v = a.value("--kernel-tuner-time-limit"))
     o.kernel_tuner_time_limit_s = parse_positive(*v, "--kernel-tuner-time-limit");
   if (!o.kernel_tuner.empty()) kernel_tuner_python(o.kernel_tuner_python);  // one clear line if missing
-  Store store(store_path(a), true);
+  // Space files are loaded into a store in memory, one run each.
+  const std::vector<std::string> files = a.values("--space");
+  if (!files.empty() && !o.runs.empty())
+    throw UserError("kevo bench strategies: --run replays the store's runs, --space files: not both");
+  std::unique_ptr<Store> store;
+  std::map<int64_t, std::string> file_of;
+  if (files.empty()) {
+    store = std::make_unique<Store>(store_path(a), true);
+  } else {
+    store = std::make_unique<Store>(":memory:");
+    for (const auto& f : files) {
+      const int64_t run = load_space(*store, read_json_file(f), f);
+      o.runs.push_back(run);
+      file_of[run] = f;
+    }
+  }
   StatusLine status;
-  auto scores = bench_strategies(store, o, [&](std::string_view s) { status.set(s); });
+  auto scores = bench_strategies(*store, o, [&](std::string_view s) { status.set(s); });
+  for (auto& s : scores)
+    if (auto it = file_of.find(s.run); it != file_of.end()) s.source = it->second;
   status.clear();
   if (a.flag("--json")) {
     fmt::print("{}\n", to_json(scores).dump(2));
     return 0;
   }
   for (const auto& s : scores) {
-    fmt::print("run {} {}: {} points, optimum {}, budget {} evaluations, {} repeats; kevo's strategies start "
+    fmt::print("{} {}: {} points, optimum {}, budget {} evaluations, {} repeats; kevo's strategies start "
                "from {}\n",
-               s.run, s.task, s.points, format_seconds(s.f_opt), s.budget, o.repeats,
+               s.source.empty() ? fmt::format("run {}", s.run) : s.source, s.task, s.points, format_seconds(s.f_opt), s.budget, o.repeats,
                o.random_start ? "a random point of each family" : "the families' default points");
     fmt::print("  {:<22} {:>6} {:>15}  {:>7}  {:>13}  {:>5}  {}\n", "strategy", "score", "[95% CI]", "optimum",
                "to 5% (runs)", "short", "median best-so-far [95% CI] (P) at t =");
@@ -131,16 +156,39 @@ int bench_strategies_cmd(const Argv& argv) {
   return 0;
 }
 
+int bench_space_cmd(const Argv& argv) {
+  Args a("bench space", "bench space RUN [-o FILE] [--db PATH]",
+         "Writes recorded run RUN (an exhaustive grid run: bench/record_spaces.sh records\n"
+         "some) as a space file: its task, its families' sources and every point's status\n"
+         "and median, which kevo bench strategies --space FILE replays on any machine.",
+         {db_option(), {"-o", "FILE", "write there instead of stdout"}}, 1, 1);
+  a.parse(argv);
+  if (a.help()) {
+    fmt::print("{}", a.help_text());
+    return 0;
+  }
+  Store store(store_path(a), true);
+  const std::string text = save_space(store, parse_id(a.positional()[0], "kevo bench space")).dump(1) + "\n";
+  if (auto out = a.value("-o"))
+    write_file_atomic(*out, text.data(), text.size());
+  else
+    fmt::print("{}", text);
+  return 0;
+}
+
 }  // namespace
 
 int cmd_bench(const Argv& argv) {
   if (argv.empty() || argv[0] == "--help" || argv[0] == "-h") {
-    fmt::print("usage: kevo bench strategies [OPTIONS]   (kevo bench strategies --help)\n\n"
-               "  strategies  compare the search strategies in replay on recorded spaces\n");
+    fmt::print("usage: kevo bench strategies [OPTIONS]   (kevo bench strategies --help)\n"
+               "       kevo bench space RUN [-o FILE]     (kevo bench space --help)\n\n"
+               "  strategies  compare the search strategies in replay on recorded spaces\n"
+               "  space       write a recorded space as a file anyone can replay\n");
     return argv.empty() ? 2 : 0;
   }
   if (argv[0] == "strategies") return bench_strategies_cmd(Argv(argv.begin() + 1, argv.end()));
-  throw UserError(fmt::format("kevo bench: unknown benchmark '{}' (expected: strategies)", argv[0]));
+  if (argv[0] == "space") return bench_space_cmd(Argv(argv.begin() + 1, argv.end()));
+  throw UserError(fmt::format("kevo bench: unknown benchmark '{}' (expected: strategies, space)", argv[0]));
 }
 
 }  // namespace kevo::cli

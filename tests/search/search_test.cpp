@@ -493,6 +493,49 @@ TEST(StrategyBench, ScoresStrategiesAgainstRandomInReplay) {
   }
 }
 
+// A recorded space written as a file and read back into another store
+// replays as the store's run did: the same points, optimum and scores.
+TEST(StrategyBench, ASpaceFileReplaysAsTheRecordedRun) {
+  Fixture f("bench-file");
+  {
+    Engine e(f.task, f.space, f.store, f.backend, config("grid", 100000), this_machine());
+    e.begin({{"config", f.task.config}});
+    e.run();
+  }
+  const nlohmann::json doc = save_space(f.store, f.store.exhaustive_grid_runs().at(0));
+  EXPECT_EQ(doc["format"], "kevo-space");
+  EXPECT_EQ(doc["points"].size(), f.space.size());
+  ASSERT_FALSE(doc["families"].empty());
+  // Through text, as a file holds it.
+  const nlohmann::json back = nlohmann::json::parse(doc.dump());
+  Store other(":memory:");
+  const int64_t run = load_space(other, back, "space.json");
+  StrategyBenchOptions o;
+  o.repeats = 8;
+  o.budget = 0.2;
+  o.strategies = {"random", "mcts"};
+  auto from_store = bench_strategies(f.store, o, nullptr);
+  o.runs = {run};
+  auto from_file = bench_strategies(other, o, nullptr);
+  ASSERT_EQ(from_file.size(), 1u);
+  EXPECT_EQ(from_file[0].points, from_store[0].points);
+  EXPECT_DOUBLE_EQ(from_file[0].f_opt, from_store[0].f_opt);
+  for (size_t i = 0; i < from_file[0].strategies.size(); ++i)
+    EXPECT_DOUBLE_EQ(from_file[0].strategies[i].score, from_store[0].strategies[i].score)
+        << from_file[0].strategies[i].strategy;
+  // Not a space file, or a point of no family: one clear error.
+  EXPECT_THROW(load_space(other, nlohmann::json{{"format", "kevo-export"}}, "x.json"), UserError);
+  nlohmann::json broken = back;
+  broken["points"][0]["hash"] = "nope";
+  try {
+    load_space(other, broken, "b.json");
+    ADD_FAILURE() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("b.json: points[0]: a point of no family"), std::string::npos)
+        << e.what();
+  }
+}
+
 // Kernel Tuner's strategies beside kevo's on the same recorded points, through
 // bench/peers/kernel_tuner_peer.py in Kernel Tuner's simulation mode (the
 // virtual environment of scripts/setup.sh peers; skipped without it). The
