@@ -25,7 +25,7 @@ std::vector<double> expected_random_best(std::vector<double> values, size_t budg
 
 struct StrategyBenchOptions {
   std::vector<int64_t> runs;  // empty: every exhaustive grid run in the store
-  std::vector<std::string> strategies = {"random", "evolution", "mcts"};
+  std::vector<std::string> strategies = {"random", "evolution", "mcts", "surrogate"};
   std::map<std::string, nlohmann::json> params;  // by strategy; default: its defaults
   int repeats = 50;
   double budget = 0.25;  // < 1: a fraction of the space; else a number of evaluations

@@ -45,7 +45,7 @@ int bench_strategies_cmd(const Argv& argv) {
            "a recorded space file to replay instead of the store's runs (kevo bench space "
            "writes them; bench/spaces/recorded/ has kevo's)",
            true},
-          {"--strategy", "NAME", "a strategy to score (default: random, evolution, mcts)", true},
+          {"--strategy", "NAME", "a strategy to score (default: random, evolution, mcts, surrogate)", true},
           {"--params", "S=JSON", "parameters of strategy S, e.g. 'mcts={\"exploration\": 0.2}'",
            true},
           {"--repeats", "N", "runs per strategy and space (default 50)"},

@@ -14,6 +14,7 @@ StrategyRegistry& StrategyRegistry::builtin() {
     register_random(*reg);
     register_evolution(*reg);
     register_mcts(*reg);
+    register_surrogate(*reg);
     return reg;
   }();
   return *r;

@@ -77,6 +77,7 @@ void register_grid(StrategyRegistry& r);
 void register_random(StrategyRegistry& r);
 void register_evolution(StrategyRegistry& r);
 void register_mcts(StrategyRegistry& r);
+void register_surrogate(StrategyRegistry& r);
 
 // The best (fastest ok) among `obs`, or nullptr.
 const Observation* best_of(const std::vector<Observation>& obs);

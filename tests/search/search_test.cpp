@@ -192,7 +192,28 @@ TEST_P(Guided, FindsTheOptimumWithinBudget) {
     EXPECT_LE(e.stats().evaluations, 100);
   }
 }
-INSTANTIATE_TEST_SUITE_P(Strategies, Guided, ::testing::Values("evolution", "mcts"));
+INSTANTIATE_TEST_SUITE_P(Strategies, Guided, ::testing::Values("evolution", "mcts", "surrogate"));
+
+// The surrogate's parameters are checked like every strategy's: a bad value
+// or an unknown key names its JSON path.
+TEST(Search, SurrogateParametersAreChecked) {
+  Fixture f("surrogate-params");
+  StrategyEnv env;
+  env.space = &f.space;
+  auto error_at = [&](const nlohmann::json& params) -> std::string {
+    try {
+      StrategyRegistry::builtin().make("surrogate", params, "$.search.params", env);
+    } catch (const ConfigError& e) {
+      return e.path();
+    }
+    return "";
+  };
+  EXPECT_EQ(error_at({{"kappa", -1}}), "$.search.params.kappa");
+  EXPECT_EQ(error_at({{"neighbours", 0}}), "$.search.params.neighbours");
+  EXPECT_EQ(error_at({{"initial_random", -2}}), "$.search.params.initial_random");
+  EXPECT_EQ(error_at({{"kapa", 1}}), "$.search.params.kapa");
+  EXPECT_EQ(error_at({{"kappa", 0.5}, {"pool", 64}}), "");
+}
 
 TEST(Search, StopConditions) {
   {
@@ -479,6 +500,7 @@ TEST(StrategyBench, ScoresStrategiesAgainstRandomInReplay) {
   // ...and the guided strategies beat it on this smooth space.
   EXPECT_GT(score["evolution"], 0.1);
   EXPECT_GT(score["mcts"], 0.1);
+  EXPECT_GT(score["surrogate"], 0.1);
   for (const auto& [name, v] : score) std::printf("P %s %.3f\n", name.c_str(), v);
   auto j = to_json(scores);
   EXPECT_EQ(j[0]["strategies"]["mcts"]["checkpoints"].size(), 4u);
@@ -608,7 +630,7 @@ TEST(Search, ConstraintsNeverProduceAnInvalidCandidate) {
     }
   }
   EXPECT_GT(made, 2000);
-  for (const char* strategy : {"random", "evolution", "mcts"}) {
+  for (const char* strategy : {"random", "evolution", "mcts", "surrogate"}) {
     Fixture f(std::string("constraints-") + strategy);
     Engine e(f.task, space, f.store, f.backend, config(strategy, 150), this_machine());
     e.begin({});
