@@ -9,12 +9,14 @@
 // the best, 0 where nothing in it ran correctly).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 
 #include "core/error.h"
 #include "core/json_reader.h"
 #include "search/strategy.h"
+#include "search/time_model.h"
 
 namespace kevo {
 
@@ -26,11 +28,18 @@ struct MctsParams {
   double widen_alpha = 0.5;
   double root_widen_c = 1.5;  // the root's children: seeds, then random points
   bool puct = true;  // weight exploration by a prior per action
+  // How many distinct children an expansion (or the root's widening) draws
+  // before choosing one: with more than one, the one a model of the results
+  // so far (search/time_model.h) predicts fastest, less kappa times its
+  // uncertainty. 1: the first drawn, no model.
+  int64_t model_choices = 4;
+  double kappa = 1.0;
 };
 
 class MctsStrategy final : public Strategy {
  public:
-  MctsStrategy(const StrategyEnv& env, MctsParams p) : env_(env), p_(p), rng_(env.seed) {
+  MctsStrategy(const StrategyEnv& env, MctsParams p)
+      : env_(env), p_(p), rng_(env.seed), model_(env.space, 5) {
     nodes_.emplace_back();  // the root: its children are the families' seeds
   }
 
@@ -62,6 +71,7 @@ class MctsStrategy final : public Strategy {
         for (size_t i : path) --nodes_[i].virtual_visits;
       }
       if (o.ok()) best_ = std::min(best_, o.seconds);
+      if (p_.model_choices > 1) model_.add(o.point, o);
       size_t node = 0;
       const int64_t id = o.duplicate_of ? o.duplicate_of : o.candidate;
       auto it = by_candidate_.find(id);
@@ -192,27 +202,56 @@ class MctsStrategy final : public Strategy {
     }
     Node& at = nodes_[cur];
     if (!at.obs.ok() || at.saturated) return std::nullopt;
-    // A few tries for a point nobody has measured; a node whose moves all
-    // land on known points is saturated and selection goes past it.
-    for (int attempt = 0; attempt < 12; ++attempt) {
+    // A few tries for a point nobody has measured (model_choices of them,
+    // to choose from); a node whose moves all land on known points is
+    // saturated and selection goes past it.
+    std::vector<Proposal> options;
+    for (int attempt = 0; attempt < 12 * p_.model_choices &&
+                          static_cast<int64_t>(options.size()) < p_.model_choices;
+         ++attempt) {
       auto prop = action(at);
       if (!prop || batch.count(prop->point) || (env_.known && env_.known(prop->point))) continue;
-      return finish(std::move(*prop), path);
+      if (std::any_of(options.begin(), options.end(),
+                      [&](const Proposal& o) { return o.point == prop->point; }))
+        continue;
+      options.push_back(std::move(*prop));
     }
-    at.saturated = true;
-    return std::nullopt;
+    if (options.empty()) {
+      at.saturated = true;
+      return std::nullopt;
+    }
+    return finish(choose(std::move(options)), path);
+  }
+
+  // The option the model ranks first (lowest predicted log-time less kappa
+  // times its uncertainty), or the first while it knows too little.
+  Proposal choose(std::vector<Proposal> options) const {
+    if (options.size() == 1 || model_.size() < 3) return std::move(options.front());
+    size_t pick = 0;
+    double lowest = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < options.size(); ++i) {
+      const TimeModel::Guess g = model_.predict(model_.features(options[i].point));
+      if (const double bound = g.mu - p_.kappa * g.sigma; bound < lowest) lowest = bound, pick = i;
+    }
+    return std::move(options[pick]);
   }
 
   // A uniformly random point nobody has measured, as a child of the root.
   std::optional<Proposal> random_child(const std::set<Point>& batch) {
     const uint64_t size = env_.space->size();
     if (size == 0) return std::nullopt;
-    for (int attempt = 0; attempt < 16; ++attempt) {
+    std::vector<Proposal> options;
+    for (int attempt = 0; attempt < 16 * p_.model_choices &&
+                          static_cast<int64_t>(options.size()) < p_.model_choices;
+         ++attempt) {
       Point p = env_.space->at(std::uniform_int_distribution<uint64_t>(0, size - 1)(rng_));
       if (batch.count(p) || (env_.known && env_.known(p))) continue;
-      return finish({std::move(p), {}, "random", 0}, {0});
+      if (std::any_of(options.begin(), options.end(), [&](const Proposal& o) { return o.point == p; }))
+        continue;
+      options.push_back({std::move(p), {}, "random", 0});
     }
-    return std::nullopt;
+    if (options.empty()) return std::nullopt;
+    return finish(choose(std::move(options)), {0});
   }
 
   std::optional<Proposal> action(const Node& at) {
@@ -253,6 +292,7 @@ class MctsStrategy final : public Strategy {
   StrategyEnv env_;
   MctsParams p_;
   std::mt19937_64 rng_;
+  TimeModel model_;
   std::vector<Node> nodes_;
   std::map<int64_t, size_t> by_candidate_;
   std::map<uint64_t, std::vector<size_t>> pending_;
@@ -281,6 +321,11 @@ void register_mcts(StrategyRegistry& r) {
            p.root_widen_c = o.get_number("root_widen_c", d.root_widen_c);
            if (p.root_widen_c < 0) throw ConfigError(o.path_of("root_widen_c"), "expected >= 0");
            p.puct = o.get_bool("puct", d.puct);
+           p.model_choices = o.get_int("model_choices", d.model_choices);
+           if (p.model_choices < 1 || p.model_choices > 64)
+             throw ConfigError(o.path_of("model_choices"), "expected an integer in 1 .. 64");
+           p.kappa = o.get_number("kappa", d.kappa);
+           if (!(p.kappa >= 0)) throw ConfigError(o.path_of("kappa"), "expected a number >= 0");
            o.finish();
            return std::make_unique<MctsStrategy>(env, p);
          }});

@@ -194,25 +194,28 @@ TEST_P(Guided, FindsTheOptimumWithinBudget) {
 }
 INSTANTIATE_TEST_SUITE_P(Strategies, Guided, ::testing::Values("evolution", "mcts", "surrogate"));
 
-// The surrogate's parameters are checked like every strategy's: a bad value
-// or an unknown key names its JSON path.
-TEST(Search, SurrogateParametersAreChecked) {
-  Fixture f("surrogate-params");
-  StrategyEnv env;
-  env.space = &f.space;
-  auto error_at = [&](const nlohmann::json& params) -> std::string {
+// The model-based parameters are checked like every strategy's: a bad value
+// or an unknown key names its JSON path. The config check builds the
+// strategy with no space at all (parse_search_config), which must not crash.
+TEST(Search, ModelParametersAreChecked) {
+  StrategyEnv env;  // no space, as when a config is checked
+  auto error_at = [&](const char* strategy, const nlohmann::json& params) -> std::string {
     try {
-      StrategyRegistry::builtin().make("surrogate", params, "$.search.params", env);
+      StrategyRegistry::builtin().make(strategy, params, "$.search.params", env);
     } catch (const ConfigError& e) {
       return e.path();
     }
     return "";
   };
-  EXPECT_EQ(error_at({{"kappa", -1}}), "$.search.params.kappa");
-  EXPECT_EQ(error_at({{"neighbours", 0}}), "$.search.params.neighbours");
-  EXPECT_EQ(error_at({{"initial_random", -2}}), "$.search.params.initial_random");
-  EXPECT_EQ(error_at({{"kapa", 1}}), "$.search.params.kapa");
-  EXPECT_EQ(error_at({{"kappa", 0.5}, {"pool", 64}}), "");
+  EXPECT_EQ(error_at("surrogate", {{"kappa", -1}}), "$.search.params.kappa");
+  EXPECT_EQ(error_at("surrogate", {{"neighbours", 0}}), "$.search.params.neighbours");
+  EXPECT_EQ(error_at("surrogate", {{"initial_random", -2}}), "$.search.params.initial_random");
+  EXPECT_EQ(error_at("surrogate", {{"kapa", 1}}), "$.search.params.kapa");
+  EXPECT_EQ(error_at("surrogate", {{"kappa", 0.5}, {"pool", 64}}), "");
+  EXPECT_EQ(error_at("mcts", {{"model_choices", 0}}), "$.search.params.model_choices");
+  EXPECT_EQ(error_at("mcts", {{"kappa", -0.1}}), "$.search.params.kappa");
+  EXPECT_EQ(error_at("mcts", {{"model_choices", 1}}), "");
+  EXPECT_EQ(error_at("mcts", nlohmann::json::object()), "");
 }
 
 TEST(Search, StopConditions) {
