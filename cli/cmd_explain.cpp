@@ -110,7 +110,8 @@ nlohmann::json gather(Store& store, int64_t id) {
   nlohmann::json machine = nlohmann::json::object();
   if (auto state = store.machine_state(evals.front()); !state.empty()) machine["search"] = state;
   std::optional<EvalResult> again;  // the confirming re-measurement, where there is one
-  if (std::optional<int64_t> conf_id = store.confirming_evaluation(id)) {
+  const std::optional<int64_t> conf_id = store.confirming_evaluation(id);
+  if (conf_id) {
     again = store.evaluation(*conf_id);
     nlohmann::json conf = {{"evaluation", *conf_id}, {"measurements", evals.size() - 1},
                            {"status", std::string(status_name(again->status))}};
@@ -163,8 +164,7 @@ nlohmann::json gather(Store& store, int64_t id) {
     // Several timed shapes: each shape's time and share of its roof, and the
     // fastest candidate of the run at that shape alone.
     // The figures of the measurement that stands for it (as its median line).
-    const int64_t stands_id =
-        &stands == &*result ? evals.front() : store.confirming_evaluation(id).value_or(evals.front());
+    const int64_t stands_id = &stands == &*result ? evals.front() : conf_id.value_or(evals.front());
     std::vector<ProfileMetric> figures;
     for (const ProfileRow& r : store.profile(stands_id))
       if (r.value) figures.push_back({r.metric, *r.value, r.unit, 0});

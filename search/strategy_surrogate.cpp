@@ -33,7 +33,8 @@ struct SurrogateParams {
 class SurrogateStrategy final : public Strategy {
  public:
   SurrogateStrategy(const StrategyEnv& env, SurrogateParams p)
-      : env_(env), p_(p), rng_(env.seed), model_(env.space, p.neighbours) {}
+      : env_(env), p_(p), rng_(env.seed), model_(env.space, p.neighbours),
+        random_left_(p.initial_random) {}
 
   std::vector<Proposal> ask(size_t n) override {
     std::vector<Proposal> out;
@@ -127,13 +128,10 @@ class SurrogateStrategy final : public Strategy {
   TimeModel model_;
   uint64_t indexed_ = 0;
   std::set<int> seeded_;
-  int64_t random_left_ = 0;
+  int64_t random_left_;  // random points still to propose before the model
   std::unordered_set<uint64_t> proposed_;
   std::map<std::string, uint64_t> index_;
   std::map<uint64_t, std::vector<double>> features_;
-
- public:
-  void set_random(int64_t n) { random_left_ = n; }
 };
 
 int64_t non_negative(JsonObject& o, const char* key, int64_t dflt) {
@@ -161,9 +159,7 @@ void register_surrogate(StrategyRegistry& r) {
            p.pool = o.get_int("pool", d.pool);
            if (p.pool < 1) throw ConfigError(o.path_of("pool"), "expected an integer >= 1");
            o.finish();
-           auto s = std::make_unique<SurrogateStrategy>(env, p);
-           s->set_random(p.initial_random);
-           return s;
+           return std::make_unique<SurrogateStrategy>(env, p);
          }});
 }
 
