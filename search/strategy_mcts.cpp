@@ -32,7 +32,7 @@ struct MctsParams {
   // before choosing one: with more than one, the one a model of the results
   // so far (search/time_model.h) predicts fastest, less kappa times its
   // uncertainty. 1: the first drawn, no model.
-  int64_t model_choices = 4;
+  int64_t model_choices = 8;
   double kappa = 1.0;
 };
 
