@@ -117,11 +117,12 @@ int cmd_eval(const Argv& argv) {
 
   const std::filesystem::path kernel = a.positional()[0];
   CandidateSource src;
-  src.text = read_text_file(kernel);
   src.origin = kernel;
   src.language = target->language_of(kernel);
-  KnobSpace space =
-      make_family(kernel.stem().string(), kernel, src.text, src.language, task.config_knobs).space;
+  Family family = make_family(kernel.stem().string(), kernel, read_text_file(kernel),
+                              src.language, task.config_knobs);
+  src.text = family.text;  // kevo's kernel headers inlined, as a search stores it
+  KnobSpace space = std::move(family.space);
   for (const auto& [name, values] : task.knob_restrictions)
     if (space.find(name)) space.restrict(name, values);
   std::vector<std::pair<std::string, int64_t>> overrides;

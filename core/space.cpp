@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/kernel_headers.h"
 #include "core/log.h"
 #include "core/paths.h"
 
@@ -174,8 +175,10 @@ Family make_family(std::string name, std::filesystem::path origin, std::string t
   Family f;
   f.name = std::move(name);
   f.origin = std::move(origin);
-  f.text = std::move(text);
   f.language = std::move(language);
+  // kevo's kernel headers inlined: the text hashed, stored and compiled is
+  // the whole kernel (core/kernel_headers.h).
+  f.text = inline_kernel_headers(text, f.language);
   f.source_hash = sha256_hex(f.text);
   f.space = KnobSpace::parse_source(f.text, f.origin.string());
   if (!config.empty()) {

@@ -20,7 +20,7 @@ namespace kevo {
 struct Family {
   std::string name;  // the file's stem: "online", "blocked"
   std::filesystem::path origin;
-  std::string text;
+  std::string text;  // the source, kevo's kernel headers inlined
   std::string language;
   std::string source_hash;  // sha256 of text, as the store keys sources
   KnobSpace space;
@@ -100,8 +100,9 @@ class SearchSpace {
 
 // A family from a source text; its knobs are parsed from the text (a
 // malformed declaration is a UserError naming `origin`), together with the
-// task's config knobs that the text does not declare itself. The text and its
-// hash stay the file's own: config knobs reach the compiler only as a point's
+// task's config knobs that the text does not declare itself. The text is the
+// file's own with kevo's kernel headers it includes inlined
+// (core/kernel_headers.h), and its hash covers them; config knobs reach the compiler only as a point's
 // -D values, so the same point under other tune_params is the same program.
 Family make_family(std::string name, std::filesystem::path origin, std::string text,
                    std::string language, const ConfigKnobs& config = ConfigKnobs{});

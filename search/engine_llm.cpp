@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/kernel_headers.h"
 #include "core/log.h"
 #include "core/paths.h"
 #include "core/store.h"
@@ -66,6 +67,10 @@ LlmTaskInfo Engine::llm_task_info() const {
   // one (Triton's Python launch function), else the C ABI header.
   t.abi = traits && traits->llm_contract ? read_text_file(kevo_home() / traits->llm_contract)
                                          : read_text_file(host_.abi_header);
+  // kevo's kernel headers for the target: their interfaces, not their bodies.
+  if (std::string headers = kernel_header_interfaces(t.language); !headers.empty())
+    t.abi += "\n\n/* kevo's kernel headers: a kernel may include them by name; kevo inlines "
+             "them. */\n" + headers;
   t.hardware = llm_hardware_;
   t.features = llm_features_;
   if (!task_.entry.empty()) {
@@ -108,7 +113,9 @@ LlmAsk Engine::llm_ask(const Observation& o, LlmAsk::Mode mode) const {
   a.parent_label = fmt::format("{} {}", f.name, knobs_to_string(o.point.knobs));
   // The family's own text, knob declarations included, so that edits apply
   // to it and a new kernel can keep (or change) its knobs.
-  a.parent_source = f.text;
+  // kevo's kernel headers it includes are shown as their include lines (the
+  // task's contract lists their interfaces), not their bodies.
+  a.parent_source = fold_kernel_headers(f.text);
   a.bound = o.bound;
   a.bottleneck = o.bottleneck;
   // What the store knows of its evaluation: the verdict, the diagnosis, the

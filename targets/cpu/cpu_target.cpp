@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "core/defined_operator.h"
 #include "core/error.h"
+#include "core/kernel_headers.h"
 #include "core/hash.h"
 #include "core/log.h"
 #include "core/paths.h"
@@ -96,8 +97,10 @@ class CpuTarget : public Target {
     std::string id = fmt::format("{}|{}|{}|{}", compiler, compiler_version(compiler),
                                  fmt::join(task.compile.flags, " "),
                                  fmt::join(task.compile.extra_flags, " "));
-    // -march=native means "this CPU": part of the key; so is the ABI header.
-    return fmt::format("{}|{}|{}", id, host_key(), abi_header_hash());
+    // -march=native means "this CPU": part of the key; so are the ABI header
+    // and kevo's kernel headers.
+    return fmt::format("{}|{}|{}|{}", id, host_key(), abi_header_hash(),
+                       kernel_headers_hash(language));
   }
 
   CompileOutcome compile(const CompileRequest& req) override {
@@ -163,6 +166,7 @@ class CpuTarget : public Target {
     for (const auto& f : task.compile.extra_flags) argv.push_back(f);
     for (const char* f : {"-fPIC", "-fopenmp"}) argv.emplace_back(f);
     argv.push_back("-I" + (kevo_home() / "targets" / "abi").string());
+    argv.push_back("-I" + kernel_include_dir(req.language).string());
     for (const auto& d : req.include_dirs) argv.push_back("-I" + d.string());
     for (const auto& [k, v] : req.knobs) argv.push_back(fmt::format("-D{}={}", k, v));
     for (const auto& d : shape_defines(task)) argv.push_back("-D" + d);

@@ -27,6 +27,7 @@
 #include "core/clock.h"
 #include "core/defined_operator.h"
 #include "core/error.h"
+#include "core/kernel_headers.h"
 #include "core/hash.h"
 #include "core/log.h"
 #include "core/paths.h"
@@ -122,13 +123,13 @@ class CudaTarget final : public Target, private runner::RunnerSlots<Slot> {
 
   std::string artifact_extension() const override { return ".so"; }
 
-  std::string toolchain_id(const Task& task, const std::string&) override {
+  std::string toolchain_id(const Task& task, const std::string& language) override {
     std::string id = fmt::format("{}|{}|{}|{}|{}", task.compile.cc, nvcc_version(task.compile.cc),
                                  arch_flags(task), fmt::join(task.compile.flags, " "),
                                  fmt::join(task.compile.extra_flags, " "));
     // "native" builds for the GPU that is here: part of the key.
     if (task.compile.arch == "native") id += "|" + host_key();
-    return id + "|" + abi_header_hash();
+    return id + "|" + abi_header_hash() + "|" + kernel_headers_hash(language);
   }
 
   CompileOutcome compile(const CompileRequest& req) override {
@@ -142,6 +143,7 @@ class CudaTarget final : public Target, private runner::RunnerSlots<Slot> {
                           "-cudart", "shared"})
       opt.argv.emplace_back(f);
     opt.argv.push_back("-I" + (kevo_home() / "targets" / "abi").string());
+    opt.argv.push_back("-I" + kernel_include_dir(req.language).string());
     for (const auto& d : req.include_dirs) opt.argv.push_back("-I" + d.string());
     for (const auto& [k, v] : req.knobs) opt.argv.push_back(fmt::format("-D{}={}", k, v));
     for (const auto& d : shape_defines(task)) opt.argv.push_back("-D" + d);
