@@ -27,7 +27,8 @@ for them (null before the first correct one); a run that stops before the
 budget (by its own rules, or after --time-limit seconds of wall time, which
 bounds strategies that loop on revisits) has a shorter curve. Each repeat
 seeds Python's and NumPy's generators with its number, and scipy's Latin
-hypercube (bayes_opt's initial sample, which Kernel Tuner leaves unseeded);
+hypercube (bayes_opt's initial sample and the search space's LHS sample that
+diff_evo starts from, both of which Kernel Tuner leaves unseeded);
 kevo starts this script with PYTHONHASHSEED=0 (Kernel Tuner iterates sets),
 so that a run repeats exactly.
 
@@ -83,17 +84,28 @@ class Recorded:
         return ",".join(str(v) for v in values) in self.keys
 
 
+_LHS = None  # scipy's LatinHypercube class, before seeding wraps it
+
+
 def seed_everything(rep):
+    global _LHS
     random.seed(rep)
     np.random.seed(rep)
     try:
         import scipy.stats.qmc as qmc
         import kernel_tuner.strategies.bayes_opt as bo
+        if _LHS is None:
+            _LHS = qmc.LatinHypercube
         try:
-            qmc.LatinHypercube(d=1, rng=0)
-            bo.LatinHypercube = functools.partial(qmc.LatinHypercube, rng=rep)
+            _LHS(d=1, rng=0)
+            seeded = functools.partial(_LHS, rng=rep)
         except TypeError:
-            bo.LatinHypercube = functools.partial(qmc.LatinHypercube, seed=rep)
+            seeded = functools.partial(_LHS, seed=rep)
+        # bayes_opt imported the class at load; the search space's LHS sample
+        # (diff_evo's first population, constraint-aware strategies) imports
+        # it from scipy when it draws: both get the seeded one.
+        bo.LatinHypercube = seeded
+        qmc.LatinHypercube = seeded
     except ImportError:
         pass
 

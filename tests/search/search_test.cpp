@@ -631,6 +631,22 @@ TEST(StrategyBench, KernelTunersStrategiesRunOnTheSameRecordedPoints) {
   auto j = to_json(all);
   EXPECT_TRUE(j[0]["strategies"].contains("kt:random_sample"));
   EXPECT_TRUE(j[0]["strategies"]["kt:random_sample"].contains("evaluations_to_5pct"));
+
+  // A repeat gives the same curves: the strategies that start from scipy's
+  // Latin hypercube (diff_evo's first population, bayes_opt's initial
+  // sample) are seeded too. Unseeded, diff_evo's first points differ.
+  o.budget = 0.5;
+  o.repeats = 4;
+  o.strategies = {};
+  o.kernel_tuner = {"diff_evo", "bayes_opt"};
+  const auto first = bench_strategies(f.store, o, nullptr);
+  const auto again = bench_strategies(f.store, o, nullptr);
+  ASSERT_EQ(first[0].strategies.size(), again[0].strategies.size());
+  for (size_t i = 0; i < first[0].strategies.size(); ++i) {
+    const StrategyScore& a = first[0].strategies[i];
+    EXPECT_EQ(a.runs, 4u) << a.strategy << ": " << a.note;
+    EXPECT_EQ(a.mean_curve, again[0].strategies[i].mean_curve) << a.strategy;
+  }
 }
 
 // The real gemm family has constraints that most random moves break: every
