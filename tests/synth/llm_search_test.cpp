@@ -443,6 +443,62 @@ TEST_F(LlmSearch, SpentBudgetStopsTheRequests) {
   EXPECT_EQ(std::get<int64_t>(q.rows[0][0]), 3);  // UNROLL 1, 2, 4
 }
 
+// A family that includes kevo's kernel headers is shown to the model as its
+// include lines and the headers' interfaces, not their bodies; a kernel the
+// model writes on the same headers is inlined, compiled, checked and stored
+// as one text.
+TEST_F(LlmSearch, TheModelSeesTheHeadersInterfaceAndMayUseThem) {
+  const std::string child = R"(// swiglu on kevo's vector layer (written for the test's fake LLM)
+#define VW 256
+#include <math.h>
+#include "kevo_kernel.h"
+#include "kevo_cpu_vec.h"
+KEVO_EXPORT int kevo_kernel(const kevo_tensor* in, int n_in, kevo_tensor* out, int n_out,
+                            const double* scalars, int n_scalars) {
+  (void)scalars; (void)n_scalars;
+  if (n_in != 2 || n_out != 1) return KEVO_ERR_ARGS;
+  const int64_t n = kevo_numel(&in[0]);
+  const float* g = (const float*)in[0].data;
+  const float* u = (const float*)in[1].data;
+  float* y = (float*)out[0].data;
+  for (int64_t i = 0; i < n; ++i) y[i] = g[i] / (1.0f + expf(-g[i]));
+  for (int64_t i = 0; i < n; i += VL) {
+    vm k = vmask_n(n - i < VL ? n - i : VL);
+    VSTOREM(y + i, k, VMUL(VLOADM(y + i, k), VLOADM(u + i, k)));
+  }
+  return KEVO_OK;
+}
+)";
+  FakeLlmServer server;
+  server.set_responder([&](const RecordedRequest&) {
+    return Step::reply("On kevo's vector layer.\n```c\n" + child + "```\n");
+  });
+  write_task(server.base_url());
+  nlohmann::json task = nlohmann::json::parse(read_text_file(dir_ / "task.json"));
+  task["search"]["families"] = {"stream"};
+  std::ofstream(dir_ / "task.json") << task.dump(2);
+  auto r = kevo({"run", "task.json", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_FALSE(server.requests().empty());
+  const std::string p = testing::prompt_text(server.requests()[0]);
+  EXPECT_NE(p.find("#include \"kevo_cpu_exp.h\""), std::string::npos);  // the parent's line
+  EXPECT_NE(p.find("vf kv_exp2(vf t)"), std::string::npos);              // the interface
+  EXPECT_EQ(p.find("kv_tab32[32]"), std::string::npos);                  // not the body
+  EXPECT_EQ(p.find("kevo: begin"), std::string::npos);
+  // The model's kernel: stored with the header inlined, and correct.
+  Store s(db_, true);
+  QueryResult q = s.query(
+      "SELECT e.status, src.text FROM candidates c JOIN evaluations e ON e.candidate_id = c.id "
+      "JOIN sources src ON src.hash = c.source_hash "
+      "WHERE c.run_id = ? AND c.synthesizer = 'llm:fake-coder'",
+      {SqlValue(static_cast<int64_t>(nlohmann::json::parse(r.out)["run"]))});
+  ASSERT_FALSE(q.rows.empty());
+  EXPECT_EQ(std::get<std::string>(q.rows[0][0]), "ok");
+  const std::string stored = std::get<std::string>(q.rows[0][1]);
+  EXPECT_NE(stored.find("/* kevo: begin kevo_cpu_vec.h"), std::string::npos);
+  EXPECT_EQ(stored.find("#include \"kevo_cpu_vec.h\""), std::string::npos);
+}
+
 // A task with a plain kernel function: the prompt asks for that function,
 // and what the model writes is wrapped and measured like the seed.
 TEST_F(LlmSearch, PlainEntryAsksForTheNamedFunction) {
