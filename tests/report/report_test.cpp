@@ -48,6 +48,8 @@ class Report : public ::testing::Test {
     const fs::path kernels = home / "targets" / "cpu" / "kernels" / "swiglu";
     fs::create_directories(kernels);
     fs::create_directory_symlink(repo / "targets" / "abi", home / "targets" / "abi");
+    fs::create_directory_symlink(repo / "targets" / "cpu" / "include",
+                                 home / "targets" / "cpu" / "include");
     fs::create_directory_symlink(repo / "knowledge", home / "knowledge");
     fs::create_directory_symlink(repo / "configs", home / "configs");
     for (const auto& f : fs::directory_iterator(repo / "targets" / "cpu" / "kernels" / "swiglu"))
