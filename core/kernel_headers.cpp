@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 
-#include "core/error.h"
 #include "core/hash.h"
 #include "core/paths.h"
 #include "targets/traits.h"
@@ -27,14 +26,10 @@ std::string begin_marker(const std::string& name, const std::string& text) {
 }
 std::string end_marker(const std::string& name) { return fmt::format("/* kevo: end {} */", name); }
 
-// Headers deeper than this are a loop kevo refuses rather than follows.
-constexpr int kMaxDepth = 8;
-
+// Each header is inlined once (`seen`), so headers that include each other
+// end: the second include becomes a note.
 std::string inline_into(const std::string& text, const std::filesystem::path& dir,
-                        std::set<std::string>& seen, int depth) {
-  if (depth > kMaxDepth)
-    throw UserError(fmt::format("kevo kernel headers in {} include each other more than {} deep",
-                                dir.string(), kMaxDepth));
+                        std::set<std::string>& seen) {
   std::string out;
   out.reserve(text.size());
   size_t pos = 0;
@@ -51,7 +46,7 @@ std::string inline_into(const std::string& text, const std::filesystem::path& di
       if (seen.insert(name).second) {
         std::string body = read_text_file(header);
         if (!body.empty() && body.back() != '\n') body += '\n';
-        body = inline_into(body, dir, seen, depth + 1);
+        body = inline_into(body, dir, seen);
         out += begin_marker(name, body) + "\n" + body + end_marker(name);
       } else {
         out += fmt::format("/* kevo: {} already inlined above */", name);
@@ -63,6 +58,18 @@ std::string inline_into(const std::string& text, const std::filesystem::path& di
     pos = eol + 1;
   }
   return out;
+}
+
+// The regular files of the language's header folder, sorted; none without one.
+std::vector<std::filesystem::path> header_files(std::string_view language) {
+  std::vector<std::filesystem::path> files;
+  const std::filesystem::path dir = kernel_include_dir(language);
+  std::error_code ec;
+  if (dir.empty() || !std::filesystem::is_directory(dir, ec)) return files;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.is_regular_file()) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  return files;
 }
 
 const std::regex& begin_line() {
@@ -84,7 +91,7 @@ std::string inline_kernel_headers(const std::string& text, std::string_view lang
   const std::filesystem::path dir = kernel_include_dir(language);
   if (dir.empty() || !std::filesystem::is_directory(dir)) return text;
   std::set<std::string> seen;
-  return inline_into(text, dir, seen, 0);
+  return inline_into(text, dir, seen);
 }
 
 std::string fold_kernel_headers(const std::string& text) {
@@ -111,22 +118,9 @@ std::string fold_kernel_headers(const std::string& text) {
   return std::regex_replace(out, again, "#include \"$1\"");
 }
 
-std::vector<std::string> inlined_kernel_headers(const std::string& text) {
-  std::vector<std::string> names;
-  for (std::sregex_iterator it(text.begin(), text.end(), begin_line()), end; it != end; ++it)
-    if (std::find(names.begin(), names.end(), (*it)[1].str()) == names.end())
-      names.push_back((*it)[1].str());
-  return names;
-}
-
 std::string kernel_headers_hash(std::string_view language) {
-  const std::filesystem::path dir = kernel_include_dir(language);
-  std::error_code ec;
-  if (dir.empty() || !std::filesystem::is_directory(dir, ec)) return "none";
-  std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
-    if (e.is_regular_file()) files.push_back(e.path());
-  std::sort(files.begin(), files.end());
+  const std::vector<std::filesystem::path> files = header_files(language);
+  if (files.empty()) return "none";
   std::string all;
   for (const auto& f : files) {
     const std::string text = read_text_file(f);
@@ -136,17 +130,9 @@ std::string kernel_headers_hash(std::string_view language) {
 }
 
 std::string kernel_header_interfaces(std::string_view language) {
-  const std::filesystem::path dir = kernel_include_dir(language);
-  std::error_code ec;
-  if (dir.empty() || !std::filesystem::is_directory(dir, ec)) return {};
-  std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
-    if (e.is_regular_file() && name.rfind("kevo_", 0) == 0) files.push_back(e.path());
-  }
-  std::sort(files.begin(), files.end());
   std::string out;
-  for (const auto& f : files) {
+  for (const auto& f : header_files(language)) {
+    if (f.filename().string().rfind("kevo_", 0) != 0) continue;
     const std::string text = read_text_file(f);
     // The leading comment block: the header documents its interface there.
     const size_t open = text.find("/*");

@@ -38,9 +38,6 @@ std::string inline_kernel_headers(const std::string& text, std::string_view lang
 // include line. Text without markers is returned unchanged.
 std::string fold_kernel_headers(const std::string& text);
 
-// The names of the kevo headers inlined in `text`, in order of appearance.
-std::vector<std::string> inlined_kernel_headers(const std::string& text);
-
 // A hash of every header in the language's folder (names and contents):
 // part of the compile cache's key, so a text that still names a header (one
 // compiled without being loaded as a family) is rebuilt when a header changes.

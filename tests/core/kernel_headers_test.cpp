@@ -47,6 +47,15 @@ class KernelHeaders : public ::testing::Test {
   std::string saved_;
 };
 
+// The names of the kevo headers inlined in `text`, by their begin markers.
+std::vector<std::string> inlined_kernel_headers(const std::string& text) {
+  static const std::regex begin(R"(/\* kevo: begin (kevo_\w+\.(h|cuh)) )");
+  std::vector<std::string> names;
+  for (std::sregex_iterator it(text.begin(), text.end(), begin), end; it != end; ++it)
+    names.push_back((*it)[1].str());
+  return names;
+}
+
 const std::string kKernel =
     "// @kevo knob N 4 {4, 8}\n"
     "#include \"kevo_kernel.h\"\n"
