@@ -5,8 +5,8 @@
  *
  * Define first: TPR (threads per row group, a power of two in [8, 1024]),
  * ROWS (groups per block), VEC (bytes per global access: 4, 8 or 16), MINB
- * (minimum blocks per SM for __launch_bounds__, 0: none). Includes
- * cuda_bf16.h, cuda_runtime.h, stdint.h and kevo_kernel.h.
+ * (minimum blocks per SM for __launch_bounds__, 0: none); optionally HINT
+ * (below). Includes cuda_bf16.h, cuda_runtime.h, stdint.h and kevo_kernel.h.
  *
  *   BLOCK = TPR*ROWS    threads per block;  VE_MAIN = VEC/2  bf16 per access
  *   NWG                 warps per row group;  KV_BOUNDS  __launch_bounds__
@@ -26,6 +26,16 @@
  *                       double-buffered by `phase`; the whole block calls it)
  *   stage_vec<VE>(dst, src, N, use)  copy N bf16 into shared memory when use,
  *                       then a barrier every thread reaches
+ *   LDHINT, STHINT      the load / store hints the HINT knob (0-4) selects,
+ *                       when HINT is defined and LDHINT is not: 0 plain/plain,
+ *                       1 nc.L1::no_allocate/plain, 2 nc.L1::no_allocate.L2::256B/.cs,
+ *                       3 .cs/.cs, 4 evict_last/plain
+ * Host side:
+ *   kv_wave_blocks(k, smem)  blocks of kernel k (BLOCK threads, smem bytes of
+ *                       dynamic shared memory) resident at once on the current
+ *                       GPU: SMs x occupancy, remembered per kernel and device
+ *   kv_check(t)         KEVO_OK for a contiguous bf16 tensor of rank
+ *                       1..KEVO_MAX_RANK, else KEVO_ERR_UNSUPPORTED
  */
 #ifndef KEVO_CUDA_ROWS_CUH
 #define KEVO_CUDA_ROWS_CUH
@@ -55,6 +65,26 @@
 #define KV_BOUNDS __launch_bounds__(BLOCK, 1)
 #endif
 #define KV_DEV __device__ __forceinline__
+
+/* the HINT knob: which load hint (ld_hint) and store hint (st_hint) */
+#if defined(HINT) && !defined(LDHINT)
+#if HINT == 0
+#define LDHINT 0
+#define STHINT 0
+#elif HINT == 1
+#define LDHINT 1
+#define STHINT 0
+#elif HINT == 2
+#define LDHINT 3
+#define STHINT 1
+#elif HINT == 3
+#define LDHINT 2
+#define STHINT 1
+#else
+#define LDHINT 4
+#define STHINT 0
+#endif
+#endif
 
 typedef __nv_bfloat16 bf16;
 
@@ -289,6 +319,47 @@ KV_DEV void stage_vec(bf16* dst, const bf16* __restrict__ src, int N, int use) {
     for (int c = (int)threadIdx.x * VE; c < N; c += BLOCK * VE) st_sm<VE>(dst + c, ld_ro<VE>(src + c));
   }
   __syncthreads();
+}
+
+
+/* ---- host side ---- */
+
+/* blocks of kernel k resident at once on the current GPU (a failed query
+ * falls back to 132 SMs, 1 block each) */
+static int64_t kv_wave_blocks(const void* k, size_t smem) {
+  struct Entry { const void* k; size_t smem; int dev; int64_t n; };
+  static Entry cache[8];
+  static int next = 0;
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    dev = 0;
+  }
+  for (int i = 0; i < 8; ++i)
+    if (cache[i].k == k && cache[i].smem == smem && cache[i].dev == dev && cache[i].n > 0) return cache[i].n;
+  int sms = 0, per_sm = 0;
+  /* a failed query falls back to a safe value; its error must not leak into the launch status */
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    sms = 0;
+  }
+  if (sms <= 0) sms = 132;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, BLOCK, smem) != cudaSuccess) {
+    (void)cudaGetLastError();
+    per_sm = 0;
+  }
+  if (per_sm <= 0) per_sm = 1;
+  const int64_t n = (int64_t)sms * per_sm;
+  cache[next] = Entry{k, smem, dev, n};
+  next = (next + 1) % 8;
+  return n;
+}
+
+/* a tensor the row kernels take: contiguous bf16 of rank 1..KEVO_MAX_RANK */
+static int kv_check(const kevo_tensor* t) {
+  if (t->dtype != KEVO_BF16) return KEVO_ERR_UNSUPPORTED;
+  if (t->rank < 1 || t->rank > KEVO_MAX_RANK || !kevo_is_contiguous(t)) return KEVO_ERR_UNSUPPORTED;
+  return KEVO_OK;
 }
 
 #endif /* KEVO_CUDA_ROWS_CUH */

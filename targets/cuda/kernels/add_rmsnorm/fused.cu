@@ -105,22 +105,6 @@
 #ifndef HINT
 #define HINT 4
 #endif
-#if HINT == 0
-#define LDHINT 0
-#define STHINT 0
-#elif HINT == 1
-#define LDHINT 1
-#define STHINT 0
-#elif HINT == 2
-#define LDHINT 3
-#define STHINT 1
-#elif HINT == 3
-#define LDHINT 2
-#define STHINT 1
-#else
-#define LDHINT 4
-#define STHINT 0
-#endif
 #ifndef WAVES
 #define WAVES 0
 #endif
@@ -131,8 +115,9 @@
 #define MINB 0
 #endif
 
-/* kevo's row-kernel layer (loads and stores with cache hints, bf16 packing,
- * the row-group reduction): targets/cuda/include */
+/* kevo's row-kernel layer (loads and stores with cache hints and the HINT
+ * knob's choice of them, bf16 packing, the row-group reduction, the wave and
+ * tensor checks of the launch): targets/cuda/include */
 #include "kevo_cuda_rows.cuh"
 
 /* ------------------------------------------------------------------------ */
@@ -351,35 +336,6 @@ typedef void (*ar_kernel_t)(const bf16*, const bf16*, const bf16*, bf16*, bf16*,
                             int64_t, int);
 
 /* persistent grid size: WAVES * #SMs * resident blocks per SM (cached per kernel and smem size) */
-static int64_t kv_wave_blocks(const void* k, size_t smem) {
-  struct Entry { const void* k; size_t smem; int dev; int64_t n; };
-  static Entry cache[8];
-  static int next = 0;
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) {
-    (void)cudaGetLastError();
-    dev = 0;
-  }
-  for (int i = 0; i < 8; ++i)
-    if (cache[i].k == k && cache[i].smem == smem && cache[i].dev == dev && cache[i].n > 0) return cache[i].n;
-  int sms = 0, per_sm = 0;
-  /* a failed query falls back to a safe value; its error must not leak into the launch status */
-  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-    (void)cudaGetLastError();
-    sms = 0;
-  }
-  if (sms <= 0) sms = 132;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, BLOCK, smem) != cudaSuccess) {
-    (void)cudaGetLastError();
-    per_sm = 0;
-  }
-  if (per_sm <= 0) per_sm = 1;
-  const int64_t n = (int64_t)sms * per_sm;
-  cache[next] = Entry{k, smem, dev, n};
-  next = (next + 1) % 8;
-  return n;
-}
-
 template <int VE>
 static int launch(const bf16* x, const bf16* r, const bf16* w, bf16* h, bf16* y, int64_t M, int N, float eps,
                   cudaStream_t stream) {
@@ -410,12 +366,6 @@ static int launch(const bf16* x, const bf16* r, const bf16* w, bf16* h, bf16* y,
   if (grid > 2147483647LL) grid = 2147483647LL;
   k<<<(unsigned)grid, BLOCK, smem, stream>>>(x, r, w, h, y, M, N, eps, 1.0f / (float)N, nblk, wsm);
   return cudaGetLastError() == cudaSuccess ? KEVO_OK : KEVO_ERR_RUNTIME;
-}
-
-static int kv_check(const kevo_tensor* t) {
-  if (t->dtype != KEVO_BF16) return KEVO_ERR_UNSUPPORTED;
-  if (t->rank < 1 || t->rank > KEVO_MAX_RANK || !kevo_is_contiguous(t)) return KEVO_ERR_UNSUPPORTED;
-  return KEVO_OK;
 }
 
 extern "C" KEVO_EXPORT int kevo_launch(const kevo_tensor* in, int n_in, kevo_tensor* out, int n_out,
