@@ -26,13 +26,15 @@
  *   BK       k-depth of one pipeline stage (32 or 64 bf16 = 64 or 128 bytes per A row).
  *   WM, WN   warp tile; the block has (BM/WM)*(BN/WN) warps (2..16). WM*WN/32
  *            fp32 accumulators per thread, so WM*WN <= 4096.
- *   STAGES   depth of the cp.async shared-memory ring (2..5).
+ *   STAGES   depth of the cp.async shared-memory ring (2..8; the deep rings are for
+ *            decode shapes, whose small A tiles leave room for more B in flight).
  *   GROUP_M  threadblock rasterization: blocks walk GROUP_M tile-rows of C
  *            column by column, so the A rows and B columns a wave of blocks
  *            touches stay in L2 (1 = plain row-major raster).
  *   EPI      0: each thread stores its accumulator pairs (bf16x2) straight to
  *            global memory; 1: the block stages its C tile in shared memory
- *            (padded rows) and writes it with coalesced 16-byte stores.
+ *            (padded rows) and writes it with coalesced 16-byte stores (split-K
+ *            always stages, so SPLIT > 1 asks for EPI 1).
  *   FRAG_DB  1: double-buffer the ldmatrix fragments across the k16 steps of a
  *            stage (load step s+1 while issuing the mma of step s); 0: load
  *            then compute each step.
@@ -42,25 +44,39 @@
  *            registers beyond the accumulators, or ptxas spills.
  *   L2PF     L2 prefetch size hint of the cp.async copies in bytes (0 = none,
  *            128, 256).
+ *   SPLIT    split-K over a thread-block cluster of SPLIT blocks (1 = none). With
+ *            few rows (decode: M = tokens in flight) the tiles of C are too few to
+ *            fill the SMs and each streams a long strip of B; SPLIT blocks share a
+ *            tile, each streaming 1/SPLIT of K, and reduce through distributed
+ *            shared memory: each stores its fp32 partial tile in its own shared
+ *            memory, and after a cluster barrier block r sums every block's
+ *            partials for its 1/SPLIT of the tile in rank order (the same sum
+ *            whichever block arrives first: deterministic) and stores bf16. No
+ *            workspace, no second pass over global memory.
+ *
+ * Small BM (16, 32) with WM 16 are for decode shapes; BM 128-256 for square ones.
  */
-// @kevo knob BM 128 {64, 128, 256}
+// @kevo knob BM 128 {16, 32, 64, 128, 256}
 // @kevo knob BN 128 {64, 128, 256}
 // @kevo knob BK 32 {32, 64}
-// @kevo knob WM 64 {32, 64, 128}
+// @kevo knob WM 64 {16, 32, 64, 128}
 // @kevo knob WN 64 {32, 64, 128}
-// @kevo knob STAGES 4 {2, 3, 4, 5}
+// @kevo knob STAGES 4 {2, 3, 4, 5, 6, 8}
 // @kevo knob GROUP_M 8 {1, 4, 8, 16}
 // @kevo knob EPI 1 {0, 1}
 // @kevo knob FRAG_DB 1 {0, 1}
 // @kevo knob MINB 1 {1, 2}
 // @kevo knob L2PF 128 {0, 128, 256}
+// @kevo knob SPLIT 1 {1, 2, 3, 4, 6, 8}
 // @kevo require BM % WM == 0 && BN % WN == 0
 // @kevo require WM * WN <= 4096
 // @kevo require (BM / WM) * (BN / WN) >= 2 && (BM / WM) * (BN / WN) <= 16
-// @kevo require (BM * BK / 8) % ((BM / WM) * (BN / WN) * 32) == 0
+// @kevo require (BM * BK / 8) % ((BM / WM) * (BN / WN) * 32) == 0 || ((BM / WM) * (BN / WN) * 32) % (BM * BK / 8) == 0
 // @kevo require (BK * BN / 8) % ((BM / WM) * (BN / WN) * 32) == 0
 // @kevo require STAGES * (BM * BK + BK * BN) * 2 <= 232448
 // @kevo require EPI == 0 || BM * (BN + 8) * 2 <= 232448
+// @kevo require SPLIT == 1 || (EPI == 1 && BM * (BN + 4) * 4 <= 232448)
+// @kevo require SPLIT == 1 || MINB == 1 || BM * (BN + 4) * 4 <= 115712
 // @kevo require MINB * (BM / WM) * (BN / WN) * 32 * (WM * WN / 32 + 80) <= 65536
 // @kevo require MINB == 1 || (STAGES * (BM * BK + BK * BN) * 2 <= 115712 && (EPI == 0 || BM * (BN + 8) * 2 <= 115712))
 #ifndef BM
@@ -96,7 +112,11 @@
 #ifndef L2PF
 #define L2PF 128
 #endif
+#ifndef SPLIT
+#define SPLIT 1
+#endif
 
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -118,8 +138,13 @@ constexpr int kBStageBytes = BK * BN * 2;
 constexpr int kPipeBytes = STAGES * (kAStageBytes + kBStageBytes);
 constexpr int kEpiLd = BN + 8;        // padded row (elements) of the staged C tile
 constexpr int kEpiBytes = EPI ? BM * kEpiLd * 2 : 0;
-constexpr int kSmemBytes = kPipeBytes > kEpiBytes ? kPipeBytes : kEpiBytes;
-constexpr int kAIters = BM * kACpr / kThreads;
+constexpr int kPartLd = BN + 4;       // padded row (floats) of a split-K partial tile
+constexpr int kPartBytes = SPLIT > 1 ? BM * kPartLd * 4 : 0;
+constexpr int kEpiMax = kEpiBytes > kPartBytes ? kEpiBytes : kPartBytes;
+constexpr int kSmemBytes = kPipeBytes > kEpiMax ? kPipeBytes : kEpiMax;
+constexpr int kAChunks = BM * kACpr;  // 16-byte chunks of one A stage
+// Small BM: fewer A chunks than threads, and the first kAChunks threads copy one each.
+constexpr int kAIters = kAChunks >= kThreads ? kAChunks / kThreads : 1;
 constexpr int kBIters = BK * kBCpr / kThreads;
 
 static_assert(BM % WM == 0 && BN % WN == 0, "block tile must be a multiple of the warp tile");
@@ -127,7 +152,9 @@ static_assert(WM % 16 == 0 && WN % 16 == 0, "warp tile must be a multiple of 16x
 static_assert(BK == 32 || BK == 64, "BK must be 32 or 64");
 static_assert(BN % 64 == 0, "BN must be a multiple of 64 (B rows of >= 8 chunks)");
 static_assert(STAGES >= 2, "need at least two stages");
-static_assert(kAIters * kThreads == BM * kACpr, "A tile chunks must divide among threads");
+static_assert(kAChunks < kThreads ? kThreads % kAChunks == 0 : kAIters * kThreads == kAChunks,
+              "A tile chunks must divide among threads");
+static_assert(SPLIT >= 1 && SPLIT <= 8, "SPLIT is a portable cluster size (1..8)");
 static_assert(kBIters * kThreads == BK * kBCpr, "B tile chunks must divide among threads");
 static_assert(kThreads <= 1024, "too many threads");
 static_assert(kSmemBytes <= 232448, "shared memory over 227 KB");
@@ -200,7 +227,12 @@ __device__ __forceinline__ int b_swz(int row, int chunk) {
 }
 
 // ------------------------------------------------------------------ kernels
-__global__ void __launch_bounds__(kThreads, MINB)
+#if SPLIT > 1
+#define KV_CLUSTER __cluster_dims__(1, SPLIT, 1)
+#else
+#define KV_CLUSTER
+#endif
+__global__ void KV_CLUSTER __launch_bounds__(kThreads, MINB)
     gemm_mma_kernel(const __nv_bfloat16* __restrict__ A, const __nv_bfloat16* __restrict__ B,
                     __nv_bfloat16* __restrict__ C, int M, int N, int K) {
   extern __shared__ __align__(128) unsigned char smem[];
@@ -231,7 +263,12 @@ __global__ void __launch_bounds__(kThreads, MINB)
 
   const uint32_t sA = smem_u32(smem);
   const uint32_t sB = sA + STAGES * kAStageBytes;
-  const int ktiles = (K + BK - 1) / BK;
+  // This block's share of the k tiles (all of them without split-K; with it,
+  // blockIdx.y = the block's rank in its cluster, which spans y).
+  const int ktiles_all = (K + BK - 1) / BK;
+  const int kt_per = (ktiles_all + SPLIT - 1) / SPLIT;
+  const int kt_begin = min(ktiles_all, (int)blockIdx.y * kt_per);
+  const int ktiles = min(ktiles_all, kt_begin + kt_per) - kt_begin;
 
   // Copies: chunk id = tid + i * kThreads walks the tile row by row, so 8
   // consecutive threads write 8 consecutive chunks (conflict-free). A thread
@@ -246,21 +283,23 @@ __global__ void __launch_bounds__(kThreads, MINB)
   const int b_ch = tid % kBCpr;
   // The A swizzle is invariant under row += kRowsA (a multiple of 8 rows, or
   // of 16 rows when two rows share a line), so the smem offset is affine in i.
-  static_assert(kRowsA % 16 == 0 || (kACpr >= 8 && kRowsA % 8 == 0), "A copy rows");
+  static_assert(kAIters == 1 || kRowsA % 16 == 0 || (kACpr >= 8 && kRowsA % 8 == 0), "A copy rows");
   const uint32_t a_cp_off = a_swz(a_row0, a_ch) * 16;
   const __nv_bfloat16* a_src = A + (size_t)(m0 + a_row0) * K + a_ch * 8;
   const __nv_bfloat16* b_src = B + (size_t)b_row0 * N + n0 + b_ch * 8;
   const bool b_col_ok = n0 + b_ch * 8 < N;
 
   auto load_tile = [&](int stage, int kt) {
-    const int k0 = kt * BK;
+    const int k0 = (kt_begin + kt) * BK;
     const uint32_t a_st = sA + stage * kAStageBytes + a_cp_off;
     const bool a_k_ok = k0 + a_ch * 8 < K;
+    if (kAChunks >= kThreads || tid < kAChunks) {
 #pragma unroll
-    for (int i = 0; i < kAIters; ++i) {
-      const bool p = a_k_ok && (m0 + a_row0 + i * kRowsA < M);
-      const __nv_bfloat16* src = p ? a_src + (size_t)i * kRowsA * K + k0 : A;
-      cp_async16(a_st + i * kRowsA * BK * 2, src, p ? 16 : 0);
+      for (int i = 0; i < kAIters; ++i) {
+        const bool p = a_k_ok && (m0 + a_row0 + i * kRowsA < M);
+        const __nv_bfloat16* src = p ? a_src + (size_t)i * kRowsA * K + k0 : A;
+        cp_async16(a_st + i * kRowsA * BK * 2, src, p ? 16 : 0);
+      }
     }
     const uint32_t b_st = sB + stage * kBStageBytes;
 #pragma unroll
@@ -375,7 +414,50 @@ __global__ void __launch_bounds__(kThreads, MINB)
   // (row g+8, same cols), g = lane/4, t = lane%4.
   const int g = lane >> 2;
   const int t4 = lane & 3;
-  if constexpr (EPI) {
+  if constexpr (SPLIT > 1) {
+    // Split-K: partial tile -> own shared memory (fp32), cluster barrier, then
+    // this block reduces every SPLIT-th 8-column chunk of the tile over the
+    // cluster's blocks in rank order and stores it; a second barrier keeps each
+    // block's shared memory alive until every peer has read it.
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    cp_async_wait<0>();
+    __syncthreads();
+    float* sP = reinterpret_cast<float*>(smem);
+#pragma unroll
+    for (int mi = 0; mi < kMI; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < kNI; ++ni) {
+        const int r = warp_m * WM + mi * 16 + g;
+        const int c = warp_n * WN + ni * 8 + t4 * 2;
+        *reinterpret_cast<float2*>(&sP[r * kPartLd + c]) = make_float2(acc[mi][ni][0], acc[mi][ni][1]);
+        *reinterpret_cast<float2*>(&sP[(r + 8) * kPartLd + c]) = make_float2(acc[mi][ni][2], acc[mi][ni][3]);
+      }
+    cluster.sync();
+    const int rank = (int)cluster.block_rank();
+    for (int id = rank * kThreads + tid; id < BM * kBCpr; id += SPLIT * kThreads) {
+      const int row = id / kBCpr;
+      const int ch = id % kBCpr;
+      const int gm = m0 + row;
+      const int gn = n0 + ch * 8;
+      if (gm >= M || gn >= N) continue;
+      float v[8];
+#pragma unroll
+      for (int s = 0; s < SPLIT; ++s) {
+        const float4* q = reinterpret_cast<const float4*>(cluster.map_shared_rank(sP, s) + row * kPartLd + ch * 8);
+        const float4 lo = q[0], hi = q[1];
+        const float p[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+        for (int e = 0; e < 8; ++e) v[e] = s == 0 ? p[e] : v[e] + p[e];
+      }
+      uint4 o;
+      __nv_bfloat162* ob = reinterpret_cast<__nv_bfloat162*>(&o);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) ob[e] = __floats2bfloat162_rn(v[2 * e], v[2 * e + 1]);
+      *reinterpret_cast<uint4*>(C + (size_t)gm * N + gn) = o;
+    }
+    cluster.sync();
+  } else if constexpr (EPI) {
     cp_async_wait<0>();  // only empty groups can be pending; be explicit anyway
     __syncthreads();     // all warps done reading the pipeline buffers
     __nv_bfloat16* sC = reinterpret_cast<__nv_bfloat16*>(smem);
@@ -494,7 +576,9 @@ extern "C" KEVO_EXPORT int kevo_launch(const kevo_tensor* in, int n_in, kevo_ten
                                kSmemBytes) != cudaSuccess)
         return KEVO_ERR_RUNTIME;
     }
-    gemm_mma_kernel<<<(unsigned)tiles, kThreads, kSmemBytes, stream>>>(A, B, C, M, N, K);
+    // With SPLIT > 1 the kernel's cluster dimensions (1, SPLIT, 1) group the
+    // SPLIT blocks of one tile.
+    gemm_mma_kernel<<<dim3((unsigned)tiles, SPLIT), kThreads, kSmemBytes, stream>>>(A, B, C, M, N, K);
   } else {
     const int tiles_n = (N + kFbT - 1) / kFbT;
     const int64_t tiles = (int64_t)((M + kFbT - 1) / kFbT) * tiles_n;
