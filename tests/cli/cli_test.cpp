@@ -171,7 +171,7 @@ TEST_F(Cli, KnobsOperatorsTargets) {
   auto o = kevo({"operators", "--json"});
   ASSERT_EQ(o.exit_code, 0);
   auto ops = nlohmann::json::parse(o.out);
-  EXPECT_EQ(ops.size(), 6u);
+  EXPECT_EQ(ops.size(), 7u);
   auto t = kevo({"targets"});
   EXPECT_EQ(t.exit_code, 0);
   EXPECT_NE(t.out.find("cpu       available"), std::string::npos) << t.out;

@@ -1,5 +1,6 @@
 #include "core/operator.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 
@@ -40,7 +41,8 @@ void expect_near(const std::vector<double>& got, const std::vector<double>& want
 }
 
 TEST(Operators, AllRegistered) {
-  for (const char* n : {"scaled_softmax", "rmsnorm", "layernorm", "add_rmsnorm", "swiglu", "gemm"})
+  for (const char* n :
+       {"scaled_softmax", "rmsnorm", "layernorm", "add_rmsnorm", "swiglu", "gemm", "gemm_swiglu"})
     EXPECT_NE(operators().find(n), nullptr) << n;
   EXPECT_THROW(operators().get("conv2d"), UserError);
 }
@@ -93,6 +95,26 @@ TEST(Operators, Gemm) {
   EXPECT_DOUBLE_EQ(op.bytes(shapes, DType::f32), 4.0 * (32 + 64 + 128));
 }
 
+double silu(double g) {
+  return g / (1 + std::exp(-g));
+}
+
+TEST(Operators, GemmSwiglu) {
+  // g = A·Wg = [2, -1], u = A·Wu = [3, 5] for the one row [1, 2].
+  auto y = run("gemm_swiglu", {{"A", {1, 2}}, {"Wg", {2, 2}}},
+               {{1, 2}, {1, -1, 0.5, 0}, {3, 1, 0, 2}}, {});
+  expect_near(y[0], {2 / (1 + std::exp(-2.0)) * 3, -1 / (1 + std::exp(1.0)) * 5});
+  // Rows are independent; g = 0 gives 0 whatever u is; K = 1.
+  auto z = run("gemm_swiglu", {{"A", {2, 1}}, {"Wg", {1, 3}}}, {{0, 2}, {1, 2, 3}, {4, 5, 6}}, {});
+  expect_near(z[0], {0, 0, 0, silu(2) * 8, silu(4) * 10, silu(6) * 12});
+  const Operator& op = operators().get("gemm_swiglu");
+  auto shapes = op.bind_shapes({{"A", {8, 4}}, {"Wg", {4, 16}}}, "$");
+  EXPECT_EQ(shapes[2], (Shape{4, 16}));
+  EXPECT_EQ(shapes[3], (Shape{8, 16}));
+  EXPECT_DOUBLE_EQ(op.flops(shapes), 4.0 * 8 * 4 * 16 + 5.0 * 8 * 16);
+  EXPECT_DOUBLE_EQ(op.bytes(shapes, DType::f32), 4.0 * (32 + 64 + 64 + 128));
+}
+
 void expect_shape_error(const std::string& op, const ShapeMap& given, const std::string& path,
                         const std::string& fragment) {
   try {
@@ -117,6 +139,8 @@ TEST(Operators, ShapeErrorsNameTheTensor) {
                      "size N is 3 here but 2 in B");
   expect_shape_error("gemm", {{"A", {4, 8}}}, "$.shapes.B", "missing");
   expect_shape_error("swiglu", {{"g", {4, 0}}}, "$.shapes.g[1]", "expected a size >= 1");
+  expect_shape_error("gemm_swiglu", {{"A", {4, 8}}, {"Wg", {8, 2}}, {"Wu", {8, 3}}},
+                     "$.shapes.Wu[1]", "size N is 3 here but 2 in Wg");
 }
 
 TEST(Operators, GeneratedInputsAreDeterministicAndInRange) {
@@ -236,6 +260,38 @@ TEST(ShippedReferences, Gemm) {
   }
 }
 
+// The weights come from [-1/8, 1/8] (operators/gemm_swiglu.cpp says why), A
+// from [-1, 1]; the ragged shapes include M = 1 and K = 1.
+TEST(ShippedReferences, GemmSwiglu) {
+  const std::vector<std::array<int64_t, 3>> mkn = {
+      {5, 37, 19}, {1, 517, 75}, {1, 1, 1}, {3, 130, 7}};
+  for (const auto& [m, k, n] : mkn) {
+    auto g = generate_and_run("gemm_swiglu", {{"A", {m, k}}, {"Wg", {k, n}}}, {});
+    ASSERT_EQ(g.shapes[2], (Shape{k, n}));
+    double a_max = 0, w_max = 0;
+    for (double v : g.in[0]) a_max = std::max(a_max, std::fabs(v));
+    for (size_t t = 1; t <= 2; ++t)
+      for (double v : g.in[t]) w_max = std::max(w_max, std::fabs(v));
+    EXPECT_LE(a_max, 1.0);
+    EXPECT_LE(w_max, 0.125);
+    if (k * n >= 1000) {
+      EXPECT_GT(a_max, 0.9);
+      EXPECT_GT(w_max, 0.11);
+    }
+    std::vector<double> want(static_cast<size_t>(m * n));
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double gate = 0, up = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          gate += g.in[0][i * k + p] * g.in[1][p * n + j];
+          up += g.in[0][i * k + p] * g.in[2][p * n + j];
+        }
+        want[i * n + j] = silu(gate) * up;
+      }
+    expect_close(g.out[0], want, fmt::format("gemm_swiglu {}x{}x{}", m, k, n));
+  }
+}
+
 // h is an output in the task dtype and y the norm of that stored h: with h in
 // bf16 and y read in f64, y must follow the rounded h, not x + r.
 TEST(ShippedReferences, AddRmsnormNormalizesTheStoredH) {
@@ -284,7 +340,7 @@ TEST(Operators, BuiltinsAreShippedDefinitions) {
     EXPECT_TRUE(operator_definition(*d).is_null()) << name;
     EXPECT_EQ(d->definition()["origin"], "operators/" + name + ".cpp");
   }
-  EXPECT_EQ(operators().names().size(), 6u);
+  EXPECT_EQ(operators().names().size(), 7u);
   // The task hash holds the operator's name and its check shapes as given:
   // both as they were when the built-ins were C++ classes.
   Task t = parse_task({{"operator", "swiglu"}, {"shapes", {{"g", {4, 8}}}}});
@@ -302,6 +358,13 @@ TEST(Operators, DefaultComparisonsDependOnDtypeAndSize) {
   EXPECT_EQ(gemm.default_compares(DType::f32, shapes)[0].str(), "tol:0.0005,1e-05");
   EXPECT_EQ(gemm.default_compares(DType::bf16, shapes)[0].str(), "tol:1,0.016");
   EXPECT_EQ(gemm.default_compares(DType::i8, shapes)[0].str(), "exact");
+  // gemm_swiglu: one atol, 4e-7 per term of K, for every float dtype; rtol by the output's.
+  const Operator& gs = operators().get("gemm_swiglu");
+  auto gss = gs.bind_shapes({{"A", {8, 1000}}, {"Wg", {1000, 3}}}, "$");
+  EXPECT_EQ(gs.default_compares(DType::f32, gss)[0].str(), "tol:0.0004,1e-05");
+  EXPECT_EQ(gs.default_compares(DType::f16, gss)[0].str(), "tol:0.0004,0.002");
+  EXPECT_EQ(gs.default_compares(DType::bf16, gss)[0].str(), "tol:0.0004,0.016");
+  EXPECT_EQ(gs.default_compares(DType::i8, gss)[0].str(), "exact");
   const Operator& softmax = operators().get("scaled_softmax");
   auto s = softmax.bind_shapes({{"x", {4, 8}}}, "$");
   EXPECT_EQ(softmax.default_compares(DType::f32, s)[0].str(), "tol:1e-07,0.0001");

@@ -1138,7 +1138,8 @@ TEST_F(OnGpu, SeedFamiliesAreRight) {
   const std::map<std::string, nlohmann::json> shapes = {
       {"scaled_softmax", {{"x", {4, 33, 1000}}}}, {"rmsnorm", {{"x", {300, 4096}}}},
       {"layernorm", {{"x", {300, 4096}}}},        {"add_rmsnorm", {{"x", {300, 4096}}}},
-      {"swiglu", {{"g", {300, 4104}}}},           {"gemm", {{"A", {256, 512}}, {"B", {512, 384}}}}};
+      {"swiglu", {{"g", {300, 4104}}}},           {"gemm", {{"A", {256, 512}}, {"B", {512, 384}}}},
+      {"gemm_swiglu", {{"A", {33, 515}}, {"Wg", {515, 130}}}}};
   auto root = test::repo_dir() / "targets" / "cuda" / "kernels";
   int families = 0;
   for (const auto& [op, s] : shapes) {

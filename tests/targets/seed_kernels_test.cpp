@@ -15,6 +15,7 @@ namespace {
 // Small main shapes: the checks of every task also run the ragged ones.
 nlohmann::json shapes_for(const std::string& op) {
   if (op == "gemm") return {{"A", {67, 131}}, {"B", {131, 97}}};
+  if (op == "gemm_swiglu") return {{"A", {67, 131}}, {"Wg", {131, 97}}};
   if (op == "swiglu") return {{"g", {33, 515}}};
   return {{"x", {33, 515}}};
 }
