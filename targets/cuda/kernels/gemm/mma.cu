@@ -121,6 +121,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "kevo_cuda_mma.cuh"
 #include "kevo_kernel.h"
 
 namespace {
@@ -159,72 +160,13 @@ static_assert(kBIters * kThreads == BK * kBCpr, "B tile chunks must divide among
 static_assert(kThreads <= 1024, "too many threads");
 static_assert(kSmemBytes <= 232448, "shared memory over 227 KB");
 
-// ---------------------------------------------------------------- PTX helpers
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16-byte async copy global -> shared; src_bytes 0 zero-fills the destination.
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int src_bytes) {
-#if L2PF == 128
-  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(src_bytes));
-#elif L2PF == 256
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(src_bytes));
-#else
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(src_bytes));
-#endif
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-// d += a * b for one m16n8k16 tile (bf16 in, fp32 accumulate).
-__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                         uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 // ------------------------------------------------------------------ swizzles
-// Shared tiles are arrays of 16-byte chunks. Conflict-freedom needs any 8
-// chunks read by one ldmatrix phase (8 consecutive rows, same logical chunk
-// column) or written by 8 consecutive threads (8 consecutive chunks) to fall
-// into 8 distinct 16-byte bank groups, i.e. distinct (index % 8).
-//
-// Rows of >= 8 chunks: physical column = chunk ^ (row % 8) (low 3 bits only,
-// so the chunk stays in its row). Rows of 4 chunks (A with BK = 32): two rows
-// share a 128-byte line; position-in-line ^= line % 8.
-__device__ __forceinline__ int a_swz(int row, int chunk) {
-  if constexpr (kACpr >= 8) {
-    return row * kACpr + (chunk ^ (row & 7));
-  } else {
-    const int i = row * kACpr + chunk;
-    const int line = i >> 3;
-    return (line << 3) | ((i & 7) ^ (line & 7));
-  }
-}
-__device__ __forceinline__ int b_swz(int row, int chunk) {
-  return row * kBCpr + (chunk ^ (row & 7));
-}
+// Shared tiles are arrays of 16-byte chunks, XOR-swizzled (kv_swz) so that any
+// 8 chunks read by one ldmatrix phase (8 consecutive rows, same logical chunk
+// column) or written by 8 consecutive threads (8 consecutive chunks) fall into
+// 8 distinct 16-byte bank groups.
+__device__ __forceinline__ int a_swz(int row, int chunk) { return kv_swz<kACpr>(row, chunk); }
+__device__ __forceinline__ int b_swz(int row, int chunk) { return kv_swz<kBCpr>(row, chunk); }
 
 // ------------------------------------------------------------------ kernels
 #if SPLIT > 1
@@ -261,7 +203,7 @@ __global__ void KV_CLUSTER __launch_bounds__(kThreads, MINB)
   const int m0 = pid_m * BM;
   const int n0 = pid_n * BN;
 
-  const uint32_t sA = smem_u32(smem);
+  const uint32_t sA = kv_smem_u32(smem);
   const uint32_t sB = sA + STAGES * kAStageBytes;
   // This block's share of the k tiles (all of them without split-K; with it,
   // blockIdx.y = the block's rank in its cluster, which spans y).
@@ -298,7 +240,7 @@ __global__ void KV_CLUSTER __launch_bounds__(kThreads, MINB)
       for (int i = 0; i < kAIters; ++i) {
         const bool p = a_k_ok && (m0 + a_row0 + i * kRowsA < M);
         const __nv_bfloat16* src = p ? a_src + (size_t)i * kRowsA * K + k0 : A;
-        cp_async16(a_st + i * kRowsA * BK * 2, src, p ? 16 : 0);
+        kv_cp_async16<L2PF>(a_st + i * kRowsA * BK * 2, src, p ? 16 : 0);
       }
     }
     const uint32_t b_st = sB + stage * kBStageBytes;
@@ -307,7 +249,7 @@ __global__ void KV_CLUSTER __launch_bounds__(kThreads, MINB)
       const int row = b_row0 + i * kRowsB;
       const bool p = b_col_ok && (k0 + row < K);
       const __nv_bfloat16* src = p ? b_src + (size_t)(k0 + i * kRowsB) * N : B;
-      cp_async16(b_st + b_swz(row, b_ch) * 16, src, p ? 16 : 0);
+      kv_cp_async16<L2PF>(b_st + b_swz(row, b_ch) * 16, src, p ? 16 : 0);
     }
   };
 
@@ -323,7 +265,7 @@ __global__ void KV_CLUSTER __launch_bounds__(kThreads, MINB)
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
     if (s < ktiles) load_tile(s, s);
-    cp_async_commit();
+    kv_cp_async_commit();
   }
 
   // ldmatrix lane coordinates: lanes 0-15 address rows 0-15 of a 16-row
@@ -354,14 +296,14 @@ __global__ void KV_CLUSTER __launch_bounds__(kThreads, MINB)
   int write_stage = STAGES - 1;
   for (int kt = 0; kt < ktiles; ++kt) {
     // Tile kt has landed (this thread's copies) ...
-    cp_async_wait<STAGES - 2>();
+    kv_cp_async_wait<STAGES - 2>();
     // ... and everyone's; everyone also finished reading stage write_stage
     // (it was read in iteration kt-1).
     __syncthreads();
     {
       const int nk = kt + STAGES - 1;
       if (nk < ktiles) load_tile(write_stage, nk);
-      cp_async_commit();
+      kv_cp_async_commit();
       write_stage = (write_stage + 1 == STAGES) ? 0 : write_stage + 1;
     }
 
@@ -370,11 +312,11 @@ __global__ void KV_CLUSTER __launch_bounds__(kThreads, MINB)
     auto load_frags = [&](int buf, int ks) {
 #pragma unroll
       for (int mi = 0; mi < kMI; ++mi)
-        ldmatrix_x4(af[buf][mi], a_st + a_ld_off[ks] + mi * 16 * BK * 2);
+        kv_ldmatrix_x4(af[buf][mi], a_st + a_ld_off[ks] + mi * 16 * BK * 2);
 #pragma unroll
       for (int nj = 0; nj < kNI / 2; ++nj) {
         uint32_t r[4];
-        ldmatrix_x4_trans(r, b_st + b_ld_off[nj % kBOffs] + (nj / kBOffs) * 128 +
+        kv_ldmatrix_x4_trans(r, b_st + b_ld_off[nj % kBOffs] + (nj / kBOffs) * 128 +
                                  ks * 16 * BN * 2);
         bfr[buf][2 * nj][0] = r[0];
         bfr[buf][2 * nj][1] = r[1];
@@ -388,7 +330,7 @@ __global__ void KV_CLUSTER __launch_bounds__(kThreads, MINB)
 #pragma unroll
         for (int ni = 0; ni < kNI; ++ni) {
           const int nn = (mi & 1) ? (kNI - 1 - ni) : ni;  // serpentine: reuse B regs
-          mma_bf16(acc[mi][nn], af[buf][mi], bfr[buf][nn][0], bfr[buf][nn][1]);
+          kv_mma_bf16(acc[mi][nn], af[buf][mi], bfr[buf][nn][0], bfr[buf][nn][1]);
         }
     };
 
@@ -421,7 +363,7 @@ __global__ void KV_CLUSTER __launch_bounds__(kThreads, MINB)
     // block's shared memory alive until every peer has read it.
     namespace cg = cooperative_groups;
     cg::cluster_group cluster = cg::this_cluster();
-    cp_async_wait<0>();
+    kv_cp_async_wait<0>();
     __syncthreads();
     float* sP = reinterpret_cast<float*>(smem);
 #pragma unroll
@@ -458,7 +400,7 @@ __global__ void KV_CLUSTER __launch_bounds__(kThreads, MINB)
     }
     cluster.sync();
   } else if constexpr (EPI) {
-    cp_async_wait<0>();  // only empty groups can be pending; be explicit anyway
+    kv_cp_async_wait<0>();  // only empty groups can be pending; be explicit anyway
     __syncthreads();     // all warps done reading the pipeline buffers
     __nv_bfloat16* sC = reinterpret_cast<__nv_bfloat16*>(smem);
 #pragma unroll
