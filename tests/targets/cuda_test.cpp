@@ -1139,7 +1139,7 @@ TEST_F(OnGpu, SeedFamiliesAreRight) {
       {"scaled_softmax", {{"x", {4, 33, 1000}}}}, {"rmsnorm", {{"x", {300, 4096}}}},
       {"layernorm", {{"x", {300, 4096}}}},        {"add_rmsnorm", {{"x", {300, 4096}}}},
       {"swiglu", {{"g", {300, 4104}}}},           {"gemm", {{"A", {256, 512}}, {"B", {512, 384}}}},
-      {"gemm_swiglu", {{"A", {33, 515}}, {"Wg", {515, 130}}}}};
+      {"gemm_swiglu", {{"A", {33, 512}}, {"Wg", {512, 136}}}}};  // K, N % 8 == 0: the mma fast path
   auto root = test::repo_dir() / "targets" / "cuda" / "kernels";
   int families = 0;
   for (const auto& [op, s] : shapes) {
@@ -1154,6 +1154,35 @@ TEST_F(OnGpu, SeedFamiliesAreRight) {
     }
   }
   EXPECT_GE(families, 12);
+}
+
+// Split-K over a cluster (the SPLIT knob of the mma families of gemm and
+// gemm_swiglu): right against the reference at shapes where the k tiles do not
+// divide evenly among the blocks (K = 1000: 32 tiles of 32 or 16 of 64, over 3
+// or 8 blocks), the last C tile is partial (N = 392) and M is not a multiple of
+// the tile (33), for small and larger tiles; SPLIT 1 alongside as the control.
+TEST_F(OnGpu, SplitKIsRight) {
+  auto root = test::repo_dir() / "targets" / "cuda" / "kernels";
+  const std::vector<std::pair<std::string, nlohmann::json>> ops = {
+      {"gemm", {{"A", {33, 1000}}, {"B", {1000, 392}}}},
+      {"gemm_swiglu", {{"A", {33, 1000}}, {"Wg", {1000, 392}}}}};
+  const std::vector<KnobSet> points = {{{"SPLIT", 1}, {"BM", 16}, {"WM", 16}},
+                                       {{"SPLIT", 3}, {"BM", 16}, {"WM", 16}},
+                                       {{"SPLIT", 8}, {"BM", 16}, {"WM", 16}, {"BK", 32}},
+                                       {{"SPLIT", 3}, {"BM", 64}, {"WM", 16}, {"BK", 64}}};
+  for (const auto& [op, shapes] : ops) {
+    Task task = test::quick_task(op, shapes, {{"target", "cuda"}, {"dtype", "bf16"}, {"limits", {{"timeout_s", 20}}}});
+    auto src = root / op / "mma.cu";
+    SearchSpace space = load_space({src}, {}, [](const std::filesystem::path&) { return "cuda"; });
+    const KnobSpace& knobs = space.family(0).space;
+    for (const auto& set : points) {
+      KnobValues v = knobs.defaults();
+      for (const auto& [k, x] : set) v[k] = x;
+      ASSERT_TRUE(knobs.valid(v)) << op << " " << knobs_to_string(v) << ": " << knobs.violation(v).value_or("");
+      EvalResult r = eval(src, v, task);
+      EXPECT_STATUS(r, Status::ok) << " " << op << " " << knobs_to_string(v);
+    }
+  }
 }
 
 }  // namespace
