@@ -26,6 +26,10 @@ Tasks (the six defaults, `--task NAME`; any shape through a kevo task config):
   swiglu          g, u [16384,14336]             y = F.silu(g) * u
   gemm            A [4096,4096], B [4096,4096]   C = torch.matmul(A, B)
 
+and, through a config only (configs/cuda/decode/):
+
+  gemm_swiglu     A [M,K], Wg, Wu [K,N]          y = F.silu(A @ Wg) * (A @ Wu)
+
 all in bf16; the framework does its own fp32 math inside (reductions, exp,
 accumulation), as it does by default.
 
@@ -157,6 +161,10 @@ OPERATORS = {
         "inputs": ["A", "B"], "outputs": ["C"], "scalars": {},
         "laws": [(-1.0, 1.0, 0, 0.0), (-1.0, 1.0, 0, 0.0)],
     },
+    "gemm_swiglu": {
+        "inputs": ["A", "Wg", "Wu"], "outputs": ["y"], "scalars": {},
+        "laws": [(-1.0, 1.0, 0, 0.0), (-0.125, 0.125, 0, 0.0), (-0.125, 0.125, 0, 0.0)],
+    },
 }
 VECTOR_TENSORS = {"w", "b"}  # [N] tensors of the row operators
 
@@ -186,6 +194,8 @@ ROW_TOL = {"bf16": (1e-5, 1.6e-2), "f16": (1e-5, 2e-3), "f64": (1e-12, 1e-10)}
 ROW_TOL_F32 = {"scaled_softmax": (1e-7, 1e-4)}  # others: (1e-6, 1e-5)
 GEMM_TOL = {"bf16": (1e-3, 1.6e-2), "f16": (1e-4, 2e-3), "f32": (5e-7, 1e-5),
             "f64": (1e-14, 1e-12)}  # atol per unit of K, rtol
+GEMM_SWIGLU_TOL = {"bf16": (4e-7, 1.6e-2), "f16": (4e-7, 2e-3), "f32": (4e-7, 1e-5),
+                   "f64": (1e-14, 1e-12)}  # atol per unit of K, rtol (operators/gemm_swiglu.cpp says why)
 
 
 def say(*args):
@@ -262,8 +272,8 @@ class Task:
                 raise BadInput(f"{where}: $.compare: expected \"tol:ATOL,RTOL\"") from None
             return a, r
         dt = self.dtype_name
-        if self.operator == "gemm":
-            a, r = GEMM_TOL[dt]
+        if self.operator in ("gemm", "gemm_swiglu"):
+            a, r = (GEMM_TOL if self.operator == "gemm" else GEMM_SWIGLU_TOL)[dt]
             return a * self.shapes["A"][1], r
         if dt == "f32":
             return ROW_TOL_F32.get(self.operator, (1e-6, 1e-5))
@@ -278,10 +288,13 @@ class Task:
         return sum(math.prod(self.shapes[n]) for n in names) * self.elem_bytes
 
     def flops(self):
-        if self.operator != "gemm":
-            return None
-        (m, k), n = self.shapes["A"], self.shapes["B"][1]
-        return 2.0 * m * n * k
+        if self.operator == "gemm":
+            (m, k), n = self.shapes["A"], self.shapes["B"][1]
+            return 2.0 * m * n * k
+        if self.operator == "gemm_swiglu":
+            (m, k), n = self.shapes["A"], self.shapes["Wg"][1]
+            return 4.0 * m * n * k + 5.0 * m * n
+        return None
 
     def describe(self):
         shapes = ", ".join(f"{n} {self.shapes[n]}" for n in self.spec["inputs"])
@@ -313,6 +326,22 @@ def derive_shapes(op, given, where):
             raise BadInput(f"{where}: $.shapes.C: shape {given['C']} does not match {c} "
                            f"= [M, N]")
         return {"A": list(a), "B": list(b), "C": c}
+    if op == "gemm_swiglu":
+        for name in ("A", "Wg"):
+            if name not in given:
+                raise BadInput(f"{where}: $.shapes.{name}: missing: gemm_swiglu needs the shapes "
+                               f"of A [M, K] and Wg [K, N]")
+            if len(given[name]) != 2:
+                raise BadInput(f"{where}: $.shapes.{name}: expected rank 2, got {given[name]}")
+        a, w = given["A"], given["Wg"]
+        if a[1] != w[0]:
+            raise BadInput(f"{where}: $.shapes.Wg: inner dimensions differ: A {a} and Wg {w}")
+        shapes = {"A": list(a), "Wg": list(w), "Wu": list(w), "y": [a[0], w[1]]}
+        for name in ("Wu", "y"):
+            if name in given and given[name] != shapes[name]:
+                raise BadInput(f"{where}: $.shapes.{name}: shape {given[name]} does not match "
+                               f"{shapes[name]}")
+        return shapes
     first = spec["inputs"][0]
     if first not in given:
         raise BadInput(f"{where}: $.shapes.{first}: missing: {op} needs the shape of {first}")
@@ -399,6 +428,10 @@ def peer_function(task):
         def gemm(a, b):
             return torch.matmul(a, b)
         return gemm
+    if op == "gemm_swiglu":
+        def gemm_swiglu(a, wg, wu):
+            return F.silu(torch.matmul(a, wg)) * torch.matmul(a, wu)
+        return gemm_swiglu
     raise AssertionError(op)
 
 
@@ -428,6 +461,9 @@ def reference(task, inputs):
         return (g / (1.0 + torch.exp(-g)) * u,)
     if op == "gemm":
         return (d[0] @ d[1],)
+    if op == "gemm_swiglu":
+        g, u = d[0] @ d[1], d[0] @ d[2]
+        return (g / (1.0 + torch.exp(-g)) * u,)
     raise AssertionError(op)
 
 

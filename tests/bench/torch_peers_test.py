@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""bench/peers/torch_peers.py reads every GPU task config kevo ships (the anchor
+suite and configs/cuda/decode/), derives the shapes and tolerances kevo binds,
+and draws each input from the same range as kevo's operator definition (no GPU
+or torch needed)."""
+import glob
+import json
+import os
+import sys
+import unittest
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "bench", "peers"))
+import torch_peers as tp  # noqa: E402
+
+
+def operator_json(name):
+    with open(os.path.join(ROOT, "operators", name + ".json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+class TorchPeers(unittest.TestCase):
+    def test_every_shipped_gpu_config_loads(self):
+        paths = sorted(glob.glob(os.path.join(ROOT, "configs", "cuda", "**", "*.json"), recursive=True))
+        self.assertGreater(len(paths), 6)
+        loaded = 0
+        for p in paths:
+            with open(p, encoding="utf-8") as f:
+                cfg = json.load(f)
+            if isinstance(cfg.get("shapes"), list):
+                continue  # several timed shapes: the script times one shape per config
+            t = tp.load_config(p)
+            self.assertEqual(t.name, cfg["name"], p)
+            loaded += 1
+        self.assertGreater(loaded, 6)
+
+    def test_gemm_swiglu_shapes_tolerance_and_flops(self):
+        t = tp.Task({"operator": "gemm_swiglu", "dtype": "bf16",
+                     "shapes": {"A": [64, 4096], "Wg": [4096, 14336]}}, "x.json")
+        self.assertEqual(t.shapes, {"A": [64, 4096], "Wg": [4096, 14336], "Wu": [4096, 14336],
+                                    "y": [64, 14336]})
+        self.assertAlmostEqual(t.atol, 4e-7 * 4096)
+        self.assertAlmostEqual(t.rtol, 1.6e-2)
+        self.assertEqual(t.flops(), 4.0 * 64 * 4096 * 14336 + 5.0 * 64 * 14336)
+        self.assertEqual(t.bytes_moved(), (64 * 4096 + 2 * 4096 * 14336 + 64 * 14336) * 2)
+        for bad in ({"A": [64, 4096], "Wg": [4095, 14336]}, {"A": [64, 4096]},
+                    {"A": [64, 4096], "Wg": [4096, 14336], "Wu": [4096, 14335]},
+                    {"A": [64, 4096, 1], "Wg": [4096, 14336]}):
+            with self.assertRaises(tp.BadInput, msg=str(bad)):
+                tp.Task({"operator": "gemm_swiglu", "dtype": "bf16", "shapes": bad}, "x.json")
+
+    def test_input_laws_follow_the_operator_definitions(self):
+        # Where an operator declares a tensor's distribution, the peers draw from that range
+        # (otherwise from kevo's default law, which the script spells out per operator).
+        for op, spec in tp.OPERATORS.items():
+            tensors = {t["name"]: t for t in operator_json(op)["tensors"]}
+            self.assertEqual(spec["inputs"], [t["name"] for t in operator_json(op)["tensors"]
+                                              if t["role"] == "in"], op)
+            self.assertEqual(spec["outputs"], [t["name"] for t in operator_json(op)["tensors"]
+                                               if t["role"] == "out"], op)
+            for name, law in zip(spec["inputs"], spec["laws"]):
+                d = tensors[name].get("distribution")
+                if d and "lo" in d:
+                    self.assertEqual((law[0], law[1]), (d["lo"], d["hi"]), f"{op}.{name}")
+
+
+if __name__ == "__main__":
+    unittest.main()
