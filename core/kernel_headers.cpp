@@ -129,18 +129,35 @@ std::string kernel_headers_hash(std::string_view language) {
   return sha256_hex(all).substr(0, 16);
 }
 
-std::string kernel_header_interfaces(std::string_view language) {
+std::string kernel_header_interfaces(std::string_view language, const std::set<std::string>* used) {
   std::string out;
   for (const auto& f : header_files(language)) {
-    if (f.filename().string().rfind("kevo_", 0) != 0) continue;
+    const std::string name = f.filename().string();
+    if (name.rfind("kevo_", 0) != 0) continue;
     const std::string text = read_text_file(f);
     // The leading comment block: the header documents its interface there.
     const size_t open = text.find("/*");
     const size_t close = open == std::string::npos ? open : text.find("*/", open);
     if (close == std::string::npos) continue;
-    out += fmt::format("#include \"{}\"  (kevo inlines it; its interface:)\n{}\n\n",
-                       f.filename().string(), text.substr(open, close + 2 - open));
+    if (!used || used->count(name)) {
+      out += fmt::format("#include \"{}\"  (kevo inlines it; its interface:)\n{}\n\n", name,
+                         text.substr(open, close + 2 - open));
+    } else {
+      const size_t nl = text.find('\n', open);
+      const std::string first = text.substr(open, std::min(nl, close + 2) - open);
+      out += fmt::format("#include \"{}\"  (kevo inlines it; no family of this task uses it)\n{}{}\n\n",
+                         name, first, first.size() < close + 2 - open ? " ... */" : "");
+    }
   }
+  return out;
+}
+
+std::set<std::string> kernel_headers_named(const std::string& text) {
+  static const std::regex named(
+      R"re((?:#[ \t]*include[ \t]*"|/\* kevo: begin )(kevo_[A-Za-z0-9_]+\.(?:h|cuh)))re");
+  std::set<std::string> out;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), named); it != std::sregex_iterator(); ++it)
+    out.insert((*it)[1].str());
   return out;
 }
 

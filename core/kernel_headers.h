@@ -1,6 +1,7 @@
 #pragma once
 
 #include <filesystem>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,9 +44,16 @@ std::string fold_kernel_headers(const std::string& text);
 // compiled without being loaded as a family) is rebuilt when a header changes.
 std::string kernel_headers_hash(std::string_view language);
 
-// For the LLM: each header of the language's folder as its leading comment
-// block (its documented interface), under a line naming it; empty when the
-// target has none.
-std::string kernel_header_interfaces(std::string_view language);
+// For the LLM: each header of the language's folder under a line naming it,
+// empty when the target has none. A header in `used` (those the task's
+// families include) comes as its leading comment block, its documented
+// interface; any other as the comment's first line only, so the model knows
+// it is there without paying for its interface in every prompt. No `used`:
+// every header in full.
+std::string kernel_header_interfaces(std::string_view language, const std::set<std::string>* used = nullptr);
+
+// The kevo headers a kernel text names: its include lines, and the headers
+// inlined into it (their begin markers).
+std::set<std::string> kernel_headers_named(const std::string& text);
 
 }  // namespace kevo

@@ -67,8 +67,12 @@ LlmTaskInfo Engine::llm_task_info() const {
   // one (Triton's Python launch function), else the C ABI header.
   t.abi = traits && traits->llm_contract ? read_text_file(kevo_home() / traits->llm_contract)
                                          : read_text_file(host_.abi_header);
-  // kevo's kernel headers for the target: their interfaces, not their bodies.
-  if (std::string headers = kernel_header_interfaces(t.language); !headers.empty())
+  // kevo's kernel headers for the target: their interfaces, not their bodies;
+  // in full for the headers this task's families include, a line for the rest.
+  std::set<std::string> used;
+  for (size_t i = 0; i < space_.size_families(); ++i)
+    for (const auto& name : kernel_headers_named(space_.family(i).text)) used.insert(name);
+  if (std::string headers = kernel_header_interfaces(t.language, &used); !headers.empty())
     t.abi += "\n\n/* kevo's kernel headers: a kernel may include them by name; kevo inlines "
              "them. */\n" + headers;
   t.hardware = llm_hardware_;

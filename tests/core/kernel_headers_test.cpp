@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -126,6 +127,26 @@ TEST_F(KernelHeaders, TheInterfaceIsTheLeadingCommentNotTheBody) {
   EXPECT_EQ(iface.find("return b_add(x, x);"), std::string::npos);
   EXPECT_EQ(iface.find("c_one"), std::string::npos);  // cuda's, not the cpu's
   EXPECT_EQ(kernel_header_interfaces("triton"), "");
+}
+
+// A prompt carries in full only the interfaces of the headers the task's
+// families use; any other header is one line, so it costs little in a prompt.
+TEST_F(KernelHeaders, OnlyTheHeadersInUseComeInFull) {
+  const Family f = make_family("k", "k.c", "#include \"kevo_b.h\"\nint k(void) { return b_add(1, 2); }\n", "c");
+  const std::set<std::string> used = kernel_headers_named(f.text);
+  EXPECT_EQ(used, (std::set<std::string>{"kevo_b.h"}));
+  EXPECT_EQ(kernel_headers_named("#include \"kevo_a.h\"\n# include \"kevo_c.cuh\"\n#include \"stdio.h\"\n"),
+            (std::set<std::string>{"kevo_a.h", "kevo_c.cuh"}));
+  const std::string iface = kernel_header_interfaces("c", &used);
+  EXPECT_NE(iface.find("/* kevo_b.h: b_add */"), std::string::npos);
+  EXPECT_NE(iface.find("#include \"kevo_a.h\"  (kevo inlines it; no family of this task uses it)\n"
+                       "/* kevo_a.h: the interface. ... */"),
+            std::string::npos)
+      << iface;
+  EXPECT_EQ(iface.find("int a_twice(int x)"), std::string::npos);  // a's interface is not shown
+  const std::set<std::string> none;
+  EXPECT_EQ(kernel_header_interfaces("c", &none).find("int a_twice(int x)"), std::string::npos);
+  EXPECT_NE(kernel_header_interfaces("c").find("int a_twice(int x)"), std::string::npos);
 }
 
 TEST_F(KernelHeaders, AWrittenKernelIsOneFile) {
