@@ -251,7 +251,9 @@ std::optional<std::string> Engine::should_stop() const {
   if (s.max_evals && stats_.evaluations >= s.max_evals)
     return fmt::format("reached the budget of {} evaluations", s.max_evals);
   const double elapsed = clock_offset_ + backend_.clock();
-  if (s.max_seconds && !script_ && elapsed >= s.max_seconds)
+  // The confirmation at the end is inside the budget: the search stops early
+  // enough to leave it the time its re-measurements took the first time.
+  if (s.max_seconds && !script_ && elapsed + confirmation_estimate_s() >= s.max_seconds)
     return fmt::format("reached the time budget of {}", format_seconds(s.max_seconds));
   if (s.stagnation && since_improvement_ >= s.stagnation)
     return fmt::format("no 1% improvement in {} evaluations", s.stagnation);
@@ -554,24 +556,36 @@ std::string Engine::run() {
 // round, and each candidate's figure is the median of its rounds: a machine
 // that drifts while they are timed (clocks, temperature, a neighbour) moves
 // every candidate alike instead of favouring whichever went first.
-void Engine::confirm() {
-  if (config_.confirm <= 0 || backend_.name() == "replay") return;
+std::vector<const Observation*> Engine::confirmation_picks() const {
+  std::vector<const Observation*> pick;
+  if (config_.confirm <= 0 || backend_.name() == "replay") return pick;
   std::vector<const Observation*> ok;
   for (const auto& o : history_)
     if (o.ok()) ok.push_back(&o);
   std::sort(ok.begin(), ok.end(),
             [](const Observation* a, const Observation* b) { return a->seconds < b->seconds; });
-  std::vector<const Observation*> pick;
   auto add = [&](const Observation* o) {
     if (o && std::none_of(pick.begin(), pick.end(), [&](auto* p) { return p->candidate == o->candidate; }))
       pick.push_back(o);
   };
   for (size_t i = 0; i < ok.size() && pick.size() < static_cast<size_t>(config_.confirm); ++i) add(ok[i]);
-  if (pick.empty()) return;
+  if (pick.empty()) return pick;
   // Every family's default point too, so that best, seeds and naive are all
   // compared by measurements of the same kind.
   for (const Observation* o : ok)
     if (o->point.knobs == defaults_[static_cast<size_t>(o->point.family)]) add(o);
+  return pick;
+}
+
+double Engine::confirmation_estimate_s() const {
+  double one_round = 0;
+  for (const Observation* o : confirmation_picks()) one_round += o->measure_s;
+  return one_round * static_cast<double>(config_.confirm_rounds);
+}
+
+void Engine::confirm() {
+  const std::vector<const Observation*> pick = confirmation_picks();
+  if (pick.empty()) return;
   std::vector<std::vector<double>> rounds(pick.size());
   std::vector<bool> failed(pick.size(), false);
   // Compared with one another: on one machine (a cluster pins them to a node).
@@ -581,14 +595,30 @@ void Engine::confirm() {
     ~OneMachine() { b.compare_on_one_machine(false); }
   } one_machine(backend_);
   const auto keep_going = [&] { return !(interrupted && interrupted()); };
-  for (int64_t round = 0; round < config_.confirm_rounds && keep_going(); ++round) {
+  // Inside a time budget: as many rounds as the time left holds by the picks'
+  // last runs, at least one (best, seeds and naive still measured alike).
+  int64_t n_rounds = config_.confirm_rounds;
+  if (config_.stop.max_seconds && !script_) {
+    double one_round = 0;
+    for (const Observation* o : pick) one_round += o->measure_s;
+    const double left = config_.stop.max_seconds - (clock_offset_ + backend_.clock());
+    // Rounded to the nearest: the search stopped once the rounds no longer
+    // fit, often by a fraction of one, which may pass the budget by half a round.
+    if (one_round > 0 && static_cast<double>(n_rounds) * one_round > left)
+      n_rounds = std::clamp<int64_t>(std::lround(std::max(0.0, left) / one_round), 1, n_rounds);
+  }
+  stats_.confirm_rounds_run = n_rounds;
+  for (int64_t round = 0; round < n_rounds && keep_going(); ++round) {
     std::vector<size_t> order(pick.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = round % 2 ? order.size() - 1 - i : i;
     std::vector<EvalJob> jobs;
     for (size_t i : order) jobs.push_back({&space_.family(pick[i]->point.family), pick[i]->point.knobs});
     if (on_stage)
-      on_stage(fmt::format("re-measuring the best {} to confirm them (round {} of {})", jobs.size(),
-                           round + 1, config_.confirm_rounds));
+      on_stage(fmt::format("re-measuring the best {} to confirm them (round {} of {}{})", jobs.size(),
+                           round + 1, n_rounds,
+                           n_rounds < config_.confirm_rounds
+                               ? fmt::format("; {} asked, the time budget holds {}", config_.confirm_rounds, n_rounds)
+                               : ""));
     evaluate_batch(
         backend_, jobs,
         [&](size_t j, EvalResult r) {
@@ -760,6 +790,7 @@ nlohmann::json Engine::summary(const std::string& stop_reason) const {
   j["duplicates"] = stats_.duplicates;
   j["invalid_proposals"] = stats_.invalid;
   j["confirmations"] = stats_.confirmations;
+  j["confirm_rounds_run"] = stats_.confirm_rounds_run;
   if (llm_)
     j["llm"] = {{"sources", stats_.llm_sources},      {"unusable_replies", stats_.llm_unusable},
                 {"calls", llm_->calls()},            {"cached", llm_->cached_calls()},

@@ -69,7 +69,8 @@ struct EngineStats {
   int64_t reused = 0;       // answered from earlier runs' measurements
   int64_t duplicates = 0;   // proposals of points this run already had
   int64_t invalid = 0;      // proposals outside the space (a strategy bug; never evaluated)
-  int64_t confirmations = 0;  // re-measurements of the best at the end (not in the budget)
+  int64_t confirmations = 0;  // re-measurements of the best at the end (in the time budget)
+  int64_t confirm_rounds_run = 0;  // confirmation rounds planned (fewer than asked where the budget held fewer)
   int64_t llm_sources = 0;    // new kernels the LLM synthesizer wrote
   int64_t llm_unusable = 0;   // its replies that gave no kernel (or one that cannot be searched)
   std::map<std::string, int64_t> by_status;
@@ -172,6 +173,10 @@ class Engine {
 
  private:
   std::optional<std::string> should_stop() const;
+  // What the confirmation would re-measure now (the best `confirm` and every
+  // family's default point), and how long that would take by their last runs.
+  std::vector<const Observation*> confirmation_picks() const;
+  double confirmation_estimate_s() const;
   void confirm();
   std::optional<Best> make_best(const Observation& o) const;
   std::optional<Best> best_default(bool naive) const;

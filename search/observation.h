@@ -27,6 +27,7 @@ struct Observation {
   std::string bottleneck;  // from a profile: Diagnosis::bottleneck
   bool reused = false;  // answered from an earlier measurement, not measured now
   int64_t duplicate_of = 0;  // the candidate of this run that already has this point
+  double measure_s = 0;  // how long its evaluation ran (the runner's time): what re-measuring it costs
 
   bool ok() const { return status == Status::ok; }
 };
@@ -36,6 +37,7 @@ struct Observation {
 inline Observation observation_of(const EvalResult& r) {
   Observation o;
   o.status = r.status;
+  o.measure_s = r.run_s;
   if (r.status == Status::ok && r.timing) {
     o.seconds = r.timing->median_s;
     o.spread = r.timing->median_s > 0 ? (r.timing->p80_s - r.timing->p20_s) / r.timing->median_s

@@ -726,6 +726,46 @@ TEST(Search, TheKnobRulesGuideTritonFamilies) {
 
 // The minimum over noisy measurements is biased low: the best few are
 // measured again and the best is chosen by the new measurement.
+// The confirmation is inside a time budget: the search stops early enough to
+// leave the re-measurements the time they took (each evaluation ran 0.75 s
+// and was charged 1 s by the fake backend), and where even that is too late
+// the confirmation runs the rounds the time left holds, at least one.
+TEST(Search, TheTimeBudgetHoldsTheConfirmation) {
+  {
+    Fixture f("confirm-budget");
+    SearchConfig c = config("random", 0);
+    c.stop.max_seconds = 20;
+    c.confirm = 3;
+    c.confirm_rounds = 3;
+    Engine e(f.task, f.space, f.store, f.backend, c, this_machine());
+    e.begin({});
+    EXPECT_NE(e.run().find("time budget"), std::string::npos);
+    // Without the reserve the search alone would have spent the 20 s.
+    EXPECT_LT(e.stats().evaluations, 20);
+    EXPECT_EQ(e.stats().confirm_rounds_run, 3);
+    EXPECT_GT(e.stats().confirmations, 0);
+    // The picks' runs (0.75 s each) were reserved; the fake charges 1 s, so the
+    // whole run may pass the budget by a quarter of the confirmation and half
+    // a round (the rounds are rounded to the nearest).
+    const double one_round = static_cast<double>(e.stats().confirmations) / 3;
+    EXPECT_LE(f.backend.clock_s, 20 + 0.25 * 3 * one_round + 0.5 * one_round);
+    EXPECT_TRUE(e.best()->confirmed);
+  }
+  {
+    Fixture f("confirm-budget-short");
+    SearchConfig c = config("random", 0);
+    c.stop.max_seconds = 1;  // the first evaluation spends it all
+    c.confirm = 3;
+    c.confirm_rounds = 3;
+    Engine e(f.task, f.space, f.store, f.backend, c, this_machine());
+    e.begin({});
+    e.run();
+    EXPECT_EQ(e.stats().confirm_rounds_run, 1);
+    EXPECT_TRUE(e.best()->confirmed);
+    EXPECT_EQ(e.summary("")["confirm_rounds_run"], 1);
+  }
+}
+
 TEST(Search, ConfirmationUndoesALuckyMeasurement) {
   Fixture f("confirm");
   f.backend.lucky_key = f.space.key(f.space.seed(0));  // 17.8 ms really, measured once at 0.5
