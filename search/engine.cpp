@@ -577,10 +577,22 @@ std::vector<const Observation*> Engine::confirmation_picks() const {
   return pick;
 }
 
+namespace {
+// One confirmation round of `picks`, by how long each one's evaluation ran.
+double one_round_s(const std::vector<const Observation*>& picks) {
+  double s = 0;
+  for (const Observation* o : picks) s += o->measure_s;
+  return s;
+}
+}  // namespace
+
 double Engine::confirmation_estimate_s() const {
-  double one_round = 0;
-  for (const Observation* o : confirmation_picks()) one_round += o->measure_s;
-  return one_round * static_cast<double>(config_.confirm_rounds);
+  // should_stop() asks before every job; the picks change only with the history.
+  if (estimate_for_ != history_.size()) {
+    estimate_s_ = one_round_s(confirmation_picks()) * static_cast<double>(config_.confirm_rounds);
+    estimate_for_ = history_.size();
+  }
+  return estimate_s_;
 }
 
 void Engine::confirm() {
@@ -599,8 +611,7 @@ void Engine::confirm() {
   // last runs, at least one (best, seeds and naive still measured alike).
   int64_t n_rounds = config_.confirm_rounds;
   if (config_.stop.max_seconds && !script_) {
-    double one_round = 0;
-    for (const Observation* o : pick) one_round += o->measure_s;
+    const double one_round = one_round_s(pick);
     const double left = config_.stop.max_seconds - (clock_offset_ + backend_.clock());
     // Rounded to the nearest: the search stopped once the rounds no longer
     // fit, often by a fraction of one, which may pass the budget by half a round.

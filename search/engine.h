@@ -176,7 +176,7 @@ class Engine {
   // What the confirmation would re-measure now (the best `confirm` and every
   // family's default point), and how long that would take by their last runs.
   std::vector<const Observation*> confirmation_picks() const;
-  double confirmation_estimate_s() const;
+  double confirmation_estimate_s() const;  // all rounds; kept per history length (asked per job)
   void confirm();
   std::optional<Best> make_best(const Observation& o) const;
   std::optional<Best> best_default(bool naive) const;
@@ -248,6 +248,9 @@ class Engine {
   std::unordered_map<std::string, int64_t> known_;  // point key -> candidate of this run
   std::map<int64_t, Observation> by_candidate_;
   std::vector<Observation> history_;  // evaluated (or reused), in order
+  // confirmation_estimate_s() as of history_.size() == estimate_for_ (history_ only grows).
+  mutable size_t estimate_for_ = static_cast<size_t>(-1);
+  mutable double estimate_s_ = 0;
   EngineStats stats_;
   std::vector<KnobValues> defaults_;  // each family's default point
   std::map<int64_t, double> confirmed_;  // candidate -> median of its rounds' medians (inf: failed)
