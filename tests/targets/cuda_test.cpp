@@ -1183,6 +1183,25 @@ TEST_F(OnGpu, SplitKIsRight) {
       EXPECT_STATUS(r, Status::ok) << " " << op << " " << knobs_to_string(v);
     }
   }
+  // gemm wgmma: split-K over the cluster (1/SPLIT of 16 k tiles each, 2 at
+  // SPLIT 8), with and without the evict-first hint, one and two consumers,
+  // a ragged last N tile (392 = 3*128 + 8) and 33 of 64 or 128 rows valid.
+  const std::vector<KnobSet> wg_points = {{{"SPLIT", 1}, {"BHINT", 1}},
+                                          {{"SPLIT", 3}, {"NCONS", 1}, {"BHINT", 1}},
+                                          {{"SPLIT", 8}, {"NCONS", 1}, {"BN", 64}},
+                                          {{"SPLIT", 2}, {"NCONS", 2}, {"BN", 256}, {"EPI", 0}}};
+  Task task = test::quick_task("gemm", ops[0].second,
+                               {{"target", "cuda"}, {"dtype", "bf16"}, {"limits", {{"timeout_s", 20}}}});
+  auto src = root / "gemm" / "wgmma.cu";
+  SearchSpace space = load_space({src}, {}, [](const std::filesystem::path&) { return "cuda"; });
+  const KnobSpace& knobs = space.family(0).space;
+  for (const auto& set : wg_points) {
+    KnobValues v = knobs.defaults();
+    for (const auto& [k, x] : set) v[k] = x;
+    ASSERT_TRUE(knobs.valid(v)) << "wgmma " << knobs_to_string(v) << ": " << knobs.violation(v).value_or("");
+    EvalResult r = eval(src, v, task);
+    EXPECT_STATUS(r, Status::ok) << " wgmma " << knobs_to_string(v);
+  }
 }
 
 }  // namespace

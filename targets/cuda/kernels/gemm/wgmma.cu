@@ -40,6 +40,19 @@
  *            B slice: each loads half of the B boxes and multicasts them to
  *            both (TMA .multicast::cluster), halving B traffic from L2; every
  *            consumer warp releases a stage on the empty barriers of both CTAs.
+ *   SPLIT    split-K over a thread-block cluster of SPLIT CTAs (grid.y; 1 =
+ *            none; needs CLUSTER 1). For decode shapes (few rows of C) the
+ *            tiles are too few to fill the SMs: each CTA of the cluster runs
+ *            the pipeline over 1/SPLIT of the k tiles, the consumers store
+ *            their fp32 accumulators in their own shared memory, and after a
+ *            cluster barrier CTA r sums its 1/SPLIT of the tile's valid rows
+ *            over all ranks' partials, in rank order (deterministic), through
+ *            distributed shared memory, and stores bf16 C. No workspace, no
+ *            second pass over global memory. (EPI does not apply: the
+ *            reduction stores 16-byte chunks itself.)
+ *   BHINT    1: the B (weight) TMA loads carry (CLUSTER 1) an L2 evict-first cache hint,
+ *            so a streamed weight tile does not push out lines that are still
+ *            to be used (A, C, other kernels' data); 0: no hint.
  */
 // @kevo knob BN 128 {64, 128, 192, 256}
 // @kevo knob WGM 64 {64, 128}
@@ -49,10 +62,15 @@
 // @kevo knob GROUP_M 8 {1, 4, 8, 16}
 // @kevo knob EPI 0 {0, 1}
 // @kevo knob CLUSTER 1 {1, 2}
+// @kevo knob SPLIT 1 {1, 2, 3, 4, 6, 8}
+// @kevo knob BHINT 0 {0, 1}
 // @kevo require WGM / 64 * BN / 2 <= 128
 // @kevo require STAGES * (NCONS * WGM + BN) * 128 + 2048 <= 232448
 // @kevo require EPI == 0 || NCONS * WGM * (BN + 8) * 2 + 2048 <= 232448
 // @kevo require (BN / 64) % CLUSTER == 0
+// @kevo require SPLIT == 1 || CLUSTER == 1
+// @kevo require SPLIT == 1 || EPI == 0
+// @kevo require SPLIT == 1 || NCONS * WGM * (BN + 4) * 4 + 2048 <= 232448
 #ifndef BN
 #define BN 128
 #endif
@@ -77,6 +95,12 @@
 #ifndef CLUSTER
 #define CLUSTER 1
 #endif
+#ifndef SPLIT
+#define SPLIT 1
+#endif
+#ifndef BHINT
+#define BHINT 0
+#endif
 
 #include <cuda.h>  // CUtensorMap and its enums only (header; libcuda is not linked)
 #include <cudaTypedefs.h>
@@ -100,7 +124,10 @@ constexpr int kStageBytes = kAStage + kBStage;
 constexpr int kPipeBytes = STAGES * kStageBytes;
 constexpr int kEpiLd = BN + 8;              // padded C-tile row (elements)
 constexpr int kEpiBytes = EPI ? BM * kEpiLd * 2 : 0;
-constexpr int kDataBytes = kPipeBytes > kEpiBytes ? kPipeBytes : kEpiBytes;
+constexpr int kPartLd = BN + 4;             // padded fp32 row of a split-K partial tile
+constexpr int kPartBytes = SPLIT > 1 ? BM * kPartLd * 4 : 0;
+constexpr int kOutBytes = kEpiBytes > kPartBytes ? kEpiBytes : kPartBytes;
+constexpr int kDataBytes = kPipeBytes > kOutBytes ? kPipeBytes : kOutBytes;
 constexpr int kSmemBytes = 1024 /* alignment slack */ + kDataBytes + 2 * STAGES * 8;
 // Registers: the producer warpgroup gives most of its registers to the consumers.
 constexpr int kProducerRegs = 40;
@@ -115,6 +142,8 @@ static_assert(kMT * kAcc <= 128, "too many accumulators per thread");
 static_assert(BM <= 256, "TMA box rows <= 256");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER must be 1 or 2");
 static_assert((BN / 64) % CLUSTER == 0, "B boxes must split evenly across the cluster");
+static_assert(SPLIT >= 1 && SPLIT <= 8, "SPLIT must be 1..8 (portable cluster size)");
+static_assert(SPLIT == 1 || CLUSTER == 1, "split-K and the M cluster do not combine");
 static_assert(kSmemBytes <= 232448, "shared memory over 227 KB");
 
 // ---------------------------------------------------------------- PTX helpers
@@ -150,6 +179,15 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
       "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+}
+// The same load with an L2 cache-policy operand (createpolicy).
+__device__ __forceinline__ void tma_load_2d_hint(uint32_t dst, const CUtensorMap* map, int c0, int c1,
+                                                 uint32_t bar, uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar), "l"(policy)
       : "memory");
 }
 // Multicast variant: the box lands at the same smem offset in every CTA of
@@ -303,7 +341,7 @@ __device__ __forceinline__ void wgmma_tile(float* d, uint64_t da, uint64_t db, i
 }
 
 // ------------------------------------------------------------------ kernels
-__global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(kThreads, 1)
+__global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 1)
     gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
                       __nv_bfloat16* __restrict__ C, int M, int N, int K) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -328,7 +366,7 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(kThreads, 1)
   const int tiles_mc = (tiles_m + CLUSTER - 1) / CLUSTER;
   const int tiles_n = (N + BN - 1) / BN;
   const int pid = blockIdx.x / CLUSTER;
-  const uint32_t crank = CLUSTER > 1 ? cluster_rank() : 0;
+  const uint32_t crank = CLUSTER > 1 ? cluster_rank() : 0;  // rank along M (SPLIT is 1 then)
   int pid_mc, pid_n;
   if constexpr (kGroup <= 1) {
     pid_mc = pid / tiles_n;
@@ -343,7 +381,12 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(kThreads, 1)
   }
   const int m0 = (pid_mc * CLUSTER + (int)crank) * BM;
   const int n0 = pid_n * BN;
-  const int ktiles = (K + BK - 1) / BK;
+  // Split-K: this CTA's k tiles are [kt0, kt0 + ktiles) of the whole range;
+  // its rank in the split cluster is blockIdx.y (the cluster spans grid.y).
+  const int ktiles_all = (K + BK - 1) / BK;
+  const int split_rank = SPLIT > 1 ? (int)blockIdx.y : 0;
+  const int kt0 = (int)((int64_t)ktiles_all * split_rank / SPLIT);
+  const int ktiles = (int)((int64_t)ktiles_all * (split_rank + 1) / SPLIT) - kt0;
 
   if (threadIdx.x == 0) {
 #pragma unroll
@@ -355,6 +398,7 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(kThreads, 1)
   }
   if constexpr (CLUSTER > 1) cluster_sync();  // peers' barriers exist before any multicast
   else __syncthreads();
+  float* part = reinterpret_cast<float*>(smem_raw + (s0 - raw));  // split-K partial (SPLIT > 1)
 
   if (wg == 0) {
     // ------------------------------------------------------------ producer
@@ -362,22 +406,29 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(kThreads, 1)
     if (tid_wg == 0) {
       asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmA)) : "memory");
       asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmB)) : "memory");
+      uint64_t bpolicy = 0;
+      if constexpr (BHINT) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(bpolicy));
       int s = 0;
       uint32_t phase = 0;  // parity of the empty-barrier phase to wait for
       for (int kt = 0; kt < ktiles; ++kt) {
         if (kt >= STAGES) mbar_wait(bar_empty + 8 * s, phase);
         const uint32_t full = bar_full + 8 * s;
+        const int k = (kt0 + kt) * BK;
         mbar_expect_tx(full, kStageBytes);
-        tma_load_2d(sA + s * kAStage, &tmA, kt * BK, m0 < M ? m0 : 0, full);
+        tma_load_2d(sA + s * kAStage, &tmA, k, m0 < M ? m0 : 0, full);
         if constexpr (CLUSTER == 1) {
 #pragma unroll
-          for (int j = 0; j < BN / 64; ++j)
-            tma_load_2d(sB + s * kBStage + j * kBBox, &tmB, n0 + 64 * j, kt * BK, full);
+          for (int j = 0; j < BN / 64; ++j) {
+            if constexpr (BHINT)
+              tma_load_2d_hint(sB + s * kBStage + j * kBBox, &tmB, n0 + 64 * j, k, full, bpolicy);
+            else
+              tma_load_2d(sB + s * kBStage + j * kBBox, &tmB, n0 + 64 * j, k, full);
+          }
         } else {
 #pragma unroll
           for (int jj = 0; jj < BN / 64 / CLUSTER; ++jj) {
             const int j = jj * CLUSTER + (int)crank;
-            tma_load_2d_mc(sB + s * kBStage + j * kBBox, &tmB, n0 + 64 * j, kt * BK, full,
+            tma_load_2d_mc(sB + s * kBStage + j * kBBox, &tmB, n0 + 64 * j, k, full,
                            (uint16_t)((1u << CLUSTER) - 1));
           }
         }
@@ -467,7 +518,20 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(kThreads, 1)
     const int lane = tid_wg & 31;
     const int g = lane >> 2;
     const int t4 = lane & 3;
-    if constexpr (EPI) {
+    if constexpr (SPLIT > 1) {
+      // All consumers must be done reading the stages before any overwrites them.
+      named_barrier(1, NCONS * 128);
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+          const int r = cw * WGM + mt * 64 + 16 * w + g;
+          const int c = 8 * j + 2 * t4;
+          *reinterpret_cast<float2*>(&part[r * kPartLd + c]) = make_float2(acc[mt][4 * j], acc[mt][4 * j + 1]);
+          *reinterpret_cast<float2*>(&part[(r + 8) * kPartLd + c]) =
+              make_float2(acc[mt][4 * j + 2], acc[mt][4 * j + 3]);
+        }
+    } else if constexpr (EPI) {
       // All consumers must be done reading the stages before any overwrites them.
       named_barrier(1, NCONS * 128);
       __nv_bfloat16* sC = reinterpret_cast<__nv_bfloat16*>(smem_raw + (s0 - raw));
@@ -516,8 +580,53 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(kThreads, 1)
       }
     }
   }
-  // No CTA may exit while a peer can still multicast into it or arrive on its barriers.
-  if constexpr (CLUSTER > 1) cluster_sync();
+  if constexpr (SPLIT > 1) {
+    // Every rank's partial tile is in its shared memory. The consumer threads
+    // of rank r sum chunks [r*chunks/SPLIT, (r+1)*chunks/SPLIT) of the tile's
+    // valid rows (8 columns each) over ranks 0..SPLIT-1 in order, and store bf16.
+    cluster_sync();
+    if (wg > 0) {
+      const int rows = min(BM, M - m0);
+      constexpr int kCpr = BN / 8;
+      const int chunks = rows > 0 ? rows * kCpr : 0;
+      const int c_begin = (int)((int64_t)chunks * split_rank / SPLIT);
+      const int c_end = (int)((int64_t)chunks * (split_rank + 1) / SPLIT);
+      const uint32_t part_local = smem_u32(part);
+      for (int id = c_begin + (int)threadIdx.x - 128; id < c_end; id += NCONS * 128) {
+        const int row = id / kCpr;
+        const int col = (id % kCpr) * 8;
+        const int gn = n0 + col;
+        if (gn >= N) continue;  // N % 8 == 0: a chunk is all in or all out
+        float v[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+        const uint32_t off = part_local + (uint32_t)(row * kPartLd + col) * 4u;
+#pragma unroll
+        for (int q = 0; q < SPLIT; ++q) {
+          float4 a, b;
+          asm volatile(
+              "{\n.reg .b32 ra;\n"
+              "mapa.shared::cluster.u32 ra, %8, %9;\n"
+              "ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [ra];\n"
+              "ld.shared::cluster.v4.f32 {%4, %5, %6, %7}, [ra+16];\n}\n"
+              : "=f"(a.x), "=f"(a.y), "=f"(a.z), "=f"(a.w), "=f"(b.x), "=f"(b.y), "=f"(b.z), "=f"(b.w)
+              : "r"(off), "r"(q)
+              : "memory");
+          v[0] += a.x; v[1] += a.y; v[2] += a.z; v[3] += a.w;
+          v[4] += b.x; v[5] += b.y; v[6] += b.z; v[7] += b.w;
+        }
+        uint4 o;
+        __nv_bfloat162 h0 = __floats2bfloat162_rn(v[0], v[1]), h1 = __floats2bfloat162_rn(v[2], v[3]);
+        __nv_bfloat162 h2 = __floats2bfloat162_rn(v[4], v[5]), h3 = __floats2bfloat162_rn(v[6], v[7]);
+        o.x = *reinterpret_cast<uint32_t*>(&h0);
+        o.y = *reinterpret_cast<uint32_t*>(&h1);
+        o.z = *reinterpret_cast<uint32_t*>(&h2);
+        o.w = *reinterpret_cast<uint32_t*>(&h3);
+        *reinterpret_cast<uint4*>(C + (size_t)(m0 + row) * N + gn) = o;
+      }
+    }
+  }
+  // No CTA may exit while a peer can still multicast into it, arrive on its
+  // barriers or read its partial tile.
+  if constexpr (CLUSTER > 1 || SPLIT > 1) cluster_sync();
 }
 
 // Ragged fallback: 32x32 C tile per block of 32x8 threads, 32-deep K slices
@@ -622,7 +731,8 @@ extern "C" KEVO_EXPORT int kevo_launch(const kevo_tensor* in, int n_in, kevo_ten
     if (cudaFuncSetAttribute(gemm_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              kSmemBytes) != cudaSuccess)
       return KEVO_ERR_RUNTIME;
-    gemm_wgmma_kernel<<<(unsigned)tiles, kThreads, kSmemBytes, stream>>>(mapA, mapB, C, M, N, K);
+    gemm_wgmma_kernel<<<dim3((unsigned)tiles, SPLIT), kThreads, kSmemBytes, stream>>>(mapA, mapB, C, M, N,
+                                                                                      K);
   } else {
     const int tiles_n = (N + kFbT - 1) / kFbT;
     const int64_t tiles = (int64_t)((M + kFbT - 1) / kFbT) * tiles_n;
