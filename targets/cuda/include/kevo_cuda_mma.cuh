@@ -39,7 +39,10 @@
 #define KV_DEV __device__ __forceinline__
 #endif
 
+#ifndef KV_HAVE_SMEM_U32  // also defined by kevo_cuda_tma.cuh
+#define KV_HAVE_SMEM_U32
 KV_DEV uint32_t kv_smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+#endif
 
 template <int PF>
 KV_DEV void kv_cp_async16(uint32_t dst, const void* src, int src_bytes) {
