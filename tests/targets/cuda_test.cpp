@@ -1156,52 +1156,51 @@ TEST_F(OnGpu, SeedFamiliesAreRight) {
   EXPECT_GE(families, 12);
 }
 
-// Split-K over a cluster (the SPLIT knob of the mma families of gemm and
-// gemm_swiglu): right against the reference at shapes where the k tiles do not
+// Split-K over a cluster (the SPLIT knob of the mma and wgmma families of gemm
+// and gemm_swiglu): right against the reference at shapes where the k tiles do not
 // divide evenly among the blocks (K = 1000: 32 tiles of 32 or 16 of 64, over 3
 // or 8 blocks), the last C tile is partial (N = 392) and M is not a multiple of
 // the tile (33), for small and larger tiles; SPLIT 1 alongside as the control.
 TEST_F(OnGpu, SplitKIsRight) {
   auto root = test::repo_dir() / "targets" / "cuda" / "kernels";
-  const std::vector<std::pair<std::string, nlohmann::json>> ops = {
+  const std::map<std::string, nlohmann::json> shapes = {
       {"gemm", {{"A", {33, 1000}}, {"B", {1000, 392}}}},
       {"gemm_swiglu", {{"A", {33, 1000}}, {"Wg", {1000, 392}}}}};
-  const std::vector<KnobSet> points = {{{"SPLIT", 1}, {"BM", 16}, {"WM", 16}},
-                                       {{"SPLIT", 3}, {"BM", 16}, {"WM", 16}},
-                                       {{"SPLIT", 8}, {"BM", 16}, {"WM", 16}, {"BK", 32}},
-                                       {{"SPLIT", 3}, {"BM", 64}, {"WM", 16}, {"BK", 64}}};
-  for (const auto& [op, shapes] : ops) {
-    Task task = test::quick_task(op, shapes, {{"target", "cuda"}, {"dtype", "bf16"}, {"limits", {{"timeout_s", 20}}}});
-    auto src = root / op / "mma.cu";
+  // Each point is the family's default with `set` changed.
+  auto check = [&](const std::string& op, const std::string& family, const std::vector<KnobSet>& points) {
+    Task task = test::quick_task(op, shapes.at(op),
+                                 {{"target", "cuda"}, {"dtype", "bf16"}, {"limits", {{"timeout_s", 20}}}});
+    auto src = root / op / (family + ".cu");
     SearchSpace space = load_space({src}, {}, [](const std::filesystem::path&) { return "cuda"; });
     const KnobSpace& knobs = space.family(0).space;
     for (const auto& set : points) {
       KnobValues v = knobs.defaults();
       for (const auto& [k, x] : set) v[k] = x;
-      ASSERT_TRUE(knobs.valid(v)) << op << " " << knobs_to_string(v) << ": " << knobs.violation(v).value_or("");
+      const std::string what = op + " " + family + " " + knobs_to_string(v);
+      ASSERT_TRUE(knobs.valid(v)) << what << ": " << knobs.violation(v).value_or("");
       EvalResult r = eval(src, v, task);
-      EXPECT_STATUS(r, Status::ok) << " " << op << " " << knobs_to_string(v);
+      EXPECT_STATUS(r, Status::ok) << " " << what;
     }
-  }
-  // gemm wgmma: split-K over the cluster (1/SPLIT of 16 k tiles each, 2 at
-  // SPLIT 8), with and without the evict-first hint, one and two consumers,
-  // a ragged last N tile (392 = 3*128 + 8) and 33 of 64 or 128 rows valid.
-  const std::vector<KnobSet> wg_points = {{{"SPLIT", 1}, {"BHINT", 1}},
-                                          {{"SPLIT", 3}, {"NCONS", 1}, {"BHINT", 1}},
-                                          {{"SPLIT", 8}, {"NCONS", 1}, {"BN", 64}},
-                                          {{"SPLIT", 2}, {"NCONS", 2}, {"BN", 256}, {"EPI", 0}}};
-  Task task = test::quick_task("gemm", ops[0].second,
-                               {{"target", "cuda"}, {"dtype", "bf16"}, {"limits", {{"timeout_s", 20}}}});
-  auto src = root / "gemm" / "wgmma.cu";
-  SearchSpace space = load_space({src}, {}, [](const std::filesystem::path&) { return "cuda"; });
-  const KnobSpace& knobs = space.family(0).space;
-  for (const auto& set : wg_points) {
-    KnobValues v = knobs.defaults();
-    for (const auto& [k, x] : set) v[k] = x;
-    ASSERT_TRUE(knobs.valid(v)) << "wgmma " << knobs_to_string(v) << ": " << knobs.violation(v).value_or("");
-    EvalResult r = eval(src, v, task);
-    EXPECT_STATUS(r, Status::ok) << " wgmma " << knobs_to_string(v);
-  }
+  };
+  const std::vector<KnobSet> mma = {{{"SPLIT", 1}, {"BM", 16}, {"WM", 16}},
+                                    {{"SPLIT", 3}, {"BM", 16}, {"WM", 16}},
+                                    {{"SPLIT", 8}, {"BM", 16}, {"WM", 16}, {"BK", 32}},
+                                    {{"SPLIT", 3}, {"BM", 64}, {"WM", 16}, {"BK", 64}}};
+  check("gemm", "mma", mma);
+  check("gemm_swiglu", "mma", mma);
+  // The wgmma families: 1/SPLIT of 16 k tiles each (2 at SPLIT 8), with and
+  // without the evict-first hint, one and two consumers, 33 of 64 or 128 rows
+  // valid.
+  check("gemm", "wgmma",
+        {{{"SPLIT", 1}, {"BHINT", 1}},
+         {{"SPLIT", 3}, {"NCONS", 1}, {"BHINT", 1}},
+         {{"SPLIT", 8}, {"NCONS", 1}, {"BN", 64}},
+         {{"SPLIT", 2}, {"NCONS", 2}, {"BN", 256}, {"EPI", 0}}});
+  check("gemm_swiglu", "wgmma",
+        {{{"SPLIT", 1}, {"BHINT", 0}},
+         {{"SPLIT", 1}, {"NCONS", 2}, {"WGM", 128}, {"BN", 64}},
+         {{"SPLIT", 3}, {"BHINT", 1}},
+         {{"SPLIT", 8}, {"BN", 64}, {"WGM", 128}}});
 }
 
 }  // namespace
