@@ -113,6 +113,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import datetime
+import hashlib
 import json
 import math
 import os
@@ -781,12 +782,21 @@ def shape_defines(task):
     return out
 
 
+def kevo_lib_name(label, cmd, source):
+    """The shared library's file name for one build: the label and a digest of
+    the compile command and the source text. ctypes (dlopen) hands back the
+    library already loaded from a path, so two kernels built to one path (the
+    kevo and kevo_cuda peers of one task, or a rebuilt source) would both call
+    the first one."""
+    h = hashlib.sha256("\0".join(cmd).encode() + b"\0" + source).hexdigest()[:16]
+    return f"{label}.{h}.kevo.so"
+
+
 def kevo_kernel(task, src, knobs, workdir, label):
     """A kevo kernel source (a best kernel, or a family file with `knobs` as
     -D defines) built with kevo's nvcc flags into WORKDIR/<label>.kevo.so and
     wrapped as a function like the peers'."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    lib_path = os.path.join(workdir, f"{label}.kevo.so")
     a = task.arch
     # kevo's form: -arch=sm_90a also runs a plain sm_90 pass that rejects wgmma.
     arch = f"-gencode=arch=compute_{a[3:]},code=sm_{a[3:]}" if a.startswith("sm_") else f"-arch={a}"
@@ -794,7 +804,10 @@ def kevo_kernel(task, src, knobs, workdir, label):
            "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared",
            *[f"-D{k}={v}" for k, v in sorted(knobs.items())],
            *[f"-D{d}" for d in shape_defines(task)],
-           "-I" + os.path.join(root, "targets", "abi"), src, "-o", lib_path]
+           "-I" + os.path.join(root, "targets", "abi"), src]
+    with open(src, "rb") as f:
+        lib_path = os.path.join(workdir, kevo_lib_name(label, cmd, f.read()))
+    cmd += ["-o", lib_path]
     r = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if r.returncode != 0:
         raise RuntimeError(f"nvcc failed on {src}: {(r.stderr or r.stdout).strip()[-400:]}")

@@ -34,6 +34,17 @@ class TorchPeers(unittest.TestCase):
             loaded += 1
         self.assertGreater(loaded, 6)
 
+    def test_each_kevo_build_has_its_own_library(self):
+        # Two kernels for one task (--kevo-dir and --kevo-cuda-dir) must not
+        # share a library path: dlopen would return the first for both.
+        cmd = ["nvcc", "-O3", "-DKEVO_DIM_A_0=16", "a/gemm-16.best.cu"]
+        one = tp.kevo_lib_name("gemm-16", cmd, b"kernel one")
+        self.assertEqual(one, tp.kevo_lib_name("gemm-16", list(cmd), b"kernel one"))
+        self.assertNotEqual(one, tp.kevo_lib_name("gemm-16", cmd, b"kernel two"))
+        self.assertNotEqual(one, tp.kevo_lib_name("gemm-16", cmd[:-1] + ["b/gemm-16.best.cu"], b"kernel one"))
+        self.assertNotEqual(one, tp.kevo_lib_name("gemm-16", ["nvcc", "-O2"] + cmd[2:], b"kernel one"))
+        self.assertTrue(one.startswith("gemm-16.") and one.endswith(".kevo.so"))
+
     def test_gemm_swiglu_shapes_tolerance_and_flops(self):
         t = tp.Task({"operator": "gemm_swiglu", "dtype": "bf16",
                      "shapes": {"A": [64, 4096], "Wg": [4096, 14336]}}, "x.json")
