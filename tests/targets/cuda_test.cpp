@@ -1157,18 +1157,20 @@ TEST_F(OnGpu, SeedFamiliesAreRight) {
 }
 
 // Split-K over a cluster (the SPLIT knob of the mma and wgmma families of gemm
-// and gemm_swiglu): right against the reference at shapes where the k tiles do not
-// divide evenly among the blocks (K = 1000: 32 tiles of 32 or 16 of 64, over 3
-// or 8 blocks), the last C tile is partial (N = 392) and M is not a multiple of
-// the tile (33), for small and larger tiles; SPLIT 1 alongside as the control.
+// and gemm_swiglu) and stream-K (gemm streamk): right against the reference at
+// shapes where the k tiles do not divide evenly among the blocks (K = 1000: 32
+// tiles of 32 or 16 of 64, over 3 or 8 blocks), the last C tile is partial
+// (N = 392) and M is not a multiple of the tile (33), for small and larger
+// tiles; SPLIT 1 alongside as the control.
 TEST_F(OnGpu, SplitKIsRight) {
   auto root = test::repo_dir() / "targets" / "cuda" / "kernels";
   const std::map<std::string, nlohmann::json> shapes = {
       {"gemm", {{"A", {33, 1000}}, {"B", {1000, 392}}}},
       {"gemm_swiglu", {{"A", {33, 1000}}, {"Wg", {1000, 392}}}}};
   // Each point is the family's default with `set` changed.
-  auto check = [&](const std::string& op, const std::string& family, const std::vector<KnobSet>& points) {
-    Task task = test::quick_task(op, shapes.at(op),
+  auto check = [&](const std::string& op, const std::string& family, const std::vector<KnobSet>& points,
+                   const nlohmann::json& at = nullptr) {
+    Task task = test::quick_task(op, at.is_null() ? shapes.at(op) : at,
                                  {{"target", "cuda"}, {"dtype", "bf16"}, {"limits", {{"timeout_s", 20}}}});
     auto src = root / op / (family + ".cu");
     SearchSpace space = load_space({src}, {}, [](const std::filesystem::path&) { return "cuda"; });
@@ -1201,6 +1203,17 @@ TEST_F(OnGpu, SplitKIsRight) {
          {{"SPLIT", 1}, {"NCONS", 2}, {"WGM", 128}, {"BN", 64}},
          {{"SPLIT", 3}, {"BHINT", 1}},
          {{"SPLIT", 8}, {"BN", 64}, {"WGM", 128}}});
+  // Stream-K (gemm streamk): at 33 x 1000 x 392 every block holds one k tile,
+  // so each of the 4 tiles is summed over 16 blocks; at 100 x 2000 x 1032 the
+  // 18 tiles' 576 k tiles fall unevenly over the persistent grid (4-5 per
+  // block on 132 SMs), with a partial last tile row and column.
+  const std::vector<KnobSet> streamk = {{},
+                                        {{"NCONS", 2}},
+                                        {{"WGM", 128}, {"BN", 64}},
+                                        {{"OCC", 2}, {"BN", 64}, {"STAGES", 6}},
+                                        {{"KEEP", 0}, {"BHINT", 0}, {"BN", 256}}};
+  check("gemm", "streamk", streamk);
+  check("gemm", "streamk", streamk, {{"A", {100, 2000}}, {"B", {2000, 1032}}});
 }
 
 }  // namespace
