@@ -20,7 +20,10 @@
  *     stores the tile.
  * A block only ever waits on lower-numbered blocks, which started before it.
  * The workspace and flags are static device arrays; the waiting block resets
- * each flag it consumed, so every launch starts clean.
+ * each flag it consumed, so every launch starts clean. So two launches of
+ * this module that overlap in time (on two streams) would share them: an
+ * application that exports this kernel must not run it concurrently with
+ * itself. The sums are deterministic for a given grid, i.e. for a given GPU.
  *
  * Per block, warpgroup 0 is the producer: one thread issues the TMA loads (a
  * BM x 64 slice of A, BN/64 boxes of 64 x 64 of B, 128-byte swizzle, B under
