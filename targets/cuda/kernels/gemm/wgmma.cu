@@ -50,9 +50,10 @@
  *            distributed shared memory, and stores bf16 C. No workspace, no
  *            second pass over global memory. (EPI does not apply: the
  *            reduction stores 16-byte chunks itself.)
- *   BHINT    1: the B (weight) TMA loads carry (CLUSTER 1) an L2 evict-first cache hint,
- *            so a streamed weight tile does not push out lines that are still
- *            to be used (A, C, other kernels' data); 0: no hint.
+ *   BHINT    1: with CLUSTER 1, B's (the weights') TMA loads carry an L2
+ *            evict-first policy: a streamed weight line is replaced before
+ *            lines still to be used or dirty lines still to be written back;
+ *            0: no hint.
  */
 // @kevo knob BN 128 {64, 128, 192, 256}
 // @kevo knob WGM 64 {64, 128}
