@@ -41,7 +41,14 @@ Method (kevo's):
   .L2_cache_size), then a CUDA start event is recorded, the peer called, an
   end event recorded, and the sample is the time between the two events after
   the end event completes. The events are queued after the flush on the same
-  stream, so the flush is not counted.
+  stream, so the flush is not counted. --flush read sums the buffer instead
+  of zeroing it: the L2 is then left with clean lines, so the timed call does
+  not pay for writing back the flush's dirty lines (7-8 us of cuBLAS's
+  decode GEMMs on an H200, 2026-12-04; a weight-streaming kernel in a model
+  follows kernels that leave mostly clean weights behind). kevo's runner does the
+  same under KEVO_CUDA_FLUSH=read. Without --flush, each config's
+  "timing": {"l2": "dirty" | "clean"} picks the flush, as it does for kevo.
+  Compare peers under one flush only.
 * Host overhead: the start event fires when the flush ends (about 48 us for
   120 MiB on an H200), so whatever host time the call takes beyond that
   leaves the GPU idle inside the sample. A kernel launched from C++ costs the
@@ -259,6 +266,10 @@ class Task:
                 raise BadInput(f"{where}: $.params.{k}: expected a number")
             self.params[k] = float(v)
         self.atol, self.rtol = self._tolerance(config.get("compare"), where)
+        timing = config.get("timing") or {}
+        self.l2 = timing.get("l2", "dirty") if isinstance(timing, dict) else "dirty"
+        if self.l2 not in ("dirty", "clean"):
+            raise BadInput(f"{where}: $.timing.l2: expected \"dirty\" or \"clean\", got {self.l2!r}")
         base = config.get("name") or f"{op}-" + "x".join(
             str(d) for d in self.shapes[self.spec["inputs"][0]])
         self.name = base + (f"/{scale_down}" if scale_down > 1 else "")
@@ -542,11 +553,16 @@ def cpu_l2_bytes():
     return size if size and size > 0 else 2 << 20
 
 
+FLUSH_HOW = {"write": "zero_ a uint8 buffer of 2 x L2 bytes",
+             "read": "sum a buffer of 2 x L2 bytes as int64 into one word"}
+
+
 class Timer:
     """One timed call: sync, flush L2, [cover], event, call, event (perf_counter on CPU)."""
 
-    def __init__(self, device, cover_us=0.0):
+    def __init__(self, device, cover_us=0.0, flush_mode="write"):
         self.device = device
+        self.flush_mode = flush_mode
         self.cuda = device.type == "cuda"
         if self.cuda:
             props = torch.cuda.get_device_properties(device)
@@ -561,14 +577,18 @@ class Timer:
             self.l2_bytes = cpu_l2_bytes()
             self.l2_source = "os.sysconf(SC_LEVEL2_CACHE_SIZE) (or 2 MiB)"
         self.flush_bytes = 2 * self.l2_bytes
-        self.flush_buf = torch.empty(self.flush_bytes, dtype=torch.uint8, device=device)
+        self.flush_buf = torch.zeros(self.flush_bytes, dtype=torch.uint8, device=device)
+        # read: sum the buffer as int64 words into one preallocated word, so the
+        # L2 is left holding clean lines of the buffer and nothing to write back.
+        self.flush_words = self.flush_buf.view(torch.int64)
+        self.flush_sink = torch.zeros((), dtype=torch.int64, device=device)
         self.cover_us = cover_us if self.cuda else 0.0
         self.cover_cycles = 0
         self.flush_us = None
         if self.cuda:
             # How long the flush keeps the GPU busy: host time spent in the call
             # beyond this shows up in the sample (GPU idle after the start event).
-            self.flush_us = statistics.median(self._gpu_us(self.flush_buf.zero_)
+            self.flush_us = statistics.median(self._gpu_us(self.flush)
                                               for _ in range(11))
             if self.cover_us > 0:
                 cycles = 1_000_000
@@ -589,8 +609,13 @@ class Timer:
             torch.cuda.synchronize(self.device)
 
     def flush(self):
-        """Evicts the L2 (the CPU's L2 on cpu): zero_() a buffer of twice its size."""
-        self.flush_buf.zero_()
+        """Evicts the L2 (the CPU's L2 on cpu) through a buffer of twice its size:
+        write zero_()s it, which leaves the L2 full of dirty lines that the timed
+        call pays to write back; read sums it, which leaves clean lines."""
+        if self.flush_mode == "read":
+            torch.sum(self.flush_words, dim=0, out=self.flush_sink)
+        else:
+            self.flush_buf.zero_()
 
     def call(self, fn, args):
         """(seconds timed, seconds the host spent in fn) of one call after an L2 flush."""
@@ -834,10 +859,17 @@ def kevo_kernel(task, src, knobs, workdir, label):
     return kevo
 
 
+def task_flush(task, opts):
+    """--flush when given, else as the config's timing.l2 says (kevo's runner does the same)."""
+    return opts.flush or ("read" if task.l2 == "clean" else "write")
+
+
 def run_task(task, device, opts, timer):
     """Measure the task's peers; returns its JSON record. Errors are per peer."""
+    timer.flush_mode = task_flush(task, opts)
     say(f"== {task.name} ({task.describe()}); {task.bytes_moved() / 1e6:.1f} MB moved"
         + (f", {task.flops() / 1e9:.1f} GFLOP" if task.flops() else "")
+        + f"; L2 flushed by {'reading' if timer.flush_mode == 'read' else 'writing'}"
         + (f"  [config target {task.target!r}]" if task.target not in ("cuda", device.type)
            else ""))
     record = {
@@ -845,7 +877,8 @@ def run_task(task, device, opts, timer):
         "dtype": task.dtype_name, "shapes": task.shapes, "params": task.params,
         "target": task.target, "scale_down": task.scale_down,
         "bytes": task.bytes_moved(), "flops": task.flops(),
-        "tolerance": {"atol": task.atol, "rtol": task.rtol}, "peers": {},
+        "tolerance": {"atol": task.atol, "rtol": task.rtol}, "flush": timer.flush_mode,
+        "peers": {},
     }
     if device.type == "cuda":
         torch.cuda.empty_cache()
@@ -1007,6 +1040,12 @@ def parse_args(argv):
                     help="queue a GPU sleep of US microseconds between the flush and the "
                          "start event, so that host launch overhead up to flush + US is not "
                          "timed (0: kevo's method exactly)")
+    ap.add_argument("--flush", choices=("write", "read"), default=None,
+                    help="how the L2 is evicted before each timed call: write zero_()s a "
+                         "buffer of 2 x L2 bytes (triton.testing.do_bench's way; the L2 is "
+                         "left full of dirty lines), read sums it (clean lines: nothing "
+                         "for the timed call to write back) (default: as each config's "
+                         "timing.l2 says, dirty: write, clean: read)")
     ap.add_argument("--profile-calls", type=int, default=0, metavar="N",
                     help="after timing each peer, N more calls between cudaProfilerStart and "
                          "cudaProfilerStop, for ncu --profile-from-start off (0)")
@@ -1067,7 +1106,7 @@ def main(argv=None):
         if device.index is None:
             device = torch.device("cuda", torch.cuda.current_device())
         torch.cuda.set_device(device)
-    timer = Timer(device, opts.launch_cover_us)
+    timer = Timer(device, opts.launch_cover_us, opts.flush or "write")
     if "kevo" in opts.peers or "kevo_cuda" in opts.peers:
         import tempfile  # noqa: PLC0415
         opts.workdir = tempfile.mkdtemp(prefix="kevo-peer-")
@@ -1077,10 +1116,12 @@ def main(argv=None):
         "started": started,
         "argv": sys.argv[1:] if argv is None else list(argv),
         "method": {
-            "per_call": ("synchronize; flush L2 (zero_ a uint8 buffer of 2 x L2 bytes); "
+            "per_call": ("synchronize; flush L2 (see flush); "
                          "record start event; call; record end event; elapsed")
                         if device.type == "cuda" else
-                        "flush (zero_ 2 x L2 bytes); perf_counter around the call",
+                        "flush (see flush); perf_counter around the call",
+            "flush": FLUSH_HOW,
+            "flush_given": opts.flush,
             "l2_bytes": timer.l2_bytes, "l2_source": timer.l2_source,
             "flush_bytes": timer.flush_bytes, "flush_gpu_us": timer.flush_us,
             "launch_cover_us": timer.cover_us, "launch_cover_cycles": timer.cover_cycles,
@@ -1102,7 +1143,7 @@ def main(argv=None):
     say(f"torch {torch.__version__}, triton {doc['environment']['triton']}, "
         + (f"{gpu['name']} (sm {gpu['capability']}, {gpu['multiprocessors']} SMs, "
            f"L2 {timer.l2_bytes / 2**20:.0f} MiB)" if gpu else f"device {device}")
-        + f"; flush {timer.flush_bytes / 2**20:.0f} MiB"
+        + f"; flush ({opts.flush or 'as each config says'}) {timer.flush_bytes / 2**20:.0f} MiB"
         + (f" ({timer.flush_us:.0f} us on the GPU)" if timer.flush_us else "")
         + (f" + {timer.cover_us:g} us launch cover" if timer.cover_us else "")
         + f"; warm-up >= {opts.min_warmup} calls and "

@@ -45,6 +45,30 @@ class TorchPeers(unittest.TestCase):
         self.assertNotEqual(one, tp.kevo_lib_name("gemm-16", ["nvcc", "-O2"] + cmd[2:], b"kernel one"))
         self.assertTrue(one.startswith("gemm-16.") and one.endswith(".kevo.so"))
 
+    def test_flush_mode_is_a_choice_and_named_in_the_method(self):
+        cfg = os.path.join(ROOT, "configs", "cuda", "decode", "gemm-64x4096x4096.json")
+        dirty = tp.Task({"operator": "gemm", "dtype": "bf16",
+                         "shapes": {"A": [64, 4096], "B": [4096, 4096]}}, "x.json")
+        clean = tp.Task({"operator": "gemm", "dtype": "bf16", "timing": {"l2": "clean"},
+                         "shapes": {"A": [64, 4096], "B": [4096, 4096]}}, "x.json")
+        with self.assertRaises(tp.BadInput):
+            tp.Task({"operator": "gemm", "timing": {"l2": "cold"},
+                     "shapes": {"A": [64, 4096], "B": [4096, 4096]}}, "x.json")
+        opts = tp.parse_args([cfg])
+        self.assertEqual((tp.task_flush(dirty, opts), tp.task_flush(clean, opts)), ("write", "read"))
+        opts = tp.parse_args(["--flush", "write", cfg])
+        self.assertEqual((tp.task_flush(dirty, opts), tp.task_flush(clean, opts)), ("write", "write"))
+        opts = tp.parse_args(["--flush", "read", cfg])
+        self.assertEqual((tp.task_flush(dirty, opts), tp.task_flush(clean, opts)), ("read", "read"))
+        with open(os.devnull, "w", encoding="utf-8") as devnull:
+            err, sys.stderr = sys.stderr, devnull
+            try:
+                with self.assertRaises(SystemExit):
+                    tp.parse_args(["--flush", "clean", cfg])
+            finally:
+                sys.stderr = err
+        self.assertEqual(sorted(tp.FLUSH_HOW), ["read", "write"])
+
     def test_gemm_swiglu_shapes_tolerance_and_flops(self):
         t = tp.Task({"operator": "gemm_swiglu", "dtype": "bf16",
                      "shapes": {"A": [64, 4096], "Wg": [4096, 14336]}}, "x.json")
