@@ -227,6 +227,10 @@ Task parse_task(const nlohmann::json& config, const std::filesystem::path& origi
     t.timing.min_warmup =
         at_least(tm.get_int("min_warmup", d["min_warmup"].get<int64_t>()), 0,
                  tm.path_of("min_warmup"));
+    t.timing.l2 = tm.get_string("l2", d.value("l2", std::string("dirty")));
+    if (t.timing.l2 != "dirty" && t.timing.l2 != "clean")
+      throw ConfigError(tm.path_of("l2"),
+                        fmt::format("expected \"dirty\" or \"clean\", got \"{}\"", t.timing.l2));
     tm.finish();
   }
 
@@ -365,11 +369,17 @@ Task parse_task(const nlohmann::json& config, const std::filesystem::path& origi
                  {"max_samples", t.timing.max_samples},
                  {"warmup_ms", t.timing.warmup_s * 1000},
                  {"min_warmup", t.timing.min_warmup}};
+  r["timing"]["l2"] = t.timing.l2;
   r["limits"] = {{"timeout_s", t.limits.timeout_s},
                  {"max_total_s", t.limits.max_total_s},
                  {"memory_mb", t.limits.memory_mb},
                  {"output_kb", t.limits.output_kb},
                  {"compile_timeout_s", t.limits.compile_timeout_s}};
+  // The L2 state changes what a kernel measures, unlike the other timing
+  // settings: a clean L2 is another measurement, with its own hash. Hashed
+  // only when not the default, so that every task hashed before the key
+  // existed keeps its hash (stored runs resume).
+  if (t.timing.l2 != "dirty") measured["timing_l2"] = t.timing.l2;
   t.resolved = r;
   t.hash = sha256_hex(measured.dump()).substr(0, 16);
   return t;

@@ -26,6 +26,11 @@ struct TimingConfig {
   int64_t max_samples = 20000;
   double warmup_s = 0.02;  // warm-up calls fill at least this much time...
   int64_t min_warmup = 2;  // ...and number at least this many
+  // The GPU's L2 before each timed call: "dirty", flushed by writing a buffer
+  // of twice its size (triton.testing.do_bench's way; the call pays to write
+  // those lines back), or "clean", flushed by reading it (nothing to write
+  // back). CUDA only; KEVO_CUDA_FLUSH overrides it.
+  std::string l2 = "dirty";
 };
 
 struct Limits {

@@ -222,9 +222,10 @@ struct State {
   cudaStream_t stream = nullptr;
   std::unique_ptr<DevBuf> flush;  // written before each timed call: evicts L2
   // How: 0 a kernel writes it (as torch's zero_(), the peers' method), 1
-  // cudaMemsetAsync, 2 a kernel reads it (no dirty lines left); KEVO_CUDA_FLUSH
-  // = fill | memset | read.
-  int flush_mode = 0;
+  // cudaMemsetAsync, 2 a kernel reads it (no dirty lines left). Each job's
+  // timing.l2 picks 0 (dirty) or 2 (clean); KEVO_CUDA_FLUSH = fill | memset |
+  // read overrides it for every job (-1: not set).
+  int flush_mode = -1;
   int* flush_sink = nullptr;
   double flush_us = 0;  // GPU time of one flush, measured at start
   // Launch cover (KEVO_CUDA_COVER_US): GPU sleep queued between the flush and
@@ -551,6 +552,7 @@ int run_kernel(const Job& job, bool profile_only) {
 
     // Timing: warm-ups, then one sample per call with L2 flushed before it.
     const TimingConfig& tc = job.timing;
+    const int flush_mode = g.flush_mode >= 0 ? g.flush_mode : tc.l2 == "clean" ? 2 : 0;
     int64_t warm = 0;
     double start = now_s(), last = 0, host_s = 0;
     std::vector<double> host;  // the warm-ups' host time per call, then the samples'
@@ -586,7 +588,7 @@ int run_kernel(const Job& job, bool profile_only) {
     auto take_sample = [&](bool fence, bool poison, Sample& out) -> bool {
       cudaDeviceSynchronize();
       if (poison) poison_outputs();
-      kevo_flush(g.flush->p, g.flush->bytes, g.flush_mode, ++flush_value, g.flush_sink,
+      kevo_flush(g.flush->p, g.flush->bytes, flush_mode, ++flush_value, g.flush_sink,
                  4 * g.prop.multiProcessorCount, g.stream);
       if (fence) cudaDeviceSynchronize();
       else if (cover > 0) kevo_spin(cover, g.stream);
@@ -645,7 +647,7 @@ int run_kernel(const Job& job, bool profile_only) {
                  "kevo-cuda-runner: timing: host time per call %.1f us (median), L2 flush (%s) "
                  "%.1f us of GPU time, launch cover %.0f us, device busy after the end event "
                  "%.1f us (median), fenced samples %.1f us (median)%s\n",
-                 host_us, g.flush_mode == 1 ? "memset" : g.flush_mode == 2 ? "read" : "fill",
+                 host_us, flush_mode == 1 ? "memset" : flush_mode == 2 ? "read" : "fill",
                  g.flush_us, cover, median(after_end) * 1e6, median(fenced) * 1e6,
                  host_us > 0.8 * (g.flush_us + cover)
                      ? "; HOST-BOUND: the call's host time exceeds what the flush and cover hide, "
@@ -876,9 +878,10 @@ int main(int argc, char** argv) {
   // Timing options, read before the device so that a bad one is reported anywhere.
   if (const char* f = std::getenv("KEVO_CUDA_FLUSH")) {
     const std::string m = f;
-    if (m == "memset") g.flush_mode = 1;
+    if (m == "fill") g.flush_mode = 0;
+    else if (m == "memset") g.flush_mode = 1;
     else if (m == "read") g.flush_mode = 2;
-    else if (m != "fill" && !m.empty()) {
+    else if (!m.empty()) {
       emit({{"event", "setup_error"}, {"what", "KEVO_CUDA_FLUSH: expected fill, memset or read, got " + m}});
       return 2;
     }
@@ -921,8 +924,8 @@ int main(int argc, char** argv) {
     std::vector<double> t;
     for (int i = 0; i < 5; ++i) {
       cudaEventRecord(a, g.stream);
-      kevo_flush(g.flush->p, g.flush->bytes, g.flush_mode, i, g.flush_sink, 4 * g.prop.multiProcessorCount,
-                 g.stream);
+      kevo_flush(g.flush->p, g.flush->bytes, g.flush_mode >= 0 ? g.flush_mode : 0, i, g.flush_sink,
+                 4 * g.prop.multiProcessorCount, g.stream);
       cudaEventRecord(b, g.stream);
       float ms = 0;
       if (cudaEventSynchronize(b) == cudaSuccess && cudaEventElapsedTime(&ms, a, b) == cudaSuccess)

@@ -27,7 +27,8 @@ nlohmann::json Job::to_json() const {
                  {"min_samples", timing.min_samples},
                  {"max_samples", timing.max_samples},
                  {"warmup_s", timing.warmup_s},
-                 {"min_warmup", timing.min_warmup}};
+                 {"min_warmup", timing.min_warmup},
+                 {"l2", timing.l2}};
   j["output_bytes"] = output_bytes;
   if (!output_path.empty()) j["output_path"] = output_path;
   j["points"] = nlohmann::json::array();
@@ -62,6 +63,7 @@ Job Job::from_json(const nlohmann::json& j) {
   job.timing.max_samples = t.at("max_samples").get<int64_t>();
   job.timing.warmup_s = t.at("warmup_s").get<double>();
   job.timing.min_warmup = t.at("min_warmup").get<int64_t>();
+  job.timing.l2 = t.value("l2", std::string("dirty"));
   job.output_bytes = j.at("output_bytes").get<size_t>();
   job.output_path = j.value("output_path", std::string());
   for (const auto& p : j.at("points"))

@@ -42,6 +42,21 @@ TEST(Task, HashFollowsWhatChangesAMeasurement) {
   EXPECT_NE(parse_task(j).hash, a.hash);
 }
 
+TEST(Task, CleanL2IsAnotherMeasurementDirtyTheOldOne) {
+  Task a = parse_task(base());
+  EXPECT_EQ(a.timing.l2, "dirty");
+  nlohmann::json j = base();
+  j["timing"] = {{"l2", "dirty"}};
+  EXPECT_EQ(parse_task(j).hash, a.hash);  // tasks stored before the key keep their hash
+  j["timing"] = {{"l2", "clean"}};
+  Task c = parse_task(j);
+  EXPECT_EQ(c.timing.l2, "clean");
+  EXPECT_NE(c.hash, a.hash);
+  Task back = parse_task(c.resolved);
+  EXPECT_EQ(back.timing.l2, "clean");
+  EXPECT_EQ(back.hash, c.hash);
+}
+
 TEST(Task, ResolvedConfigParsesBack) {
   Task a = parse_task(base());
   Task b = parse_task(a.resolved);
@@ -68,6 +83,7 @@ TEST(Task, ErrorsNameTheJsonPath) {
   expect_error({{"timing", {{"min_tme_ms", 5}}}}, "$.timing.min_tme_ms", "unknown key");
   expect_error({{"timing", {{"min_samples", 0}}}}, "$.timing.min_samples", "expected an integer >= 1");
   expect_error({{"timing", {{"min_time_ms", "fast"}}}}, "$.timing.min_time_ms", "expected a number");
+  expect_error({{"timing", {{"l2", "flushed"}}}}, "$.timing.l2", "expected \"dirty\" or \"clean\"");
   expect_error({{"limits", {{"timeout_s", -1}}}}, "$.limits.timeout_s", "expected a number > 0");
   expect_error({{"params", {{"scael", 1}}}}, "$.params.scael", "unknown key");
   expect_error({{"params", {{"scale", "big"}}}}, "$.params.scale", "expected a number");

@@ -216,7 +216,7 @@ class FakeCuda : public ::testing::Test {
     setenv("KEVO_CUDA_RUNNER", KEVO_FAKE_CUDA_RUNNER, 1);
     setenv("KEVO_NVCC", (test::source_dir() / "targets" / "fake_nvcc.sh").c_str(), 1);
     // The fake runner's own settings, which a runner sees only when named.
-    setenv("KEVO_RUNNER_ENV", "FAKE_GPUS,FAKE_PIDFILE,FAKE_LANDLOCK_FAILS", 1);
+    setenv("KEVO_RUNNER_ENV", "FAKE_GPUS,FAKE_PIDFILE,FAKE_LANDLOCK_FAILS,FAKE_JOBFILE", 1);
     task_ = test::quick_task("swiglu", {{"g", {8, 100}}},
                              {{"target", "cuda"}, {"limits", {{"timeout_s", 2}}}});
     target_ = make_target("cuda");
@@ -368,6 +368,15 @@ TEST_F(FakeCuda, EachTensorTravelsInItsOwnDtype) {
   EXPECT_EQ(wrong.checks.back().failed_outputs, std::vector<std::string>{"y"});
 }
 
+TEST(RunnerJob, CarriesTheL2State) {
+  runner::Job job;
+  job.timing.l2 = "clean";
+  nlohmann::json j = job.to_json();
+  EXPECT_EQ(runner::Job::from_json(j).timing.l2, "clean");
+  j["timing"].erase("l2");  // a job of a kevo before the key: the writing flush
+  EXPECT_EQ(runner::Job::from_json(j).timing.l2, "dirty");
+}
+
 TEST(RunnerJob, CarriesEachTensorsDtype) {
   runner::Job job;
   job.dtype = DType::f32;
@@ -456,6 +465,27 @@ TEST_F(FakeCuda, WorkThatEscapesTheTimedStreamIsSuspect) {
   EXPECT_NE(before.detail.find("timed with the device otherwise idle the kernel takes 3 ms"),
             std::string::npos)
       << before.detail;
+}
+
+// The task's timing.l2 reaches the runner with every job that times.
+TEST_F(FakeCuda, TheTasksL2StateReachesTheRunner) {
+  auto jobs = test::temp_dir("fake-cuda-l2") / "jobs";
+  setenv("FAKE_JOBFILE", jobs.c_str(), 1);
+  for (const char* l2 : {"dirty", "clean"}) {
+    task_ = test::quick_task("swiglu", {{"g", {8, 100}}},
+                             {{"target", "cuda"}, {"limits", {{"timeout_s", 2}}}, {"timing", {{"l2", l2}}}});
+    auto target = make_target("cuda");  // a fresh runner per task
+    std::swap(target, target_);
+    EXPECT_STATUS(eval("ok"), Status::ok);
+  }
+  unsetenv("FAKE_JOBFILE");
+  std::ifstream in(jobs);
+  std::map<std::string, int> seen;
+  for (std::string mode, l2; in >> mode >> l2;)
+    if (mode != "calibrate") ++seen[l2];
+  EXPECT_GT(seen["dirty"], 0);
+  EXPECT_GT(seen["clean"], 0);
+  EXPECT_EQ(seen.size(), 2u);
 }
 
 TEST_F(FakeCuda, RecoversFromCrashStickyErrorAndHang) {
