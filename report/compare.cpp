@@ -77,11 +77,11 @@ TaskResult task_of_run(const nlohmann::json& run) {
   const nlohmann::json* best = chosen ? chosen : fastest;
   for (const auto& [status, n] : failures)
     t.failures += fmt::format("{}{} {}", t.failures.empty() ? "" : ", ", n, status);
+  const nlohmann::json& task = run["task"];
+  if (task.contains("config") && task["config"].is_object()) t.task_config = task["config"];
   if (!best) return t;
   const auto& m = effective(*best);
   t.ok = true;
-  const nlohmann::json& task = run["task"];
-  if (task.contains("config") && task["config"].is_object()) t.task_config = task["config"];
   if (task.contains("target") && task["target"].is_string()) t.target = task["target"];
   if (run.contains("best_source") && run["best_source"].is_object()) {
     const auto& src = run["best_source"];
@@ -362,9 +362,19 @@ std::vector<TaskComparison> compare_tasks(const std::vector<TaskResult>& baselin
     const auto& c = r.current;
     if (!c) return void(r.verdict = Verdict::missing);
     if (!b) return void(r.verdict = Verdict::added);
-    if (b->hash != c->hash)
-      r.note = fmt::format("task config changed (hash {} -> {})", b->hash.substr(0, 12),
-                           c->hash.substr(0, 12));
+    if (b->hash != c->hash) {
+      // The L2 state the times start from changes them by itself (a clean L2
+      // can be a sixth faster on a decode GEMM): say so where it changed.
+      auto l2_of = [](const nlohmann::json& cfg) {
+        return cfg.is_object() && cfg.contains("timing") && cfg["timing"].is_object()
+                   ? cfg["timing"].value("l2", std::string("dirty"))
+                   : std::string("dirty");
+      };
+      const std::string l2b = l2_of(b->task_config), l2c = l2_of(c->task_config);
+      r.note = fmt::format("task config changed (hash {} -> {}{})", b->hash.substr(0, 12),
+                           c->hash.substr(0, 12),
+                           l2b != l2c ? fmt::format("; timed from a {} L2, was {}", l2c, l2b) : "");
+    }
     if (!b->ok) return void(r.verdict = c->ok ? Verdict::now_passing : Verdict::failing);
     if (!c->ok) return void(r.verdict = Verdict::now_failing);
     r.gate_inconclusive = o.fail_inconclusive;

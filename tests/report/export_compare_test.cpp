@@ -326,6 +326,13 @@ TEST(Compare, ATaskWhoseConfigChangedIsMatchedByNameAndSaysSo) {
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].verdict, Verdict::unchanged);
   EXPECT_NE(rows[0].note.find("config changed"), std::string::npos);
+  EXPECT_EQ(rows[0].note.find("L2"), std::string::npos);  // the same (default) L2 state
+  // A task now timed from a clean L2: the note says that is what changed.
+  b.task_config = {{"timing", {{"min_time_ms", 100}}}};
+  c.task_config = {{"timing", {{"min_time_ms", 100}, {"l2", "clean"}}}};
+  rows = compare_tasks({b}, {c}, {});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_NE(rows[0].note.find("timed from a clean L2, was dirty"), std::string::npos) << rows[0].note;
 }
 
 TEST(Compare, TheBootstrapIsReproducible) {
