@@ -231,6 +231,13 @@ Task parse_task(const nlohmann::json& config, const std::filesystem::path& origi
     if (t.timing.l2 != "dirty" && t.timing.l2 != "clean")
       throw ConfigError(tm.path_of("l2"),
                         fmt::format("expected \"dirty\" or \"clean\", got \"{}\"", t.timing.l2));
+    // Only kevo-cuda-runner flushes by reading; elsewhere "clean" would be
+    // taken and not honoured.
+    if (t.timing.l2 == "clean" && t.target != "cuda")
+      throw ConfigError(tm.path_of("l2"),
+                        fmt::format("\"clean\" is for the cuda target only (this task's target is "
+                                    "{}, whose runner flushes by writing)",
+                                    t.target));
     tm.finish();
   }
 

@@ -48,6 +48,8 @@ TEST(Task, CleanL2IsAnotherMeasurementDirtyTheOldOne) {
   nlohmann::json j = base();
   j["timing"] = {{"l2", "dirty"}};
   EXPECT_EQ(parse_task(j).hash, a.hash);  // tasks stored before the key keep their hash
+  j["target"] = "cuda";
+  a = parse_task(j);
   j["timing"] = {{"l2", "clean"}};
   Task c = parse_task(j);
   EXPECT_EQ(c.timing.l2, "clean");
@@ -84,6 +86,7 @@ TEST(Task, ErrorsNameTheJsonPath) {
   expect_error({{"timing", {{"min_samples", 0}}}}, "$.timing.min_samples", "expected an integer >= 1");
   expect_error({{"timing", {{"min_time_ms", "fast"}}}}, "$.timing.min_time_ms", "expected a number");
   expect_error({{"timing", {{"l2", "flushed"}}}}, "$.timing.l2", "expected \"dirty\" or \"clean\"");
+  expect_error({{"timing", {{"l2", "clean"}}}}, "$.timing.l2", "for the cuda target only (this task's target is cpu");
   expect_error({{"limits", {{"timeout_s", -1}}}}, "$.limits.timeout_s", "expected a number > 0");
   expect_error({{"params", {{"scael", 1}}}}, "$.params.scael", "unknown key");
   expect_error({{"params", {{"scale", "big"}}}}, "$.params.scale", "expected a number");
