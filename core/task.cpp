@@ -231,13 +231,18 @@ Task parse_task(const nlohmann::json& config, const std::filesystem::path& origi
     if (t.timing.l2 != "dirty" && t.timing.l2 != "clean")
       throw ConfigError(tm.path_of("l2"),
                         fmt::format("expected \"dirty\" or \"clean\", got \"{}\"", t.timing.l2));
-    // Only kevo-cuda-runner flushes by reading; elsewhere "clean" would be
-    // taken and not honoured.
-    if (t.timing.l2 == "clean" && t.target != "cuda")
+    // A runner that cannot flush by reading would take "clean" and not
+    // honour it.
+    const TargetTraits* traits = find_target_traits(t.target);
+    if (t.timing.l2 == "clean" && traits && !traits->clean_l2_timing) {
+      std::vector<std::string> can;
+      for (const TargetTraits& tt : all_target_traits())
+        if (tt.clean_l2_timing) can.push_back(tt.name);
       throw ConfigError(tm.path_of("l2"),
-                        fmt::format("\"clean\" is for the cuda target only (this task's target is "
-                                    "{}, whose runner flushes by writing)",
-                                    t.target));
+                        fmt::format("\"clean\" is not for target {}, whose runner flushes by "
+                                    "writing only (targets that time from a clean L2: {})",
+                                    t.target, fmt::join(can, ", ")));
+    }
     tm.finish();
   }
 

@@ -51,6 +51,9 @@ struct TargetTraits {
   // Whether its runner waits for kevo's "go" before the samples, so that
   // kevo's own clock brackets them (runner::JobLoop::timing_go).
   bool host_clocked_timing;
+  // Whether its runner can time from a clean cache (a task's timing.l2
+  // "clean": the flush reads instead of writing).
+  bool clean_l2_timing;
   // How its sources are written, for the static check: "c" (C, C++, CUDA:
   // // and /* */ comments) or "python" (# comments, its own rules).
   const char* syntax = "c";

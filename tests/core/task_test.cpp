@@ -86,7 +86,7 @@ TEST(Task, ErrorsNameTheJsonPath) {
   expect_error({{"timing", {{"min_samples", 0}}}}, "$.timing.min_samples", "expected an integer >= 1");
   expect_error({{"timing", {{"min_time_ms", "fast"}}}}, "$.timing.min_time_ms", "expected a number");
   expect_error({{"timing", {{"l2", "flushed"}}}}, "$.timing.l2", "expected \"dirty\" or \"clean\"");
-  expect_error({{"timing", {{"l2", "clean"}}}}, "$.timing.l2", "for the cuda target only (this task's target is cpu");
+  expect_error({{"timing", {{"l2", "clean"}}}}, "$.timing.l2", "is not for target cpu, whose runner flushes by writing only (targets that time from a clean L2: cuda)");
   expect_error({{"limits", {{"timeout_s", -1}}}}, "$.limits.timeout_s", "expected a number > 0");
   expect_error({{"params", {{"scael", 1}}}}, "$.params.scael", "unknown key");
   expect_error({{"params", {{"scale", "big"}}}}, "$.params.scale", "expected a number");
