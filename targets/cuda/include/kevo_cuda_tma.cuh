@@ -26,6 +26,11 @@
  *   kv_wgmma_fence(), kv_wgmma_commit(), kv_wgmma_wait<N>()
  *   kv_fence_operand(x)               keep accumulator x in place across wgmma issue/wait
  *   kv_make_desc_sw128(addr, lbo, sbo)  shared-memory matrix descriptor, 128-byte swizzle
+ *   kv_consumer_regs(consumers, producer_regs)  registers per thread a consumer
+ *                                     warpgroup can take (setmaxnreg.inc) when one
+ *                                     producer warpgroup keeps producer_regs: the
+ *                                     64K register file shared out, a multiple of 8,
+ *                                     at most 240; 0 for one consumer (no rebalancing)
  *   kv_wgmma_bf16<N>(d, da, db, scale_d)  d[N/2] (+)= A(64x16, K-major) * B(16xN,
  *                                     N-major) for N in 64, 128, 192, 256; scale_d 0
  *                                     overwrites d. Accumulator layout: warp w of the
@@ -50,6 +55,13 @@
 
 #ifndef KV_DEV
 #define KV_DEV __device__ __forceinline__
+
+constexpr int kv_consumer_regs(int consumers, int producer_regs) {
+  return consumers == 1 ? 0
+         : ((65536 - 128 * producer_regs) / (consumers * 128)) / 8 * 8 > 240
+             ? 240
+             : ((65536 - 128 * producer_regs) / (consumers * 128)) / 8 * 8;
+}
 #endif
 
 #ifndef KV_HAVE_SMEM_U32

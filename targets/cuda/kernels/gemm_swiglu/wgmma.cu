@@ -102,10 +102,7 @@ constexpr int kDataBytes = kPipeBytes > kPartBytes ? kPipeBytes : kPartBytes;
 constexpr int kSmemBytes = 1024 /* alignment slack */ + kDataBytes + 2 * STAGES * 8;
 // With two consumer warpgroups the producer gives most of its registers to them.
 constexpr int kProducerRegs = 40;
-constexpr int kConsumerRegs =
-    NCONS == 1 ? 0 : ((65536 - 128 * kProducerRegs) / (NCONS * 128)) / 8 * 8 > 240
-                         ? 240
-                         : ((65536 - 128 * kProducerRegs) / (NCONS * 128)) / 8 * 8;
+constexpr int kConsumerRegs = kv_consumer_regs(NCONS, kProducerRegs);
 
 static_assert(BN == 64 || BN == 128, "BN must be 64 or 128");
 static_assert(WGM == 64 || WGM == 128, "WGM must be 64 or 128");
