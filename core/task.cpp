@@ -227,7 +227,7 @@ Task parse_task(const nlohmann::json& config, const std::filesystem::path& origi
     t.timing.min_warmup =
         at_least(tm.get_int("min_warmup", d["min_warmup"].get<int64_t>()), 0,
                  tm.path_of("min_warmup"));
-    t.timing.l2 = tm.get_string("l2", d.value("l2", std::string("dirty")));
+    t.timing.l2 = tm.get_string("l2", d["l2"].get<std::string>());
     if (t.timing.l2 != "dirty" && t.timing.l2 != "clean")
       throw ConfigError(tm.path_of("l2"),
                         fmt::format("expected \"dirty\" or \"clean\", got \"{}\"", t.timing.l2));
