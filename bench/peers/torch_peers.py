@@ -584,17 +584,25 @@ class Timer:
         self.flush_sink = torch.zeros((), dtype=torch.int64, device=device)
         self.cover_us = cover_us if self.cuda else 0.0
         self.cover_cycles = 0
-        self.flush_us = None
+        self.flush_us_by_mode = {}
         if self.cuda:
-            # How long the flush keeps the GPU busy: host time spent in the call
-            # beyond this shows up in the sample (GPU idle after the start event).
-            self.flush_us = statistics.median(self._gpu_us(self.flush)
-                                              for _ in range(11))
             if self.cover_us > 0:
                 cycles = 1_000_000
                 us = statistics.median(self._gpu_us(lambda: torch.cuda._sleep(cycles))
                                        for _ in range(5))
                 self.cover_cycles = int(cycles * self.cover_us / us)
+
+    @property
+    def flush_us(self):
+        """How long the current flush keeps the GPU busy (None on cpu): host time
+        spent in the call beyond this shows up in the sample (GPU idle after the
+        start event). Measured once per flush mode, the median of 11."""
+        if not self.cuda:
+            return None
+        if self.flush_mode not in self.flush_us_by_mode:
+            self.flush_us_by_mode[self.flush_mode] = statistics.median(
+                self._gpu_us(self.flush) for _ in range(11))
+        return self.flush_us_by_mode[self.flush_mode]
 
     def _gpu_us(self, work):
         torch.cuda.synchronize(self.device)
@@ -870,6 +878,7 @@ def run_task(task, device, opts, timer):
     say(f"== {task.name} ({task.describe()}); {task.bytes_moved() / 1e6:.1f} MB moved"
         + (f", {task.flops() / 1e9:.1f} GFLOP" if task.flops() else "")
         + f"; L2 flushed by {'reading' if timer.flush_mode == 'read' else 'writing'}"
+        + (f" ({timer.flush_us:.0f} us on the GPU)" if timer.flush_us else "")
         + (f"  [config target {task.target!r}]" if task.target not in ("cuda", device.type)
            else ""))
     record = {
@@ -1123,7 +1132,7 @@ def main(argv=None):
             "flush": FLUSH_HOW,
             "flush_given": opts.flush,
             "l2_bytes": timer.l2_bytes, "l2_source": timer.l2_source,
-            "flush_bytes": timer.flush_bytes, "flush_gpu_us": timer.flush_us,
+            "flush_bytes": timer.flush_bytes, "flush_gpu_us": timer.flush_us_by_mode,
             "launch_cover_us": timer.cover_us, "launch_cover_cycles": timer.cover_cycles,
             "min_warmup": opts.min_warmup, "warmup_ms": opts.warmup_ms,
             "min_samples": opts.min_samples, "min_time_ms": opts.min_time_ms,
@@ -1144,7 +1153,7 @@ def main(argv=None):
         + (f"{gpu['name']} (sm {gpu['capability']}, {gpu['multiprocessors']} SMs, "
            f"L2 {timer.l2_bytes / 2**20:.0f} MiB)" if gpu else f"device {device}")
         + f"; flush ({opts.flush or 'as each config says'}) {timer.flush_bytes / 2**20:.0f} MiB"
-        + (f" ({timer.flush_us:.0f} us on the GPU)" if timer.flush_us else "")
+        + (f" ({timer.flush_us:.0f} us on the GPU)" if opts.flush and timer.flush_us else "")
         + (f" + {timer.cover_us:g} us launch cover" if timer.cover_us else "")
         + f"; warm-up >= {opts.min_warmup} calls and "
           f"{opts.warmup_ms:g} ms; samples >= {opts.min_samples} and {opts.min_time_ms:g} ms; "

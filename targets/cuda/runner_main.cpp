@@ -227,7 +227,9 @@ struct State {
   // read overrides it for every job (-1: not set).
   int flush_mode = -1;
   int* flush_sink = nullptr;
-  double flush_us = 0;  // GPU time of one flush, measured at start
+  // GPU time of one flush by mode, measured at start for each mode a job can
+  // use: the one KEVO_CUDA_FLUSH fixes, else fill and read.
+  double flush_us[3] = {0, 0, 0};
   // Launch cover (KEVO_CUDA_COVER_US): GPU sleep queued between the flush and
   // the start event, so that a call whose host side takes longer than the
   // flush does not leave the GPU idle inside its sample. < 0: automatic
@@ -553,6 +555,7 @@ int run_kernel(const Job& job, bool profile_only) {
     // Timing: warm-ups, then one sample per call with L2 flushed before it.
     const TimingConfig& tc = job.timing;
     const int flush_mode = g.flush_mode >= 0 ? g.flush_mode : tc.l2 == "clean" ? 2 : 0;
+    const double flush_us = g.flush_us[flush_mode];
     int64_t warm = 0;
     double start = now_s(), last = 0, host_s = 0;
     std::vector<double> host;  // the warm-ups' host time per call, then the samples'
@@ -563,7 +566,7 @@ int run_kernel(const Job& job, bool profile_only) {
     }
     const double host_warm_us = median(host) * 1e6;  // 0 when there was no warm-up
     double cover = g.cover_us;
-    if (cover < 0) cover = host_warm_us > 0.5 * g.flush_us ? 2 * host_warm_us + 20 : 0;
+    if (cover < 0) cover = host_warm_us > 0.5 * flush_us ? 2 * host_warm_us + 20 : 0;
     host.clear();
     const unsigned long long throttled_before = g_nvml.throttle(g.device).value_or(0);
     emit({{"event", "timing_start"}, {"phase", ph}, {"estimate_s", last}, {"calls_per_sample", 1}});
@@ -648,8 +651,8 @@ int run_kernel(const Job& job, bool profile_only) {
                  "%.1f us of GPU time, launch cover %.0f us, device busy after the end event "
                  "%.1f us (median), fenced samples %.1f us (median)%s\n",
                  host_us, flush_mode == 1 ? "memset" : flush_mode == 2 ? "read" : "fill",
-                 g.flush_us, cover, median(after_end) * 1e6, median(fenced) * 1e6,
-                 host_us > 0.8 * (g.flush_us + cover)
+                 flush_us, cover, median(after_end) * 1e6, median(fenced) * 1e6,
+                 host_us > 0.8 * (flush_us + cover)
                      ? "; HOST-BOUND: the call's host time exceeds what the flush and cover hide, "
                        "so the GPU idles inside each sample"
                      : "");
@@ -917,23 +920,25 @@ int main(int argc, char** argv) {
     return 4;
   }
 
-  {  // the flush's GPU time: the median of 5
+  {  // each usable flush's GPU time: the median of 5
     cudaEvent_t a, b;
     cudaEventCreate(&a);
     cudaEventCreate(&b);
-    std::vector<double> t;
-    for (int i = 0; i < 5; ++i) {
-      cudaEventRecord(a, g.stream);
-      kevo_flush(g.flush->p, g.flush->bytes, g.flush_mode >= 0 ? g.flush_mode : 0, i, g.flush_sink,
-                 4 * g.prop.multiProcessorCount, g.stream);
-      cudaEventRecord(b, g.stream);
-      float ms = 0;
-      if (cudaEventSynchronize(b) == cudaSuccess && cudaEventElapsedTime(&ms, a, b) == cudaSuccess)
-        t.push_back(ms * 1e3);
+    for (int mode : g.flush_mode >= 0 ? std::vector<int>{g.flush_mode} : std::vector<int>{0, 2}) {
+      std::vector<double> t;
+      for (int i = 0; i < 5; ++i) {
+        cudaEventRecord(a, g.stream);
+        kevo_flush(g.flush->p, g.flush->bytes, mode, i, g.flush_sink, 4 * g.prop.multiProcessorCount,
+                   g.stream);
+        cudaEventRecord(b, g.stream);
+        float ms = 0;
+        if (cudaEventSynchronize(b) == cudaSuccess && cudaEventElapsedTime(&ms, a, b) == cudaSuccess)
+          t.push_back(ms * 1e3);
+      }
+      g.flush_us[mode] = median(t);
     }
     cudaEventDestroy(a);
     cudaEventDestroy(b);
-    g.flush_us = median(t);
     if (cudaGetLastError() != cudaSuccess) {
       emit({{"event", "setup_error"}, {"what", "the L2 flush failed"}});
       return 4;
