@@ -1186,6 +1186,23 @@ TEST_F(OnGpu, SeedFamiliesAreRight) {
   EXPECT_GE(families, 12);
 }
 
+// The task's timing.l2 picks the runner's flush: fill (dirty) or read (clean),
+// as the timing line each evaluation keeps in its stderr says.
+TEST_F(OnGpu, TheTasksL2StatePicksTheFlush) {
+  if (std::getenv("KEVO_CUDA_FLUSH")) GTEST_SKIP() << "KEVO_CUDA_FLUSH overrides the task's timing.l2";
+  auto kernel = test::repo_dir() / "targets" / "cuda" / "kernels" / "swiglu" / "stream.cu";
+  const std::vector<std::pair<std::string, std::string>> cases = {{"dirty", "L2 flush (fill)"},
+                                                                   {"clean", "L2 flush (read)"}};
+  for (const auto& [l2, flush] : cases) {
+    Task task = test::quick_task("swiglu", {{"g", {64, 1000}}},
+                                 {{"target", "cuda"}, {"dtype", "bf16"}, {"timing", {{"l2", l2}}},
+                                  {"limits", {{"timeout_s", 10}}}});
+    EvalResult r = eval(kernel, {}, task);
+    EXPECT_STATUS(r, Status::ok) << " l2 " << l2;
+    EXPECT_NE(r.stderr_text.find(flush), std::string::npos) << " l2 " << l2 << ": " << r.stderr_text;
+  }
+}
+
 // Split-K over a cluster (the SPLIT knob of the mma and wgmma families of gemm
 // and gemm_swiglu) and stream-K (gemm streamk): right against the reference at
 // shapes where the k tiles do not divide evenly among the blocks (K = 1000: 32
