@@ -61,6 +61,21 @@ nlohmann::json space_json(const std::string& kernel, const KnobSpace& space, con
     for (size_t i = own->constraints().size(); i < space.constraints().size(); ++i)
       j["restrictions"].push_back(space.constraints()[i].expr.text());
   }
+  // The starts, and with a task, the point each gives at each timed shape.
+  j["start"] = nlohmann::json::array();
+  for (const KnobStart& s : space.starts()) {
+    nlohmann::json sj = {{"text", s.text}, {"line", s.line}};
+    if (task) {
+      sj["points"] = nlohmann::json::array();
+      for (const auto& dims : dimension_values(*task)) {
+        std::string why;
+        auto point = space.start_point(s, dims, kernel, &why);
+        sj["points"].push_back(point ? nlohmann::json{{"knobs", *point}}
+                                     : nlohmann::json{{"skipped", why}});
+      }
+    }
+    j["start"].push_back(sj);
+  }
   j["points"] = space.size_unconstrained();
   j["valid_points"] = count_valid(space);
   if (!space.default_note().empty()) j["default_note"] = space.default_note();
@@ -92,6 +107,13 @@ void print_space(const nlohmann::json& j) {
                : i + n_device >= j["require"].size()           ? "  (the device's launch limit)"
                : i + j["restrictions"].size() >= j["require"].size() ? "  (restrictions)"
                                                                       : "");
+  for (const auto& s : j["start"]) {
+    fmt::print("  start {}\n", s["text"].get<std::string>());
+    for (const auto& p : s.value("points", nlohmann::json::array()))
+      fmt::print("    {}\n", p.contains("knobs")
+                                 ? "-> " + knobs_to_string(p["knobs"].get<KnobValues>())
+                                 : "skipped: " + p["skipped"].get<std::string>());
+  }
   if (j.contains("default_note")) fmt::print("  default: {}\n", j["default_note"].get<std::string>());
   const size_t valid = j["valid_points"].get<size_t>();
   fmt::print("  {} of {} points valid{}\n", valid, j["points"].get<uint64_t>(),
@@ -318,14 +340,16 @@ int cmd_knobs(const Argv& argv) {
   Args a("knobs",
          "knobs KERNEL | --task TASK [KERNEL] [--compile [--where EXPR] [--limit N] "
          "[--jobs N]]   [--json]",
-         "Reads the @kevo knob and @kevo require declarations of KERNEL and prints the knob\n"
-         "space: each knob's values and default, the constraints, and how many points of the\n"
-         "space satisfy them on this machine.\n"
+         "Reads the @kevo knob, require and start declarations of KERNEL and prints the knob\n"
+         "space: each knob's values and default, the constraints, the starts, and how many\n"
+         "points of the space satisfy the constraints on this machine.\n"
          "With --task, the space the task's search uses: the task's tune_params (a knob the\n"
          "source declares itself keeps the source's values) and restrictions merged in, its\n"
          "\"knobs\" restrictions applied. KERNEL is a file or the name of one of the task's\n"
          "families; without it, every family of the task (its \"kernels\", else the\n"
-         "operator's shipped families for the task's target).\n"
+         "operator's shipped families for the task's target). Each start line shows the point\n"
+         "it gives at each of the task's timed shapes, where the search begins besides the\n"
+         "defaults.\n"
          "With --compile, the task's valid points (those where --where holds) are compiled\n"
          "for the task as a search would compile them, and the compiler's report is read\n"
          "point by point: registers and spills from ptxas on cuda. It lists the points that\n"

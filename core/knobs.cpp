@@ -36,6 +36,96 @@ bool parse_int(std::string_view s, int64_t& out) {
 
 }  // namespace
 
+KnobStart KnobSpace::parse_start(const KnobSpace& space, const std::string& text, int line,
+                                 std::string_view origin) {
+  auto fail = [&](const std::string& what) {
+    return UserError(fmt::format("{}:{}: in '@kevo start {}': {}", origin, line, text, what));
+  };
+  static const std::regex assign_re(R"(^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=)\s*(.*?)\s*$)");
+  static const std::regex ident_re(R"([A-Za-z_][A-Za-z0-9_]*)");
+  KnobStart s;
+  s.text = text;
+  s.line = line;
+  // Every DIM_ name of the line, in first-use order: the slots after the
+  // knobs and builtins.
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), ident_re);
+       it != std::sregex_iterator(); ++it) {
+    const std::string name = it->str();
+    if (name.rfind("DIM_", 0) == 0 && name.size() > 4 &&
+        std::find(s.dims.begin(), s.dims.end(), name) == s.dims.end())
+      s.dims.push_back(name);
+  }
+  std::vector<std::string> names = space.slot_names();
+  names.insert(names.end(), s.dims.begin(), s.dims.end());
+  size_t p = 0;
+  while (p <= text.size()) {
+    size_t comma = text.find(',', p);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string item = text.substr(p, comma - p);
+    p = comma + 1;
+    std::smatch m;
+    if (!std::regex_match(item, m, assign_re) || m[2].length() == 0)
+      throw fail(fmt::format("'{}' is not NAME = EXPRESSION", trim(item)));
+    const std::string knob = m[1];
+    if (!space.find(knob)) throw fail(fmt::format("'{}' is not a knob of this kernel", knob));
+    for (const auto& [k, e] : s.assign)
+      if (k == knob) throw fail(fmt::format("knob {} is set twice", knob));
+    try {
+      s.assign.emplace_back(knob, Expr::parse(m[2].str(), names));
+    } catch (const ExprError& e) {
+      throw fail(fmt::format("{} = {}: at column {}: {} (an expression reads knobs, builtins and "
+                             "the task's dimensions DIM_<tensor>_<d>)",
+                             knob, m[2].str(), e.column(), e.what()));
+    }
+  }
+  return s;
+}
+
+std::optional<KnobValues> KnobSpace::start_point(const KnobStart& s,
+                                                 const std::map<std::string, int64_t>& dims,
+                                                 std::string_view origin, std::string* why) const {
+  std::vector<int64_t> slots = builtin_slots();
+  KnobValues v = defaults();
+  for (size_t i = 0; i < knobs_.size(); ++i) slots[i] = knobs_[i].default_value;
+  for (const std::string& d : s.dims) {
+    auto it = dims.find(d);
+    if (it == dims.end()) {
+      std::vector<std::string> known;
+      for (const auto& [name, size] : dims) known.push_back(name);
+      throw UserError(fmt::format("{}:{}: '@kevo start {}' reads {}, which this task does not have "
+                                  "(it has: {})",
+                                  origin, s.line, s.text, d,
+                                  known.empty() ? "no dimensions" : fmt::format("{}", fmt::join(known, ", "))));
+    }
+    slots.push_back(it->second);
+  }
+  for (const auto& [knob, expr] : s.assign) {
+    auto value = expr.evaluate(slots.data());
+    if (!value) {
+      if (why) *why = fmt::format("{} = {} cannot be computed (overflow or division by zero)", knob, expr.text());
+      return std::nullopt;
+    }
+    size_t slot = 0;
+    while (knobs_[slot].name != knob) ++slot;
+    const KnobDecl& k = knobs_[slot];
+    int64_t best = k.values.front();
+    for (int64_t c : k.values) {
+      const auto dist = [&](int64_t x) {
+        const __int128 d = static_cast<__int128>(x) - *value;
+        return d < 0 ? -d : d;
+      };
+      if (dist(c) < dist(best) || (dist(c) == dist(best) && c < best)) best = c;
+    }
+    slots[slot] = best;
+    v[knob] = best;
+  }
+  if (auto bad = violation(v)) {
+    if (why) *why = fmt::format("{} breaks 'require {}'", knobs_to_string(v), *bad);
+    return std::nullopt;
+  }
+  return v;
+}
+
 bool is_identifier(std::string_view s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
   return std::all_of(s.begin(), s.end(),
@@ -66,6 +156,7 @@ KnobSpace KnobSpace::parse_source(std::string_view source, std::string_view orig
   static const std::regex knob_re(R"(^([A-Za-z_][A-Za-z0-9_]*)\s+(\S+)\s*\{([^}]*)\}\s*$)");
   KnobSpace space;
   std::vector<std::pair<std::string, int>> requires_;
+  std::vector<std::pair<std::string, int>> starts;
   int line_no = 0;
   size_t pos = 0;
   auto fail = [&](const std::string& what) -> UserError {
@@ -130,8 +221,11 @@ KnobSpace KnobSpace::parse_source(std::string_view source, std::string_view orig
     } else if (kind == "require") {
       if (rest.empty()) throw fail("empty @kevo require");
       requires_.emplace_back(rest, line_no);
+    } else if (kind == "start") {
+      if (rest.empty()) throw fail("empty @kevo start (expected: @kevo start NAME = EXPR, ...)");
+      starts.emplace_back(rest, line_no);
     } else {
-      throw fail(fmt::format("unknown @kevo directive '{}' (expected knob or require)", kind));
+      throw fail(fmt::format("unknown @kevo directive '{}' (expected knob, require or start)", kind));
     }
   }
   // Constraints may name knobs declared after them, so parse them last.
@@ -144,6 +238,7 @@ KnobSpace KnobSpace::parse_source(std::string_view source, std::string_view orig
                                   text, e.column(), e.what()));
     }
   }
+  for (const auto& [text, line] : starts) space.starts_.push_back(parse_start(space, text, line, origin));
   KnobValues d = space.defaults();
   if (auto bad = space.violation(d)) {
     if (defaults == Defaults::declared)

@@ -35,6 +35,21 @@ struct KnobConstraint {
   int line = 0;
 };
 
+// A point a family proposes for the search to start from, computed from the
+// task's shape: `// @kevo start NAME = EXPR, NAME = EXPR, ...`. The knobs it
+// does not name keep their defaults. An expression may read the task's
+// dimensions (DIM_<tensor>_<d>, as the KEVO_DIM_ defines name them), the
+// builtins, and any knob (its value so far: the default, or an earlier
+// assignment of the same line).
+struct KnobStart {
+  std::vector<std::pair<std::string, Expr>> assign;  // knob, expression
+  // The dimensions the line reads; the expressions were parsed with the
+  // space's slot names (knobs, builtins) followed by these.
+  std::vector<std::string> dims;
+  std::string text;  // as written
+  int line = 0;
+};
+
 class KnobSpace {
  public:
   // Reads the declarations of `source`. `origin` names the file in errors.
@@ -51,6 +66,16 @@ class KnobSpace {
 
   const std::vector<KnobDecl>& knobs() const { return knobs_; }
   const std::vector<KnobConstraint>& constraints() const { return constraints_; }
+  const std::vector<KnobStart>& starts() const { return starts_; }
+  // Start `s` at one shape: `dims` gives each dimension's size by name
+  // ("DIM_A_0" -> 64). Each value snaps to its knob's nearest declared value
+  // (the smaller on a tie). UserError (naming `origin` and the line) when an
+  // expression reads a dimension `dims` lacks; nullopt, with the reason in
+  // `*why`, when a value cannot be computed (overflow, division by zero) or
+  // the point breaks a constraint.
+  std::optional<KnobValues> start_point(const KnobStart& s,
+                                        const std::map<std::string, int64_t>& dims,
+                                        std::string_view origin, std::string* why) const;
   const KnobDecl* find(std::string_view name) const;
   bool empty() const { return knobs_.empty(); }
 
@@ -89,6 +114,8 @@ class KnobSpace {
   static int64_t builtin_value(std::string_view name);
 
  private:
+  static KnobStart parse_start(const KnobSpace& space, const std::string& text, int line,
+                               std::string_view origin);
   std::string default_note_;
   // The names constraints are parsed with, by slot: the knobs in declaration
   // order, then the builtins.
@@ -99,6 +126,7 @@ class KnobSpace {
 
   std::vector<KnobDecl> knobs_;
   std::vector<KnobConstraint> constraints_;
+  std::vector<KnobStart> starts_;
 };
 
 // Canonical JSON object text ({"A":1,"B":2}) and back.

@@ -427,6 +427,25 @@ bool Task::mixed_dtypes() const {
   return false;
 }
 
+std::vector<std::map<std::string, int64_t>> dimension_values(const Task& task) {
+  std::vector<std::map<std::string, int64_t>> out;
+  if (!task.op) return out;
+  const auto& tensors = task.op->tensors();
+  std::vector<const ShapeSet*> timed;
+  for (const auto& s : task.timed) timed.push_back(&s);
+  if (timed.empty()) timed.push_back(&task.main);
+  for (const ShapeSet* set : timed) {
+    std::map<std::string, int64_t> dims;
+    for (size_t i = 0; i < tensors.size() && i < set->shapes.size(); ++i) {
+      if (!is_identifier(tensors[i].name)) continue;
+      for (size_t d = 0; d < set->shapes[i].size(); ++d)
+        dims[fmt::format("DIM_{}_{}", tensors[i].name, d)] = set->shapes[i][d];
+    }
+    out.push_back(std::move(dims));
+  }
+  return out;
+}
+
 std::string timed_shapes_str(const Task& task) {
   if (!task.multi_shape()) return shape_str(task.main.shapes[0]);
   std::vector<std::string> parts;

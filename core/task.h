@@ -108,6 +108,12 @@ struct Task {
 // ("[64, 4096] x1, [4096, 4096] x2").
 std::string timed_shapes_str(const Task& task);
 
+// Each timed shape's dimensions by the names a family's `@kevo start` reads:
+// "DIM_<tensor>_<d>" -> size, for the operator's tensors (inputs, then
+// outputs) whose names are C identifiers; one map per timed shape, `main`
+// first.
+std::vector<std::map<std::string, int64_t>> dimension_values(const Task& task);
+
 // Reads and validates a task config file. Throws ConfigError / UserError.
 Task load_task(const std::filesystem::path& path);
 // The same from parsed JSON; `origin` names the file in messages.

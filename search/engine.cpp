@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -273,6 +274,33 @@ std::optional<std::string> Engine::should_stop() const {
   return std::nullopt;
 }
 
+std::vector<Proposal> Engine::start_points(const std::vector<Proposal>& seeds) const {
+  // Each family's `@kevo start` points at each timed shape: where a family's
+  // author knows a good region for the shape (tiles that cover M, a split
+  // that fills the SMs) the search begins there, not only at the default.
+  std::set<Point> seen;
+  for (const Proposal& p : seeds) seen.insert(p.point);
+  std::vector<Proposal> out;
+  const auto dims = dimension_values(task_);
+  for (int f : space_.seed_order()) {
+    const Family& fam = space_.family(f);
+    for (const KnobStart& s : fam.space.starts()) {
+      for (const auto& d : dims) {
+        std::string why;
+        auto knobs = fam.space.start_point(s, d, fam.origin.string(), &why);
+        if (!knobs) {
+          log_info("family {}: the start of line {} is skipped: {}", fam.name, s.line, why);
+          continue;
+        }
+        Point p{f, std::move(*knobs)};
+        if (!space_.valid(p) || !seen.insert(p).second) continue;
+        out.push_back({std::move(p), {}, "start", 0});
+      }
+    }
+  }
+  return out;
+}
+
 void Engine::process(std::vector<Proposal> proposals, std::vector<Observation>& told) {
   std::vector<std::pair<int64_t, Proposal>> jobs;
   std::vector<std::pair<int64_t, Proposal>> duplicates;
@@ -462,6 +490,9 @@ std::string Engine::run() {
       Point p = space_.seed(static_cast<int>(f));
       if (space_.valid(p)) seeds.push_back({std::move(p), {}, "seed", 0});
     }
+    std::vector<Proposal> starts = start_points(seeds);
+    seeds.insert(seeds.end(), std::make_move_iterator(starts.begin()),
+                 std::make_move_iterator(starts.end()));
     process(std::move(seeds), told);
     tell();
   }

@@ -186,6 +186,8 @@ class Engine {
   // Whether `o` is a default point of a family that best_default(naive) weighs.
   bool is_default(const Observation& o, bool naive) const;
   void process(std::vector<Proposal> proposals, std::vector<Observation>& told);
+  // The families' `@kevo start` points at the task's shapes, less `seeds`.
+  std::vector<Proposal> start_points(const std::vector<Proposal>& seeds) const;
   void evaluate_pending(std::vector<std::pair<int64_t, Proposal>> pending,
                         std::vector<Observation>& told);
   void record(const Observation& o);

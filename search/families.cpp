@@ -53,7 +53,7 @@ std::string standalone_source(const Family& family, const KnobValues& knobs,
   // The declarations stay as comments: kevo would otherwise pass the
   // defaults as -D flags over the baked values.
   std::string text = family.text;
-  for (const char* tag : {"@kevo knob", "@kevo require"}) {
+  for (const char* tag : {"@kevo knob", "@kevo require", "@kevo start"}) {
     const std::string plain = std::string("(baked in) ") + (tag + 1);
     for (size_t pos = 0; (pos = text.find(tag, pos)) != std::string::npos; pos += plain.size())
       text.replace(pos, std::strlen(tag), plain);

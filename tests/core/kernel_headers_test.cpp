@@ -157,6 +157,21 @@ TEST_F(KernelHeaders, AWrittenKernelIsOneFile) {
   EXPECT_EQ(out.find("#include \"kevo_a.h\""), std::string::npos);
 }
 
+// The written kernel's knobs are baked in: none of its @kevo lines is read
+// again (a start naming a knob that is now a #define would be an error).
+TEST_F(KernelHeaders, AWrittenKernelDeclaresNothing) {
+  const Family f = make_family("k", "k.c",
+                               "// @kevo knob N 4 {4, 8}\n// @kevo require N > 2\n"
+                               "// @kevo start N = DIM_x_0\nint k(void) { return N; }\n",
+                               "c");
+  EXPECT_EQ(f.space.starts().size(), 1u);
+  const std::string out = standalone_source(f, {{"N", 8}}, "best of run 1", {});
+  const KnobSpace again = KnobSpace::parse_source(out, "best.c");
+  EXPECT_TRUE(again.empty());
+  EXPECT_TRUE(again.constraints().empty());
+  EXPECT_TRUE(again.starts().empty());
+}
+
 // kevo's own seed families: every include of a kevo header is inlined, the
 // folded text is the file as written, and the shared layer is in one place.
 TEST(SeedKernelHeaders, SeedFamiliesInlineTheirTargetsHeaders) {

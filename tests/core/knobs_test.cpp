@@ -167,5 +167,74 @@ TEST(Knobs, JsonRoundTripAndAssignments) {
   EXPECT_THROW(parse_knob_assignment("8=8"), UserError);
 }
 
+// A family's starts: each expression reads the task's dimensions and the
+// knobs set before it, and its value snaps to the knob's nearest declared value.
+const char* kStarts = R"(
+// @kevo knob BM 64 {16, 32, 64, 128}
+// @kevo knob NCONS 1 {1, 2}
+// @kevo knob SPLIT 1 {1, 2, 4, 8}
+// @kevo require SPLIT == 1 || NCONS == 1
+// @kevo start NCONS = 1 + (DIM_A_0 > 64), BM = DIM_A_0, SPLIT = 128 / ((DIM_A_0 + BM - 1) / BM * (DIM_B_1 / 128))
+// @kevo start SPLIT = 8, NCONS = 2
+)";
+
+TEST(Knobs, StartsFollowTheShapeAndSnapToDeclaredValues) {
+  KnobSpace s = KnobSpace::parse_source(kStarts, "k.cu");
+  ASSERT_EQ(s.starts().size(), 2u);
+  EXPECT_EQ(s.starts()[0].line, 6);
+  EXPECT_EQ(s.starts()[0].dims, (std::vector<std::string>{"DIM_A_0", "DIM_B_1"}));
+  std::string why;
+  // M = 16, N = 4096: 32 tiles of 128 columns, SPLIT 128 / 32 = 4.
+  auto p = s.start_point(s.starts()[0], {{"DIM_A_0", 16}, {"DIM_B_1", 4096}}, "k.cu", &why);
+  ASSERT_TRUE(p) << why;
+  EXPECT_EQ(*p, (KnobValues{{"BM", 16}, {"NCONS", 1}, {"SPLIT", 4}}));
+  // M = 100: BM snaps to 128 (nearer than 64), NCONS 2, and SPLIT 128 / 32
+  // = 4 breaks the constraint: no point, and the reason says which.
+  p = s.start_point(s.starts()[0], {{"DIM_A_0", 100}, {"DIM_B_1", 4096}}, "k.cu", &why);
+  EXPECT_FALSE(p);
+  EXPECT_NE(why.find("BM=128 NCONS=2 SPLIT=4 breaks 'require SPLIT == 1 || NCONS == 1'"),
+            std::string::npos) << why;
+  // M = 48: halfway between 32 and 64, the smaller; N = 16384: SPLIT 128 /
+  // (2 * 128) = 0 snaps to 1.
+  p = s.start_point(s.starts()[0], {{"DIM_A_0", 48}, {"DIM_B_1", 16384}}, "k.cu", &why);
+  ASSERT_TRUE(p) << why;
+  EXPECT_EQ(*p, (KnobValues{{"BM", 32}, {"NCONS", 1}, {"SPLIT", 1}}));
+  // A division by zero is no point either.
+  p = s.start_point(s.starts()[0], {{"DIM_A_0", 0}, {"DIM_B_1", 4096}}, "k.cu", &why);
+  EXPECT_FALSE(p);
+  EXPECT_NE(why.find("cannot be computed"), std::string::npos) << why;
+  // The second start reads no dimension; its point breaks the constraint.
+  EXPECT_FALSE(s.start_point(s.starts()[1], {}, "k.cu", &why));
+  // A dimension the task does not have is the family author's error.
+  try {
+    s.start_point(s.starts()[0], {{"DIM_A_0", 16}, {"DIM_W_1", 8}}, "k.cu", &why);
+    ADD_FAILURE() << "expected an error";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("k.cu:6: '@kevo start NCONS = 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("reads DIM_B_1, which this task does not have (it has: "
+                                         "DIM_A_0, DIM_W_1)"),
+              std::string::npos) << e.what();
+  }
+  // Restricting a knob restricts where a start may land.
+  s.restrict("BM", {32, 64});
+  p = s.start_point(s.starts()[0], {{"DIM_A_0", 16}, {"DIM_B_1", 4096}}, "k.cu", &why);
+  ASSERT_TRUE(p) << why;
+  EXPECT_EQ(p->at("BM"), 32);
+}
+
+TEST(Knobs, MalformedStartsNameFileAndLine) {
+  const std::string knobs = "// @kevo knob A 1 {1, 2}\n// @kevo knob B 1 {1, 2}\n";
+  expect_error(knobs + "// @kevo start\n", "bad.c:3: empty @kevo start");
+  expect_error(knobs + "// @kevo start A 2\n", "bad.c:3: in '@kevo start A 2': 'A 2' is not NAME = EXPRESSION");
+  expect_error(knobs + "// @kevo start A == 2\n", "'A == 2' is not NAME = EXPRESSION");
+  expect_error(knobs + "// @kevo start A = 2,\n", "'' is not NAME = EXPRESSION");
+  expect_error(knobs + "// @kevo start C = 2\n", "'C' is not a knob of this kernel");
+  expect_error(knobs + "// @kevo start A = 2, A = 1\n", "knob A is set twice");
+  expect_error(knobs + "// @kevo start A = X + 1\n", "A = X + 1: at column 1: unknown name 'X'");
+  expect_error(knobs + "// @kevo start A = (DIM_x_0\n", "A = (DIM_x_0: at column");
+  // A start may come before the knobs it sets.
+  EXPECT_EQ(KnobSpace::parse_source("// @kevo start B = A + DIM_x_0\n" + knobs, "ok.c").starts().size(), 1u);
+}
+
 }  // namespace
 }  // namespace kevo

@@ -1,11 +1,13 @@
-// libFuzzer target: a kernel source's `// @kevo knob` and `// @kevo require`
-// lines (KnobSpace::parse_source), then what kevo does with a parsed space:
-// defaults, validity, enumeration of small spaces (and the search space's
-// compact form of them), the canonical JSON form, and --knob assignments. UserError (and ExprError
+// libFuzzer target: a kernel source's `// @kevo knob`, `// @kevo require` and
+// `// @kevo start` lines (KnobSpace::parse_source), then what kevo does with a
+// parsed space: defaults, validity, enumeration of small spaces (and the
+// search space's compact form of them), each start's point at a few shapes,
+// the canonical JSON form, and --knob assignments. UserError (and ExprError
 // from with_require) is the documented answer to a bad declaration.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -38,6 +40,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     kevo::SearchSpace search({kevo::make_family("f", "fuzz.c", std::string(source), "c")});
     for (uint64_t i = 0; i < search.size() && i < 64; ++i)
       if (search.at(i).knobs != points.at(i)) std::abort();
+  }
+  // A start gives a valid point or none; a dimension the shape lacks is a
+  // UserError.
+  for (const auto& st : space.starts()) {
+    for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{100}, INT64_MAX}) {
+      std::map<std::string, int64_t> dims;
+      for (const auto& name : st.dims) dims[name] = n;
+      std::string why;
+      auto p = space.start_point(st, dims, "fuzz.c", &why);
+      if (p && !space.valid(*p)) std::abort();
+      if (!p && why.empty()) std::abort();
+    }
+    try {
+      std::string why;
+      (void)space.start_point(st, {}, "fuzz.c", &why);
+      if (!st.dims.empty()) std::abort();
+    } catch (const kevo::UserError&) {
+    }
   }
   try {
     (void)space.resolve({});

@@ -174,6 +174,34 @@ TEST(Search, RandomSamplesWithoutReplacement) {
   EXPECT_TRUE(found_optimum(e));
 }
 
+// A family's `@kevo start` lines are measured right after the seeds, one
+// point per timed shape, marked "start"; a start that breaks a constraint,
+// or repeats a seed or another start, is not.
+TEST(Search, TheFamiliesStartsFollowTheSeeds) {
+  Fixture f("starts");
+  const std::string fast = std::string(kFast) +
+                           "// @kevo start A = DIM_x_1 / 16 + 1, C = 3\n"  // x [4, 64]: A=5 C=3
+                           "// @kevo start A = 6, B = 0\n"                 // breaks A + B != 6
+                           "// @kevo start A = DIM_x_0 / 8\n";             // 0: the seed itself
+  f.space = SearchSpace({family("fast", fast), family("slow", kSlow)});
+  for (int k = 0; k < 2; ++k) {
+    Engine e(f.task, f.space, f.store, f.backend, config(k == 0 ? "grid" : "mcts", 3), this_machine());
+    e.begin({});
+    e.reuse_earlier_runs = false;
+    e.run();
+    ASSERT_GE(e.observations().size(), 3u);
+    const Observation& start = e.observations()[2];
+    EXPECT_EQ(start.synthesizer, "start");
+    EXPECT_EQ(e.space().family(start.point.family).name, "fast");
+    EXPECT_EQ(start.point.knobs, (KnobValues{{"A", 5}, {"B", 0}, {"C", 3}}));
+    EXPECT_EQ(e.observations()[0].synthesizer, "seed");
+    EXPECT_EQ(e.observations()[1].synthesizer, "seed");
+    size_t starts = 0;
+    for (const auto& o : e.observations()) starts += o.synthesizer == "start";
+    EXPECT_EQ(starts, 1u);
+  }
+}
+
 // The guided strategies find the optimum of this smooth space in well under
 // half its size, for every seed tried.
 class Guided : public ::testing::TestWithParam<std::string> {};
