@@ -784,6 +784,56 @@ TEST(CudaCompile, SeedFamiliesAndHostileKernels) {
   for (int mode = 0; mode <= 10; ++mode) build(hostile, {{"MODE", mode}}, "-" + std::to_string(mode));
 }
 
+// The decode configs' starts: at every timed shape of every shipped decode
+// config, each family's `@kevo start` lines give points without an error,
+// and the ones the searches rely on are there: the gate/up MLP at M = 128
+// gets tiles that cover M (NCONS 2, no split), and every GEMM gets a wgmma
+// point with BN 64 and the ring that fills the shared memory.
+TEST(CudaFamilies, DecodeStartsGiveTheirPointsAtEveryDecodeConfig) {
+  const auto configs = test::repo_dir() / "configs" / "cuda" / "decode";
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(configs))
+    if (e.path().extension() == ".json") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  ASSERT_GE(files.size(), 15u);
+  for (const auto& file : files) {
+    SCOPED_TRACE(file.filename().string());
+    const Task task = load_task(file);
+    const auto dir = test::repo_dir() / "targets" / "cuda" / "kernels" / std::string(task.op->name());
+    std::vector<std::filesystem::path> kernels;
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      if (e.path().extension() == ".cu") kernels.push_back(e.path());
+    std::sort(kernels.begin(), kernels.end());
+    const SearchSpace space =
+        load_space(kernels, task.knob_restrictions, [](const std::filesystem::path&) { return "cuda"; });
+    const auto dims = dimension_values(task);
+    ASSERT_EQ(dims.size(), task.timed.size());
+    std::map<std::string, std::vector<KnobValues>> points;  // by family
+    for (const Family& f : space.families())
+      for (const KnobStart& st : f.space.starts())
+        for (const auto& d : dims) {
+          std::string why;
+          std::optional<KnobValues> p;
+          ASSERT_NO_THROW(p = f.space.start_point(st, d, f.origin.string(), &why));
+          if (p) points[f.name].push_back(*p);
+        }
+    ASSERT_TRUE(points.count("wgmma")) << "no wgmma start point";
+    const int64_t m = task.main.shapes[0][0];
+    auto has = [&](const std::map<std::string, int64_t>& want) {
+      for (const auto& p : points["wgmma"]) {
+        bool all = true;
+        for (const auto& [k, v] : want) all = all && p.at(k) == v;
+        if (all) return true;
+      }
+      return false;
+    };
+    if (task.op->name() == "gemm_swiglu" && !task.multi_shape())
+      EXPECT_TRUE(has({{"NCONS", m > 64 ? 2 : 1}, {"SPLIT", 1}, {"WGM", 64}}));
+    if (task.op->name() == "gemm" && !task.multi_shape())
+      EXPECT_TRUE(has({{"BN", 64}, {"NCONS", m > 64 ? 2 : 1}, {"STAGES", m > 64 ? 8 : 12}}));
+  }
+}
+
 // A family's register budget (its last two require lines) admits the points
 // at its edge that ptxas fits without spilling, and keeps out the ones just
 // past it that spill: each measured with ptxas when the budget was set. Each
@@ -831,6 +881,50 @@ void expect_register_budget_edge(const std::string& op, const std::vector<KnobSe
   }
   for (const auto& set : beyond)
     EXPECT_FALSE(knobs.valid(point(set))) << knobs_to_string(point(set));
+}
+
+// The deepest rings the decode starts ask for build without spills: 12
+// stages of 16 KB (gemm wgmma and streamk, BN 64) and 8 of 24 KB (the MLP's
+// wgmma, BN 64), at a decode shape.
+TEST(CudaCompile, TheDecodeStartsDeepRingsBuild) {
+  if (std::string why = cuda_unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
+  auto target = make_target("cuda");
+  const auto root = test::repo_dir() / "targets" / "cuda" / "kernels";
+  auto dir = test::temp_dir("cuda-deep-rings");
+  struct Case {
+    std::string op, family;
+    nlohmann::json shapes;
+    KnobSet set;
+  };
+  const std::vector<Case> cases = {
+      {"gemm", "wgmma", {{"A", {64, 4096}}, {"B", {4096, 4096}}},
+       {{"BN", 64}, {"NCONS", 1}, {"SPLIT", 2}, {"STAGES", 12}}},
+      {"gemm", "streamk", {{"A", {64, 4096}}, {"B", {4096, 4096}}}, {{"BN", 64}, {"STAGES", 12}}},
+      {"gemm_swiglu", "wgmma", {{"A", {64, 4096}}, {"Wg", {4096, 14336}}},
+       {{"BN", 64}, {"NCONS", 1}, {"SPLIT", 1}, {"STAGES", 8}}}};
+  for (const Case& c : cases) {
+    Task task = test::quick_task(c.op, c.shapes, {{"target", "cuda"}, {"dtype", "bf16"}});
+    const auto src = root / c.op / (c.family + ".cu");
+    SearchSpace space = load_space({src}, {}, [](const std::filesystem::path&) { return "cuda"; });
+    KnobValues v = space.family(0).space.defaults();
+    for (const auto& [k, x] : c.set) v[k] = x;
+    ASSERT_TRUE(space.family(0).space.valid(v)) << c.op << " " << c.family << " " << knobs_to_string(v);
+    CompileRequest req;
+    req.task = &task;
+    req.source = src;
+    req.language = "cuda";
+    req.knobs = v;
+    req.output = dir / (c.op + "-" + c.family + ".so");
+    CompileOutcome out = target->compile(req);
+    ASSERT_TRUE(out.ok) << c.op << " " << c.family << ":\n" << out.log;
+    bool seen = false;
+    for (const auto& m : target->compile_metrics(out.log))
+      if (m.metric == "ptxas.spill_store_bytes") {
+        seen = true;
+        EXPECT_EQ(m.value, 0) << c.op << " " << c.family << " " << knobs_to_string(v);
+      }
+    EXPECT_TRUE(seen) << out.log;
+  }
 }
 
 // kevo knobs --compile on a family whose points differ only in
@@ -1244,12 +1338,17 @@ TEST_F(OnGpu, SplitKIsRight) {
         {{{"SPLIT", 1}, {"BHINT", 1}},
          {{"SPLIT", 3}, {"NCONS", 1}, {"BHINT", 1}},
          {{"SPLIT", 8}, {"NCONS", 1}, {"BN", 64}},
-         {{"SPLIT", 2}, {"NCONS", 2}, {"BN", 256}, {"EPI", 0}}});
+         {{"SPLIT", 2}, {"NCONS", 2}, {"BN", 256}, {"EPI", 0}},
+         // the decode starts' deep rings: 12 stages of 16 KB, 8 of 24 KB
+         {{"SPLIT", 2}, {"NCONS", 1}, {"BN", 64}, {"STAGES", 12}},
+         {{"SPLIT", 2}, {"NCONS", 2}, {"BN", 64}, {"STAGES", 8}}});
   check("gemm_swiglu", "wgmma",
         {{{"SPLIT", 1}, {"BHINT", 0}},
          {{"SPLIT", 1}, {"NCONS", 2}, {"WGM", 128}, {"BN", 64}},
          {{"SPLIT", 3}, {"BHINT", 1}},
-         {{"SPLIT", 8}, {"BN", 64}, {"WGM", 128}}});
+         {{"SPLIT", 8}, {"BN", 64}, {"WGM", 128}},
+         {{"SPLIT", 1}, {"NCONS", 1}, {"BN", 64}, {"STAGES", 8}},
+         {{"SPLIT", 1}, {"NCONS", 2}, {"BN", 64}, {"STAGES", 6}}});
   // Stream-K (gemm streamk): at 33 x 1000 x 392 every block holds one k tile,
   // so each of the 4 tiles is summed over 16 blocks; at 100 x 2000 x 1032 the
   // 18 tiles' 576 k tiles fall unevenly over the persistent grid (4-5 per
@@ -1258,7 +1357,8 @@ TEST_F(OnGpu, SplitKIsRight) {
                                         {{"NCONS", 2}},
                                         {{"WGM", 128}, {"BN", 64}},
                                         {{"OCC", 2}, {"BN", 64}, {"STAGES", 6}},
-                                        {{"KEEP", 0}, {"BHINT", 0}, {"BN", 256}}};
+                                        {{"KEEP", 0}, {"BHINT", 0}, {"BN", 256}},
+                                        {{"BN", 64}, {"STAGES", 12}}};
   check("gemm", "streamk", streamk);
   check("gemm", "streamk", streamk, {{"A", {100, 2000}}, {"B", {2000, 1032}}});
 }

@@ -47,11 +47,15 @@
  *   BHINT    1: B's loads carry an L2 evict-first policy.
  *   OCC      blocks per SM the persistent grid counts on (2 only for the
  *            smallest tile, where two blocks fit in the registers).
+ *
+ * Start (besides the default): a BN 64 tile whose BM covers M (decode), with
+ * the deepest ring that fits.
  */
+// @kevo start BN = 64, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128)
 // @kevo knob BN 128 {64, 128, 256}
 // @kevo knob WGM 64 {64, 128}
 // @kevo knob NCONS 1 {1, 2}
-// @kevo knob STAGES 4 {2, 3, 4, 5, 6, 8}
+// @kevo knob STAGES 4 {2, 3, 4, 5, 6, 8, 10, 12}
 // @kevo knob KEEP 1 {0, 1}
 // @kevo knob BHINT 1 {0, 1}
 // @kevo knob OCC 1 {1, 2}

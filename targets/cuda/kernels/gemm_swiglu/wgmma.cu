@@ -41,11 +41,19 @@
  *            stage is released one tile later); 0: wait every tile.
  *   SPLIT    split-K cluster size (1 = none).
  *   BHINT    1: the weight loads carry an L2 evict-first policy; 0: none.
+ *
+ * Starts (besides the default): BM = NCONS * 64 covers M up to 128, so each
+ * weight tile is streamed once, with BN 128 or 64 and the deepest ring that
+ * fits. (The default, NCONS 1 with SPLIT 2, streams every weight tile twice
+ * at M = 128, and a random move rarely reaches NCONS 2: SPLIT > 1 needs
+ * NCONS 1.)
  */
+// @kevo start WGM = 64, NCONS = 1 + (DIM_A_0 > 64), BN = 128, SPLIT = 1, STAGES = 230000 / ((NCONS * WGM + 2 * BN) * 128)
+// @kevo start WGM = 64, NCONS = 1 + (DIM_A_0 > 64), BN = 64, SPLIT = 1, STAGES = 230000 / ((NCONS * WGM + 2 * BN) * 128)
 // @kevo knob BN 128 {64, 128}
 // @kevo knob WGM 64 {64, 128}
 // @kevo knob NCONS 1 {1, 2}
-// @kevo knob STAGES 4 {2, 3, 4, 5, 6}
+// @kevo knob STAGES 4 {2, 3, 4, 5, 6, 8, 10, 12}
 // @kevo knob KEEP 1 {0, 1}
 // @kevo knob SPLIT 2 {1, 2, 3, 4, 6, 8}
 // @kevo knob BHINT 1 {0, 1}
