@@ -1,7 +1,12 @@
 // What the timing method itself costs on a GPU: the same kernel timed with
 // the end event on the kernel's stream and on the legacy default stream (which
 // kevo's runner uses so that work on other streams stays inside a sample),
-// alternately, after an L2 flush each time, as kevo-cuda-runner times.
+// alternately, after an L2 flush each time, as kevo-cuda-runner times. Then,
+// for a decode-sized copy (34 MB, ~15 us) after a reading flush: samples with
+// the device synchronized before each one (kevo-cuda-runner's way: the GPU
+// idles between samples) against samples queued back to back (the peers'
+// harness's way), to see whether the idle gaps alone explain the runner's
+// figures being above the harness's.
 //   nvcc -O3 -arch=sm_90a bench/micro/end_event.cu -o end_event && ./end_event
 #include <cuda_runtime.h>
 
@@ -14,6 +19,14 @@ __global__ void copy16(const uint4* __restrict__ a, uint4* __restrict__ b, size_
     b[i] = a[i];
 }
 __global__ void empty() {}
+// A reading flush, as kevo-cuda-runner's "read" mode: every line of the buffer
+// is read and the sum kept, so the L2 ends up holding clean lines of it.
+__global__ void read_flush(const uint4* __restrict__ p, size_t n, unsigned* sink) {
+  unsigned acc = 0;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    acc ^= p[i].x ^ p[i].w;
+  if (acc == 0x9e3779b9u) *sink = acc;
+}
 // Keeps the GPU busy (one thread) for about `ns` nanoseconds, as torch.cuda._sleep.
 __global__ void spin(long long ns) {
   const long long t0 = clock64();
@@ -85,6 +98,48 @@ int main() {
            " | non-blocking stream, end on it %.2f | 300 us sleep after the flush %.2f\n",
            kernel == 0 ? "copy 128 MiB -> 128 MiB" : "empty kernel", median(same), median(legacy),
            median(both_s), median(both_l), median(nb), median(idle));
+  }
+  // Idle gaps against back to back, a 34 MB copy (17 MB read, 17 MB written).
+  {
+    const size_t small = size_t(17) << 20, ns = small / 16, nf = flush_bytes / 16;
+    unsigned* sink;
+    cudaMalloc(&sink, sizeof(unsigned));
+    const int samples = 300;
+    std::vector<cudaEvent_t> ev(2 * samples);
+    for (auto& e : ev) cudaEventCreate(&e);
+    std::vector<double> synced, queued;
+    for (int round = 0; round < 3; ++round) {
+      // Synchronized before each sample: the device idles while the host
+      // records and waits.
+      for (int i = 0; i < samples; ++i) {
+        cudaDeviceSynchronize();
+        read_flush<<<prop.multiProcessorCount * 4, 512, 0, blocking>>>((const uint4*)flush, nf, sink);
+        cudaEventRecord(e0, blocking);
+        copy16<<<grid, 512, 0, blocking>>>((const uint4*)a, (uint4*)b, ns);
+        cudaEventRecord(e1, nullptr);
+        cudaEventSynchronize(e1);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, e0, e1);
+        synced.push_back(ms * 1e3);
+      }
+      // Queued back to back: flush, start, copy, end for every sample, one
+      // wait at the end.
+      for (int i = 0; i < samples; ++i) {
+        read_flush<<<prop.multiProcessorCount * 4, 512, 0, blocking>>>((const uint4*)flush, nf, sink);
+        cudaEventRecord(ev[2 * i], blocking);
+        copy16<<<grid, 512, 0, blocking>>>((const uint4*)a, (uint4*)b, ns);
+        cudaEventRecord(ev[2 * i + 1], blocking);
+      }
+      cudaDeviceSynchronize();
+      for (int i = 0; i < samples; ++i) {
+        float ms = 0;
+        cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]);
+        queued.push_back(ms * 1e3);
+      }
+    }
+    printf("copy 17 MiB -> 17 MiB after a reading flush: median us: device synchronized before each "
+           "sample %.2f | queued back to back %.2f\n",
+           median(synced), median(queued));
   }
   printf("error: %s\n", cudaGetErrorString(cudaGetLastError()));
   return 0;
