@@ -37,7 +37,7 @@ size_t count_valid(const KnobSpace& space) {
 // One family's space as JSON. `own` is what the source declares itself, when
 // a task merged its config knobs in (null without a task).
 nlohmann::json space_json(const std::string& kernel, const KnobSpace& space, const KnobSpace* own,
-                          const Task* task) {
+                          const Task* task, const std::map<std::string, int64_t>& facts = {}) {
   nlohmann::json j;
   j["kernel"] = kernel;
   j["knobs"] = nlohmann::json::array();
@@ -67,7 +67,8 @@ nlohmann::json space_json(const std::string& kernel, const KnobSpace& space, con
     nlohmann::json sj = {{"text", s.text}, {"line", s.line}};
     if (task) {
       sj["points"] = nlohmann::json::array();
-      for (const auto& dims : dimension_values(*task)) {
+      for (auto dims : dimension_values(*task)) {
+        dims.insert(facts.begin(), facts.end());
         std::string why;
         auto point = space.start_point(s, dims, kernel, &why);
         sj["points"].push_back(point ? nlohmann::json{{"knobs", *point}}
@@ -290,6 +291,15 @@ int compile_task_families(const Args& a, const Task& task, const SearchSpace& sp
 
 int knobs_of_task(const Args& a, const std::string& task_path) {
   const Task task = load_task(task_path);
+  // The device's facts for the starts, as the target would give them on it.
+  std::map<std::string, int64_t> facts;
+  for (const std::string& f : a.values("--fact")) {
+    const auto [name, value] = parse_knob_assignment(f);
+    const auto& known = KnobSpace::start_fact_names();
+    if (std::none_of(known.begin(), known.end(), [&](const auto& k) { return k.first == name; }))
+      throw UserError(fmt::format("--fact {}: unknown (known: SMS)", f));
+    facts[name] = value;
+  }
   std::optional<std::string> kernel;
   if (!a.positional().empty()) kernel = a.positional()[0];
   const std::vector<std::filesystem::path> files = task_kernels(task, kernel);
@@ -311,7 +321,7 @@ int knobs_of_task(const Args& a, const std::string& task_path) {
   size_t valid = 0;
   for (const Family& f : space.families()) {
     const KnobSpace own = KnobSpace::parse_source(f.text, f.origin.string());
-    nlohmann::json j = space_json(f.origin.string(), f.space, &own, &task);
+    nlohmann::json j = space_json(f.origin.string(), f.space, &own, &task, facts);
     j["family"] = f.name;
     j["searched"] =
         searched.empty() || std::find(searched.begin(), searched.end(), f.name) != searched.end();
@@ -349,13 +359,15 @@ int cmd_knobs(const Argv& argv) {
          "families; without it, every family of the task (its \"kernels\", else the\n"
          "operator's shipped families for the task's target). Each start line shows the point\n"
          "it gives at each of the task's timed shapes, where the search begins besides the\n"
-         "defaults.\n"
+         "defaults; a start that reads what the device is (SMS) needs --fact SMS=N here\n"
+         "(kevo run has it from the GPU).\n"
          "With --compile, the task's valid points (those where --where holds) are compiled\n"
          "for the task as a search would compile them, and the compiler's report is read\n"
          "point by point: registers and spills from ptxas on cuda. It lists the points that\n"
          "spill or fail to compile and exits 1 if there is one: a check for a family's\n"
          "register budget (its require lines) before a search meets it.",
          {{"--task", "TASK", "the task config whose knob space to show"},
+          {"--fact", "NAME=V", "a device fact for the starts, e.g. SMS=132", true},
           {"--compile", "", "compile the task's points and report spills and failures"},
           {"--where", "EXPR", "with --compile: only the points where EXPR holds, e.g. 'MINB >= 4'"},
           {"--limit", "N", "with --compile: at most N points per family, spread evenly (500)"},

@@ -46,17 +46,19 @@ KnobStart KnobSpace::parse_start(const KnobSpace& space, const std::string& text
   KnobStart s;
   s.text = text;
   s.line = line;
-  // Every DIM_ name of the line, in first-use order: the slots after the
-  // knobs and builtins.
+  // Every DIM_ name and device fact of the line, in first-use order: the
+  // slots after the knobs and builtins.
   for (auto it = std::sregex_iterator(text.begin(), text.end(), ident_re);
        it != std::sregex_iterator(); ++it) {
     const std::string name = it->str();
-    if (name.rfind("DIM_", 0) == 0 && name.size() > 4 &&
-        std::find(s.dims.begin(), s.dims.end(), name) == s.dims.end())
-      s.dims.push_back(name);
+    const bool fact = std::any_of(start_fact_names().begin(), start_fact_names().end(),
+                                  [&](const auto& f) { return f.first == name; });
+    if (((name.rfind("DIM_", 0) == 0 && name.size() > 4) || fact) && !space.find(name) &&
+        std::find(s.reads.begin(), s.reads.end(), name) == s.reads.end())
+      s.reads.push_back(name);
   }
   std::vector<std::string> names = space.slot_names();
-  names.insert(names.end(), s.dims.begin(), s.dims.end());
+  names.insert(names.end(), s.reads.begin(), s.reads.end());
   size_t p = 0;
   while (p <= text.size()) {
     size_t comma = text.find(',', p);
@@ -73,8 +75,8 @@ KnobStart KnobSpace::parse_start(const KnobSpace& space, const std::string& text
     try {
       s.assign.emplace_back(knob, Expr::parse(m[2].str(), names));
     } catch (const ExprError& e) {
-      throw fail(fmt::format("{} = {}: at column {}: {} (an expression reads knobs, builtins and "
-                             "the task's dimensions DIM_<tensor>_<d>)",
+      throw fail(fmt::format("{} = {}: at column {}: {} (an expression reads knobs, builtins, "
+                             "the task's dimensions DIM_<tensor>_<d> and SMS)",
                              knob, m[2].str(), e.column(), e.what()));
     }
   }
@@ -82,20 +84,33 @@ KnobStart KnobSpace::parse_start(const KnobSpace& space, const std::string& text
 }
 
 std::optional<KnobValues> KnobSpace::start_point(const KnobStart& s,
-                                                 const std::map<std::string, int64_t>& dims,
+                                                 const std::map<std::string, int64_t>& values,
                                                  std::string_view origin, std::string* why) const {
   std::vector<int64_t> slots = builtin_slots();
   KnobValues v = defaults();
   for (size_t i = 0; i < knobs_.size(); ++i) slots[i] = knobs_[i].default_value;
-  for (const std::string& d : s.dims) {
-    auto it = dims.find(d);
-    if (it == dims.end()) {
-      std::vector<std::string> known;
-      for (const auto& [name, size] : dims) known.push_back(name);
-      throw UserError(fmt::format("{}:{}: '@kevo start {}' reads {}, which this task does not have "
-                                  "(it has: {})",
-                                  origin, s.line, s.text, d,
-                                  known.empty() ? "no dimensions" : fmt::format("{}", fmt::join(known, ", "))));
+  // A dimension the task lacks is the family's error (every shape of the
+  // task has the same tensors); a fact the target did not give is not.
+  for (const std::string& d : s.reads) {
+    if (d.rfind("DIM_", 0) != 0 || values.count(d)) continue;
+    std::vector<std::string> known;
+    for (const auto& [name, size] : values)
+      if (name.rfind("DIM_", 0) == 0) known.push_back(name);
+    throw UserError(fmt::format("{}:{}: '@kevo start {}' reads {}, which this task does not have "
+                                "(it has: {})",
+                                origin, s.line, s.text, d,
+                                known.empty() ? "no dimensions" : fmt::format("{}", fmt::join(known, ", "))));
+  }
+  for (const std::string& d : s.reads) {
+    auto it = values.find(d);
+    if (it == values.end()) {
+      std::string meaning;
+      for (const auto& [name, what] : start_fact_names())
+        if (name == d) meaning = what;
+      if (why)
+        *why = fmt::format("{} ({}) is not known here: the target gives it when kevo runs on the device",
+                           d, meaning);
+      return std::nullopt;
     }
     slots.push_back(it->second);
   }
@@ -137,6 +152,12 @@ int online_cpus() {
   if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? static_cast<int>(n) : 1;
+}
+
+const std::vector<std::pair<std::string, std::string>>& KnobSpace::start_fact_names() {
+  static const std::vector<std::pair<std::string, std::string>> names = {
+      {"SMS", "the GPU's streaming multiprocessors"}};
+  return names;
 }
 
 const std::vector<std::string>& KnobSpace::builtin_names() {

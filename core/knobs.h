@@ -38,14 +38,15 @@ struct KnobConstraint {
 // A point a family proposes for the search to start from, computed from the
 // task's shape: `// @kevo start NAME = EXPR, NAME = EXPR, ...`. The knobs it
 // does not name keep their defaults. An expression may read the task's
-// dimensions (DIM_<tensor>_<d>, as the KEVO_DIM_ defines name them), the
-// builtins, and any knob (its value so far: the default, or an earlier
-// assignment of the same line).
+// dimensions (DIM_<tensor>_<d>, as the KEVO_DIM_ defines name them), what
+// the target says of its device (start_fact_names(): SMS), the builtins, and
+// any knob (its value so far: the default, or an earlier assignment of the
+// same line).
 struct KnobStart {
   std::vector<std::pair<std::string, Expr>> assign;  // knob, expression
-  // The dimensions the line reads; the expressions were parsed with the
-  // space's slot names (knobs, builtins) followed by these.
-  std::vector<std::string> dims;
+  // The dimensions and device facts the line reads; the expressions were
+  // parsed with the space's slot names (knobs, builtins) followed by these.
+  std::vector<std::string> reads;
   std::string text;  // as written
   int line = 0;
 };
@@ -67,14 +68,15 @@ class KnobSpace {
   const std::vector<KnobDecl>& knobs() const { return knobs_; }
   const std::vector<KnobConstraint>& constraints() const { return constraints_; }
   const std::vector<KnobStart>& starts() const { return starts_; }
-  // Start `s` at one shape: `dims` gives each dimension's size by name
-  // ("DIM_A_0" -> 64). Each value snaps to its knob's nearest declared value
-  // (the smaller on a tie). UserError (naming `origin` and the line) when an
-  // expression reads a dimension `dims` lacks; nullopt, with the reason in
-  // `*why`, when a value cannot be computed (overflow, division by zero) or
-  // the point breaks a constraint.
+  // Start `s` at one shape: `values` gives each dimension's size by name
+  // ("DIM_A_0" -> 64) and the device's facts ("SMS" -> 132). Each value
+  // snaps to its knob's nearest declared value (the smaller on a tie).
+  // UserError (naming `origin` and the line) when an expression reads a
+  // dimension `values` lacks; nullopt, with the reason in `*why`, when it
+  // reads a fact the target did not give, when a value cannot be computed
+  // (overflow, division by zero) or when the point breaks a constraint.
   std::optional<KnobValues> start_point(const KnobStart& s,
-                                        const std::map<std::string, int64_t>& dims,
+                                        const std::map<std::string, int64_t>& values,
                                         std::string_view origin, std::string* why) const;
   const KnobDecl* find(std::string_view name) const;
   bool empty() const { return knobs_.empty(); }
@@ -111,6 +113,9 @@ class KnobSpace {
 
   // Names usable in `require` besides the knobs.
   static const std::vector<std::string>& builtin_names();
+  // What a target may say of its device for `@kevo start` lines ("SMS": its
+  // streaming multiprocessors), with what each means.
+  static const std::vector<std::pair<std::string, std::string>>& start_fact_names();
   static int64_t builtin_value(std::string_view name);
 
  private:

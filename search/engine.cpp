@@ -281,7 +281,8 @@ std::vector<Proposal> Engine::start_points(const std::vector<Proposal>& seeds) c
   std::set<Point> seen;
   for (const Proposal& p : seeds) seen.insert(p.point);
   std::vector<Proposal> out;
-  const auto dims = dimension_values(task_);
+  auto dims = dimension_values(task_);
+  for (auto& d : dims) d.insert(start_facts_.begin(), start_facts_.end());
   for (int f : space_.seed_order()) {
     const Family& fam = space_.family(f);
     for (const KnobStart& s : fam.space.starts()) {

@@ -163,6 +163,9 @@ class Engine {
   const std::string& divergence() const { return divergence_; }
   // What the LLM's prompts say of the hardware (LlmTaskInfo::hardware).
   // `features`: what the part's sheet says it has (LlmTaskInfo::features).
+  // What the target says of its device, for the families' `@kevo start`
+  // lines ("SMS" -> 132). Without it, a start that reads one is skipped.
+  void set_start_facts(std::map<std::string, int64_t> facts) { start_facts_ = std::move(facts); }
   void set_llm_hardware(std::string text, std::optional<std::vector<std::string>> features) {
     llm_hardware_ = std::move(text);
     llm_features_ = std::move(features);
@@ -186,7 +189,8 @@ class Engine {
   // Whether `o` is a default point of a family that best_default(naive) weighs.
   bool is_default(const Observation& o, bool naive) const;
   void process(std::vector<Proposal> proposals, std::vector<Observation>& told);
-  // The families' `@kevo start` points at the task's shapes, less `seeds`.
+  // The families' `@kevo start` points at the task's shapes (and the
+  // device's start_facts_), less `seeds`.
   std::vector<Proposal> start_points(const std::vector<Proposal>& seeds) const;
   void evaluate_pending(std::vector<std::pair<int64_t, Proposal>> pending,
                         std::vector<Observation>& told);
@@ -238,6 +242,7 @@ class Engine {
   std::mt19937_64 llm_rng_;
 
   const Task& task_;
+  std::map<std::string, int64_t> start_facts_;
   SearchSpace space_;
   Store& store_;
   EvalBackend& backend_;

@@ -164,6 +164,21 @@ void SearchSession::start(const SearchSpace& space, EvalBackend& backend) {
   backend_ = &backend;
   engine_ = std::make_unique<Engine>(request_.task, space, store_, backend, cfg, this_machine());
   engine_->reuse_earlier_runs = !request_.replay;
+  // What the device is, for the families' `@kevo start` lines: from the
+  // target where this process times on it, else as the recorded run kept it
+  // (a replay here has no device; its first batch must be the recording's).
+  std::map<std::string, int64_t> facts;
+  if (request_.replay) {
+    const std::optional<RunRecord> r = store_.run(*request_.replay);
+    const nlohmann::json c = r ? r->config() : nlohmann::json();
+    if (c.is_object() && c.contains("start_facts") && c["start_facts"].is_object())
+      for (auto it = c["start_facts"].begin(); it != c["start_facts"].end(); ++it)
+        if (it.value().is_number_integer()) facts[it.key()] = it.value().get<int64_t>();
+  } else if (target_ && evaluator_) {
+    facts = target_->start_facts();
+  }
+  request_.run_config["start_facts"] = facts;
+  engine_->set_start_facts(facts);
   if (script_) engine_->follow(script_.get());
   if (!cfg.llm.is_null()) {
     // The LLM synthesizer; a replay is answered from the recorded calls only.

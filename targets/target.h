@@ -152,6 +152,10 @@ class Target {
   // How many candidates can be timed at once without sharing a device (one
   // per GPU); run() is then called from that many threads.
   virtual int run_slots() { return 1; }
+  // What the device is, for the families' `@kevo start` lines
+  // (KnobSpace::start_fact_names(): "SMS" -> 132); empty where the target
+  // has no such figures.
+  virtual std::map<std::string, int64_t> start_facts() { return {}; }
   // Figures from the compiler's log of a successful build (registers,
   // spills); empty where the compiler reports none.
   virtual std::vector<ProfileMetric> compile_metrics(const std::string& log) { return {}; }

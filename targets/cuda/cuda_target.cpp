@@ -182,6 +182,16 @@ class CudaTarget final : public Target, private runner::RunnerSlots<Slot> {
     return static_cast<int>(slots_.size());
   }
 
+  // The first GPU's multiprocessors, as its runner reported them.
+  std::map<std::string, int64_t> start_facts() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ensure_slots_locked();
+    const nlohmann::json& info = slots_.front()->info;
+    const int64_t sms = info.contains("sms") && info["sms"].is_number_integer() ? info["sms"].get<int64_t>() : 0;
+    if (sms <= 0) return {};
+    return {{"SMS", sms}};
+  }
+
   bool can_profile() override { return ncu_.has_value(); }
 
   // KEVO_CUDA_NO_FILTER=1 (for kevo, and so for its runners) turns the

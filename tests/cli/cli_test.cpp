@@ -8,6 +8,7 @@
 #include <csignal>
 #include <fstream>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "core/process.h"
@@ -269,6 +270,44 @@ TEST_F(Cli, RunSearchesStoresAndWritesTheBest) {
     answered += n.get<int64_t>();
   }
   EXPECT_EQ(answered, 4) << j3["by_status"].dump();
+}
+
+// A family's start that reads a device fact (SMS) is skipped where the
+// target gives none (the CPU), and a run keeps the facts it had in its
+// config: a replay here proposes the starts the recorded device allowed.
+TEST_F(Cli, AReplayProposesTheStartsOfTheRecordedDevice) {
+  std::ifstream naive(test::repo_dir() / "targets" / "cpu" / "kernels" / "swiglu" / "naive.c");
+  std::string text((std::istreambuf_iterator<char>(naive)), {});
+  write("k.c", text + "// @kevo knob SPARE 1 {1, 2, 3}\n// @kevo start SPARE = SMS / 64\n");
+  write("own.json", R"({"operator": "swiglu", "shapes": {"g": [64, 1000]}, "kernels": ["k.c"],
+      "timing": {"min_time_ms": 2, "min_samples": 3}, "knobs": {"THREADS": [1]},
+      "search": {"strategy": "grid", "batch": 3, "confirm": 0}})");
+  auto r = kevo({"run", "own.json", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("SMS (the GPU's streaming multiprocessors) is not known here"), std::string::npos)
+      << r.err;
+  const int64_t run = nlohmann::json::parse(r.out)["run"].get<int64_t>();
+  auto starts = [&](int64_t id) {
+    Store s(db_, true);
+    return s.query(fmt::format("SELECT knobs_json FROM candidates WHERE run_id = {} AND "
+                               "synthesizer = 'start'", id)).rows;
+  };
+  EXPECT_TRUE(starts(run).empty());
+  {
+    Store s(db_);
+    auto config = nlohmann::json::parse(std::get<std::string>(
+        s.query(fmt::format("SELECT config_json FROM runs WHERE id = {}", run)).rows.at(0).at(0)));
+    EXPECT_EQ(config["start_facts"], nlohmann::json::object());  // the CPU says nothing
+    config["start_facts"] = {{"SMS", 132}};  // as a run on an H200 keeps it
+    s.query("UPDATE runs SET config_json = ? WHERE id = ?",
+            std::vector<SqlValue>{SqlValue(config.dump()), SqlValue(run)});
+  }
+  auto replay = kevo({"run", "own.json", "--replay", std::to_string(run), "--strategy", "random",
+                      "--max-evals", "3", "--json"});
+  ASSERT_EQ(replay.exit_code, 0) << replay.err;
+  const auto rows = starts(nlohmann::json::parse(replay.out)["run"].get<int64_t>());
+  ASSERT_EQ(rows.size(), 1u) << replay.err;
+  EXPECT_EQ(nlohmann::json::parse(std::get<std::string>(rows.at(0).at(0)))["SPARE"], 2);  // 132 / 64
 }
 
 // The drift line says what the machine's state read at the two timings of

@@ -52,6 +52,27 @@ const nlohmann::json* knob(const nlohmann::json& family, const std::string& name
   return nullptr;
 }
 
+// The starts of a family at the task's shape: without the device's facts a
+// start that reads SMS is skipped and says why; --fact gives them.
+TEST_F(KnobsCli, StartsShowTheirPointAtTheTasksShape) {
+  test::write_file(dir_ / "kernels" / "a.c",
+                   "// @kevo knob VEC 4 {4, 8}\n// @kevo knob U 1 {1, 64, 128}\n"
+                   "// @kevo start VEC = DIM_g_1 / 8\n// @kevo start U = SMS\nint a;\n");
+  auto j = json_of({"knobs", "--task", "task.json", "a"});
+  const auto& starts = j["families"][0]["start"];
+  ASSERT_EQ(starts.size(), 2u) << j.dump(2);
+  EXPECT_EQ(starts[0]["points"][0]["knobs"]["VEC"], 8);  // 64 / 8
+  EXPECT_NE(starts[1]["points"][0]["skipped"].get<std::string>().find("SMS"), std::string::npos);
+  auto f = json_of({"knobs", "--task", "task.json", "a", "--fact", "SMS=100"});
+  EXPECT_EQ(f["families"][0]["start"][1]["points"][0]["knobs"]["U"], 128);  // nearest 100
+  auto text = kevo({"knobs", "--task", "task.json", "a"});
+  EXPECT_NE(text.out.find("  start VEC = DIM_g_1 / 8\n    -> BLOCK=64 U=1 VEC=8\n"), std::string::npos)
+      << text.out;
+  auto bad = kevo({"knobs", "--task", "task.json", "--fact", "SM=1"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--fact SM=1: unknown"), std::string::npos) << bad.err;
+}
+
 TEST_F(KnobsCli, TaskKnobsMergeWithTheSourcesOwn) {
   auto j = json_of({"knobs", "--task", "task.json"});
   ASSERT_EQ(j["families"].size(), 2u) << j.dump(2);

@@ -182,7 +182,7 @@ TEST(Knobs, StartsFollowTheShapeAndSnapToDeclaredValues) {
   KnobSpace s = KnobSpace::parse_source(kStarts, "k.cu");
   ASSERT_EQ(s.starts().size(), 2u);
   EXPECT_EQ(s.starts()[0].line, 6);
-  EXPECT_EQ(s.starts()[0].dims, (std::vector<std::string>{"DIM_A_0", "DIM_B_1"}));
+  EXPECT_EQ(s.starts()[0].reads, (std::vector<std::string>{"DIM_A_0", "DIM_B_1"}));
   std::string why;
   // M = 16, N = 4096: 32 tiles of 128 columns, SPLIT 128 / 32 = 4.
   auto p = s.start_point(s.starts()[0], {{"DIM_A_0", 16}, {"DIM_B_1", 4096}}, "k.cu", &why);
@@ -215,6 +215,28 @@ TEST(Knobs, StartsFollowTheShapeAndSnapToDeclaredValues) {
                                          "DIM_A_0, DIM_W_1)"),
               std::string::npos) << e.what();
   }
+  // A device fact the target did not give skips the start; a missing
+  // dimension is still the error, whatever the line reads first.
+  KnobSpace f = KnobSpace::parse_source(
+      "// @kevo knob SPLIT 1 {1, 2, 4, 8}\n// @kevo start SPLIT = SMS / (DIM_B_1 / 128)\n", "f.cu");
+  EXPECT_EQ(f.starts()[0].reads, (std::vector<std::string>{"SMS", "DIM_B_1"}));
+  p = f.start_point(f.starts()[0], {{"DIM_B_1", 4096}, {"SMS", 132}}, "f.cu", &why);
+  ASSERT_TRUE(p) << why;
+  EXPECT_EQ(p->at("SPLIT"), 4);  // 132 / 32
+  p = f.start_point(f.starts()[0], {{"DIM_B_1", 4096}, {"SMS", 78}}, "f.cu", &why);
+  ASSERT_TRUE(p) << why;
+  EXPECT_EQ(p->at("SPLIT"), 2);  // 78 / 32
+  EXPECT_FALSE(f.start_point(f.starts()[0], {{"DIM_B_1", 4096}}, "f.cu", &why));
+  EXPECT_NE(why.find("SMS (the GPU's streaming multiprocessors) is not known here"), std::string::npos)
+      << why;
+  EXPECT_THROW(f.start_point(f.starts()[0], {{"DIM_A_0", 4096}}, "f.cu", &why), UserError);
+  // A knob of that name is the knob.
+  KnobSpace k = KnobSpace::parse_source(
+      "// @kevo knob SMS 1 {1, 2}\n// @kevo knob B 1 {1, 2}\n// @kevo start B = SMS + 1\n", "k.cu");
+  EXPECT_TRUE(k.starts()[0].reads.empty());
+  p = k.start_point(k.starts()[0], {}, "k.cu", &why);
+  ASSERT_TRUE(p) << why;
+  EXPECT_EQ(p->at("B"), 2);
   // Restricting a knob restricts where a start may land.
   s.restrict("BM", {32, 64});
   p = s.start_point(s.starts()[0], {{"DIM_A_0", 16}, {"DIM_B_1", 4096}}, "k.cu", &why);

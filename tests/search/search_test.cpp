@@ -174,6 +174,27 @@ TEST(Search, RandomSamplesWithoutReplacement) {
   EXPECT_TRUE(found_optimum(e));
 }
 
+// The device's facts reach the starts through the engine: without them a
+// start that reads SMS is skipped, with them it is measured.
+TEST(Search, TheDevicesFactsReachTheStarts) {
+  for (int with = 0; with < 2; ++with) {
+    Fixture f("start-facts" + std::to_string(with));
+    f.space = SearchSpace({family("fast", std::string(kFast) + "// @kevo start A = SMS / 16, C = 2\n"),
+                           family("slow", kSlow)});
+    Engine e(f.task, f.space, f.store, f.backend, config("grid", 3), this_machine());
+    if (with) e.set_start_facts({{"SMS", 66}});  // A = 4
+    e.begin({});
+    e.run();
+    size_t starts = 0;
+    for (const auto& o : e.observations())
+      if (o.synthesizer == "start") {
+        ++starts;
+        EXPECT_EQ(o.point.knobs, (KnobValues{{"A", 4}, {"B", 0}, {"C", 2}}));
+      }
+    EXPECT_EQ(starts, static_cast<size_t>(with));
+  }
+}
+
 // A family's `@kevo start` lines are measured right after the seeds, one
 // point per timed shape, marked "start"; a start that breaks a constraint,
 // or repeats a seed or another start, is not.

@@ -92,7 +92,8 @@ int main(int argc, char** argv) {
   }
   emit({{"event", "ready"},
         {"pid", getpid()},
-        {"info", {{"device", device}, {"device_count", count}, {"name", "Fake GPU"}, {"cc", "9.0"}}}});
+        {"info", {{"device", device}, {"device_count", count}, {"name", "Fake GPU"}, {"cc", "9.0"},
+                  {"sms", 132}}}});
   for (;;) {
     std::string line = read_line();
     if (line == "quit") return 0;
