@@ -57,9 +57,9 @@
  * Small BM (16, 32) with WM 16 are for decode shapes; BM 128-256 for square ones.
  *
  * Start (besides the default): BM covers M (decode), a BN 128 tile, and a
- * split-K that fills the SMs (132: the H100/H200's, a first guess).
+ * split-K that fills the SMs (SMS: the GPU's multiprocessors).
  */
-// @kevo start BM = DIM_A_0, WM = BM - BM / 2 * (BM > 16), BN = 128, WN = 64, SPLIT = 132 / ((DIM_A_0 + BM - 1) / BM * ((DIM_B_1 + BN - 1) / BN))
+// @kevo start BM = DIM_A_0, WM = BM - BM / 2 * (BM > 16), BN = 128, WN = 64, SPLIT = SMS / ((DIM_A_0 + BM - 1) / BM * ((DIM_B_1 + BN - 1) / BN))
 // @kevo knob BM 128 {16, 32, 64, 128, 256}
 // @kevo knob BN 128 {64, 128, 256}
 // @kevo knob BK 32 {32, 64}

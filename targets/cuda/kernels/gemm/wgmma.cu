@@ -55,13 +55,13 @@
  *            lines still to be used or dirty lines still to be written back;
  *            0: no hint.
  *
- * Starts (besides the default; 132 is the SM count of the H100/H200 they were
- * written for, a first guess the search moves on from): for decode shapes, a
- * BN 64 or 128 tile whose BM covers M, the deepest ring that fits, and a
- * split-K that fills the SMs: weight streaming wants every SM loading.
+ * Starts (besides the default; SMS is the GPU's multiprocessors, as its
+ * runner reports them): for decode shapes, a BN 64 or 128 tile whose BM
+ * covers M, the deepest ring that fits, and a split-K that fills the SMs:
+ * weight streaming wants every SM loading.
  */
-// @kevo start BN = 64, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = 132 / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
-// @kevo start BN = 128, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = 132 / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
+// @kevo start BN = 64, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = SMS / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
+// @kevo start BN = 128, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = SMS / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
 // @kevo knob BN 128 {64, 128, 192, 256}
 // @kevo knob WGM 64 {64, 128}
 // @kevo knob NCONS 2 {1, 2}
