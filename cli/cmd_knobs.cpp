@@ -295,9 +295,8 @@ int knobs_of_task(const Args& a, const std::string& task_path) {
   std::map<std::string, int64_t> facts;
   for (const std::string& f : a.values("--fact")) {
     const auto [name, value] = parse_knob_assignment(f);
-    const auto& known = KnobSpace::start_fact_names();
-    if (std::none_of(known.begin(), known.end(), [&](const auto& k) { return k.first == name; }))
-      throw UserError(fmt::format("--fact {}: unknown (known: SMS)", f));
+    if (!KnobSpace::start_fact_meaning(name))
+      throw UserError(fmt::format("--fact {}: unknown (known: {})", f, KnobSpace::start_fact_list()));
     facts[name] = value;
   }
   std::optional<std::string> kernel;

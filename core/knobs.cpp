@@ -21,6 +21,9 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(b, e - b + 1));
 }
 
+// A task dimension as a start line names it: DIM_<tensor>_<d>.
+bool is_dimension_name(std::string_view name) { return name.size() > 4 && name.rfind("DIM_", 0) == 0; }
+
 // The longest line that may hold a @kevo directive.
 constexpr size_t kMaxDirectiveLine = 4096;
 
@@ -51,9 +54,7 @@ KnobStart KnobSpace::parse_start(const KnobSpace& space, const std::string& text
   for (auto it = std::sregex_iterator(text.begin(), text.end(), ident_re);
        it != std::sregex_iterator(); ++it) {
     const std::string name = it->str();
-    const bool fact = std::any_of(start_fact_names().begin(), start_fact_names().end(),
-                                  [&](const auto& f) { return f.first == name; });
-    if (((name.rfind("DIM_", 0) == 0 && name.size() > 4) || fact) && !space.find(name) &&
+    if ((is_dimension_name(name) || start_fact_meaning(name)) && !space.find(name) &&
         std::find(s.reads.begin(), s.reads.end(), name) == s.reads.end())
       s.reads.push_back(name);
   }
@@ -76,8 +77,8 @@ KnobStart KnobSpace::parse_start(const KnobSpace& space, const std::string& text
       s.assign.emplace_back(knob, Expr::parse(m[2].str(), names));
     } catch (const ExprError& e) {
       throw fail(fmt::format("{} = {}: at column {}: {} (an expression reads knobs, builtins, "
-                             "the task's dimensions DIM_<tensor>_<d> and SMS)",
-                             knob, m[2].str(), e.column(), e.what()));
+                             "the task's dimensions DIM_<tensor>_<d> and {})",
+                             knob, m[2].str(), e.column(), e.what(), start_fact_list()));
     }
   }
   return s;
@@ -92,10 +93,10 @@ std::optional<KnobValues> KnobSpace::start_point(const KnobStart& s,
   // A dimension the task lacks is the family's error (every shape of the
   // task has the same tensors); a fact the target did not give is not.
   for (const std::string& d : s.reads) {
-    if (d.rfind("DIM_", 0) != 0 || values.count(d)) continue;
+    if (!is_dimension_name(d) || values.count(d)) continue;
     std::vector<std::string> known;
     for (const auto& [name, size] : values)
-      if (name.rfind("DIM_", 0) == 0) known.push_back(name);
+      if (is_dimension_name(name)) known.push_back(name);
     throw UserError(fmt::format("{}:{}: '@kevo start {}' reads {}, which this task does not have "
                                 "(it has: {})",
                                 origin, s.line, s.text, d,
@@ -104,12 +105,9 @@ std::optional<KnobValues> KnobSpace::start_point(const KnobStart& s,
   for (const std::string& d : s.reads) {
     auto it = values.find(d);
     if (it == values.end()) {
-      std::string meaning;
-      for (const auto& [name, what] : start_fact_names())
-        if (name == d) meaning = what;
       if (why)
         *why = fmt::format("{} ({}) is not known here: the target gives it when kevo runs on the device",
-                           d, meaning);
+                           d, start_fact_meaning(d).value_or(""));
       return std::nullopt;
     }
     slots.push_back(it->second);
@@ -158,6 +156,18 @@ const std::vector<std::pair<std::string, std::string>>& KnobSpace::start_fact_na
   static const std::vector<std::pair<std::string, std::string>> names = {
       {"SMS", "the GPU's streaming multiprocessors"}};
   return names;
+}
+
+std::optional<std::string> KnobSpace::start_fact_meaning(std::string_view name) {
+  for (const auto& [fact, meaning] : start_fact_names())
+    if (fact == name) return meaning;
+  return std::nullopt;
+}
+
+std::string KnobSpace::start_fact_list() {
+  std::vector<std::string> names;
+  for (const auto& [fact, meaning] : start_fact_names()) names.push_back(fact);
+  return fmt::format("{}", fmt::join(names, ", "));
 }
 
 const std::vector<std::string>& KnobSpace::builtin_names() {

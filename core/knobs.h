@@ -116,6 +116,10 @@ class KnobSpace {
   // What a target may say of its device for `@kevo start` lines ("SMS": its
   // streaming multiprocessors), with what each means.
   static const std::vector<std::pair<std::string, std::string>>& start_fact_names();
+  // What start fact `name` means; nullopt when it is not one.
+  static std::optional<std::string> start_fact_meaning(std::string_view name);
+  // The start facts' names, "SMS, ..." (for messages).
+  static std::string start_fact_list();
   static int64_t builtin_value(std::string_view name);
 
  private:
