@@ -281,6 +281,7 @@ std::vector<Proposal> Engine::start_points(const std::vector<Proposal>& seeds) c
   std::set<Point> seen;
   for (const Proposal& p : seeds) seen.insert(p.point);
   std::vector<Proposal> out;
+  std::set<std::string> said;  // one log line per reason, not one per shape
   auto dims = dimension_values(task_);
   for (auto& d : dims) d.insert(start_facts_.begin(), start_facts_.end());
   for (int f : space_.seed_order()) {
@@ -290,7 +291,9 @@ std::vector<Proposal> Engine::start_points(const std::vector<Proposal>& seeds) c
         std::string why;
         auto knobs = fam.space.start_point(s, d, fam.origin.string(), &why);
         if (!knobs) {
-          log_info("family {}: the start of line {} is skipped: {}", fam.name, s.line, why);
+          std::string line = fmt::format("family {}: the start of line {} is skipped: {}", fam.name,
+                                         s.line, why);
+          if (said.insert(line).second) log_info("{}", line);
           continue;
         }
         Point p{f, std::move(*knobs)};
