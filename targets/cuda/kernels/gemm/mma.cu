@@ -18,8 +18,8 @@
  * Fast path requirements (checked at launch): K % 8 == 0 and N % 8 == 0 (every
  * 16-byte chunk of a row of A, B and C is 16-byte aligned and entirely in or
  * out of range) and 16-byte aligned base pointers. Any other shape (e.g.
- * A[7,129]·B[129,1003]) goes to a simple smem-tiled scalar fallback kernel
- * in this file (fp32 accumulation, same numerics class).
+ * A[7,129]·B[129,1003]) goes to the simple smem-tiled scalar fallback of
+ * kevo_cuda_gemm_fallback.cuh (fp32 accumulation, same numerics class).
  *
  * Knobs:
  *   BM, BN   block tile (rows of C, columns of C).
@@ -125,6 +125,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "kevo_cuda_gemm_fallback.cuh"
 #include "kevo_cuda_mma.cuh"
 #include "kevo_kernel.h"
 
@@ -451,43 +452,6 @@ __global__ void KV_CLUSTER __launch_bounds__(kThreads, MINB)
   }
 }
 
-// Ragged fallback: 32x32 C tile per block of 32x8 threads, 32-deep K slices
-// staged in shared memory as fp32, scalar loads, fp32 accumulation.
-constexpr int kFbT = 32;
-__global__ void __launch_bounds__(256)
-    gemm_fallback_kernel(const __nv_bfloat16* __restrict__ A, const __nv_bfloat16* __restrict__ B,
-                         __nv_bfloat16* __restrict__ C, int M, int N, int K, int tiles_n) {
-  __shared__ float As[kFbT][kFbT + 1];
-  __shared__ float Bs[kFbT][kFbT + 1];
-  const int tx = threadIdx.x;  // 0..31: column
-  const int ty = threadIdx.y;  // 0..7
-  const int m0 = (blockIdx.x / tiles_n) * kFbT;
-  const int n0 = (blockIdx.x % tiles_n) * kFbT;
-  float acc[kFbT / 8] = {};
-  for (int k0 = 0; k0 < K; k0 += kFbT) {
-#pragma unroll
-    for (int r = ty; r < kFbT; r += 8) {
-      const int gm = m0 + r, gk = k0 + tx;
-      As[r][tx] = (gm < M && gk < K) ? __bfloat162float(A[(size_t)gm * K + gk]) : 0.0f;
-      const int bk = k0 + r, bn = n0 + tx;
-      Bs[r][tx] = (bk < K && bn < N) ? __bfloat162float(B[(size_t)bk * N + bn]) : 0.0f;
-    }
-    __syncthreads();
-#pragma unroll 8
-    for (int kk = 0; kk < kFbT; ++kk) {
-      const float b = Bs[kk][tx];
-#pragma unroll
-      for (int i = 0; i < kFbT / 8; ++i) acc[i] = fmaf(As[ty + 8 * i][kk], b, acc[i]);
-    }
-    __syncthreads();
-  }
-#pragma unroll
-  for (int i = 0; i < kFbT / 8; ++i) {
-    const int gm = m0 + ty + 8 * i, gn = n0 + tx;
-    if (gm < M && gn < N) C[(size_t)gm * N + gn] = __float2bfloat16_rn(acc[i]);
-  }
-}
-
 }  // namespace
 
 extern "C" KEVO_EXPORT int kevo_launch(const kevo_tensor* in, int n_in, kevo_tensor* out,
@@ -526,10 +490,8 @@ extern "C" KEVO_EXPORT int kevo_launch(const kevo_tensor* in, int n_in, kevo_ten
     // SPLIT blocks of one tile.
     gemm_mma_kernel<<<dim3((unsigned)tiles, SPLIT), kThreads, kSmemBytes, stream>>>(A, B, C, M, N, K);
   } else {
-    const int tiles_n = (N + kFbT - 1) / kFbT;
-    const int64_t tiles = (int64_t)((M + kFbT - 1) / kFbT) * tiles_n;
-    if (tiles > INT32_MAX) return KEVO_ERR_UNSUPPORTED;
-    gemm_fallback_kernel<<<(unsigned)tiles, dim3(32, 8), 0, stream>>>(A, B, C, M, N, K, tiles_n);
+    const int rc = kv_gemm_fallback(A, B, C, M, N, K, stream);
+    if (rc != KEVO_OK) return rc;
   }
   return cudaGetLastError() == cudaSuccess ? KEVO_OK : KEVO_ERR_RUNTIME;
 }

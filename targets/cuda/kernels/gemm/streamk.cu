@@ -33,8 +33,8 @@
  * with M fastest, so blocks on the same weight columns run together.
  *
  * Fast path (checked at launch): K % 8 == 0, N % 8 == 0, 16-byte aligned
- * pointers; TMA zero-fills boxes past M, N and K. Other shapes run a scalar
- * fallback. Hopper primitives: kevo_cuda_tma.cuh. (Compiled here without
+ * pointers; TMA zero-fills boxes past M, N and K. Other shapes run the scalar
+ * fallback of kevo_cuda_gemm_fallback.cuh. Hopper primitives: kevo_cuda_tma.cuh. (Compiled here without
  * spills across the space; not yet timed on a GPU when it was added: every
  * candidate is still checked against the reference at the task's shape.)
  *
@@ -89,6 +89,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "kevo_cuda_gemm_fallback.cuh"
 #include "kevo_cuda_tma.cuh"
 #include "kevo_kernel.h"
 
@@ -305,40 +306,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-// Ragged fallback: 32x32 C tile per block of 32x8 threads, fp32 accumulation.
-constexpr int kFbT = 32;
-__global__ void __launch_bounds__(256)
-    gemm_fallback_kernel(const bf16* __restrict__ A, const bf16* __restrict__ B, bf16* __restrict__ C, int M, int N,
-                         int K, int tiles_n) {
-  __shared__ float As[kFbT][kFbT + 1];
-  __shared__ float Bs[kFbT][kFbT + 1];
-  const int tx = threadIdx.x, ty = threadIdx.y;
-  const int m0 = (blockIdx.x / tiles_n) * kFbT, n0 = (blockIdx.x % tiles_n) * kFbT;
-  float acc[kFbT / 8] = {};
-  for (int k0 = 0; k0 < K; k0 += kFbT) {
-#pragma unroll
-    for (int r = ty; r < kFbT; r += 8) {
-      const int gm = m0 + r, gk = k0 + tx;
-      As[r][tx] = (gm < M && gk < K) ? __bfloat162float(A[(size_t)gm * K + gk]) : 0.0f;
-      const int bk = k0 + r, bn = n0 + tx;
-      Bs[r][tx] = (bk < K && bn < N) ? __bfloat162float(B[(size_t)bk * N + bn]) : 0.0f;
-    }
-    __syncthreads();
-#pragma unroll 8
-    for (int kk = 0; kk < kFbT; ++kk) {
-      const float b = Bs[kk][tx];
-#pragma unroll
-      for (int i = 0; i < kFbT / 8; ++i) acc[i] = fmaf(As[ty + 8 * i][kk], b, acc[i]);
-    }
-    __syncthreads();
-  }
-#pragma unroll
-  for (int i = 0; i < kFbT / 8; ++i) {
-    const int gm = m0 + ty + 8 * i, gn = n0 + tx;
-    if (gm < M && gn < N) C[(size_t)gm * N + gn] = __float2bfloat16_rn(acc[i]);
-  }
-}
-
 }  // namespace
 
 extern "C" KEVO_EXPORT int kevo_launch(const kevo_tensor* in, int n_in, kevo_tensor* out, int n_out,
@@ -385,10 +352,8 @@ extern "C" KEVO_EXPORT int kevo_launch(const kevo_tensor* in, int n_in, kevo_ten
     if (!kv_tma_map_2d(&mapB, B, (uint64_t)N, (uint64_t)K, 64, BK)) return KEVO_ERR_RUNTIME;
     gemm_streamk_kernel<<<(unsigned)grid, kThreads, kSmemBytes, stream>>>(mapA, mapB, C, M, N, K);
   } else {
-    const int tiles_n = (N + kFbT - 1) / kFbT;
-    const int64_t tiles = (int64_t)((M + kFbT - 1) / kFbT) * tiles_n;
-    if (tiles > INT32_MAX) return KEVO_ERR_UNSUPPORTED;
-    gemm_fallback_kernel<<<(unsigned)tiles, dim3(32, 8), 0, stream>>>(A, B, C, M, N, K, tiles_n);
+    const int rc = kv_gemm_fallback(A, B, C, M, N, K, stream);
+    if (rc != KEVO_OK) return rc;
   }
   return cudaGetLastError() == cudaSuccess ? KEVO_OK : KEVO_ERR_RUNTIME;
 }
