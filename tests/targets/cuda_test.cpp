@@ -812,6 +812,7 @@ TEST(CudaFamilies, DecodeStartsGiveTheirPointsAtEveryDecodeConfig) {
     ASSERT_EQ(dims.size(), task.timed.size());
     for (auto& d : dims) d["SMS"] = 132;  // an H100/H200's, as its runner says
     std::map<std::string, std::vector<KnobValues>> points;  // by family
+    std::map<std::string, std::vector<int64_t>> rows;       // the M of each point
     for (const Family& f : space.families())
       for (const KnobStart& st : f.space.starts())
         for (const auto& d : dims) {
@@ -819,6 +820,7 @@ TEST(CudaFamilies, DecodeStartsGiveTheirPointsAtEveryDecodeConfig) {
           std::optional<KnobValues> p;
           ASSERT_NO_THROW(p = f.space.start_point(st, d, f.origin.string(), &why));
           if (p) points[f.name].push_back(*p);
+          if (p) rows[f.name].push_back(d.at("DIM_A_0"));
         }
     ASSERT_TRUE(points.count("wgmma")) << "no wgmma start point";
     const int64_t m = task.main.shapes[0][0];
@@ -830,10 +832,35 @@ TEST(CudaFamilies, DecodeStartsGiveTheirPointsAtEveryDecodeConfig) {
       }
       return false;
     };
-    if (task.op->name() == "gemm_swiglu" && !task.multi_shape())
+    if (task.op->name() == "gemm_swiglu" && !task.multi_shape()) {
       EXPECT_TRUE(has({{"NCONS", m > 64 ? 2 : 1}, {"SPLIT", 1}, {"WGM", 64}}));
-    if (task.op->name() == "gemm" && !task.multi_shape())
+    }
+    if (task.op->name() == "gemm" && !task.multi_shape()) {
       EXPECT_TRUE(has({{"BN", 64}, {"NCONS", m > 64 ? 2 : 1}, {"STAGES", m > 64 ? 8 : 12}}));
+    }
+    // The tokens-on-N family: every start's TN is the power of two that
+    // covers M (at most 128); its first start (one column tile of 64) brings
+    // its CTAs times SPLIT to the SMs and no further (no split where the CTAs
+    // fill them alone), with SPLIT as large as that allows among the knob's
+    // values.
+    if (task.op->name() == "gemm") {
+      ASSERT_TRUE(points.count("swapab")) << "no swapab start point";
+      ASSERT_EQ(points["swapab"].size(), 3 * task.timed.size());
+      for (size_t i = 0; i < points["swapab"].size(); ++i) {
+        const KnobValues& p = points["swapab"][i];
+        const int64_t mi = rows["swapab"][i];
+        int64_t tn = 8;
+        while (tn < mi && tn < 128) tn *= 2;
+        EXPECT_EQ(p.at("TN"), tn) << "M " << mi;
+        if (i >= task.timed.size()) continue;  // the first start's points
+        const int64_t ctas = (mi + tn - 1) / tn * ((task.main.shapes[1][1] + 63) / 64);
+        const int64_t split = p.at("SPLIT");
+        EXPECT_EQ(p.at("MT"), 1);
+        EXPECT_TRUE(split == 1 || ctas * split <= 132) << "M " << mi << ": " << ctas << " CTAs x SPLIT " << split;
+        for (int64_t next : {2, 3, 4, 6, 8})
+          if (next > split && ctas * next <= 132) ADD_FAILURE() << "M " << mi << ": SPLIT " << split << " < " << next;
+      }
+    }
   }
 }
 
@@ -887,8 +914,9 @@ void expect_register_budget_edge(const std::string& op, const std::vector<KnobSe
 }
 
 // The deepest rings the decode starts ask for build without spills: 12
-// stages of 16 KB (gemm wgmma and streamk, BN 64) and 8 of 24 KB (the MLP's
-// wgmma, BN 64), at a decode shape.
+// stages of 16 KB (gemm wgmma and streamk, BN 64), 8 of 24 KB (the MLP's
+// wgmma, BN 64), 20 of 10 KB (gemm swapab at M = 16) and 6 of 32 KB with 128
+// accumulators a thread (swapab at M = 128), at a decode shape.
 TEST(CudaCompile, TheDecodeStartsDeepRingsBuild) {
   if (std::string why = cuda_unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
   auto target = make_target("cuda");
@@ -903,6 +931,10 @@ TEST(CudaCompile, TheDecodeStartsDeepRingsBuild) {
       {"gemm", "wgmma", {{"A", {64, 4096}}, {"B", {4096, 4096}}},
        {{"BN", 64}, {"NCONS", 1}, {"SPLIT", 2}, {"STAGES", 12}}},
       {"gemm", "streamk", {{"A", {64, 4096}}, {"B", {4096, 4096}}}, {{"BN", 64}, {"STAGES", 12}}},
+      {"gemm", "swapab", {{"A", {16, 4096}}, {"B", {4096, 4096}}},
+       {{"TN", 16}, {"MT", 1}, {"SPLIT", 2}, {"STAGES", 20}}},
+      {"gemm", "swapab", {{"A", {128, 4096}}, {"B", {4096, 4096}}},
+       {{"TN", 128}, {"MT", 2}, {"SPLIT", 1}, {"STAGES", 6}}},
       {"gemm_swiglu", "wgmma", {{"A", {64, 4096}}, {"Wg", {4096, 14336}}},
        {{"BN", 64}, {"NCONS", 1}, {"SPLIT", 1}, {"STAGES", 8}}}};
   for (const Case& c : cases) {
@@ -1364,6 +1396,21 @@ TEST_F(OnGpu, SplitKIsRight) {
                                         {{"BN", 64}, {"STAGES", 12}}};
   check("gemm", "streamk", streamk);
   check("gemm", "streamk", streamk, {{"A", {100, 2000}}, {"B", {2000, 1032}}});
+  // Tokens on the MMA's N side (gemm swapab): 33 rows over 16-token tiles
+  // (the last holds one), 5 rows in one 8-token tile, 200 rows over two
+  // 128-token tiles with 128 accumulators a thread; split-K of 16 k tiles
+  // over 3 and 8 CTAs; the ring deeper than the k tiles; and the fallback
+  // (K and N not multiples of 8).
+  const std::vector<KnobSet> swapab = {{},
+                                       {{"SPLIT", 3}, {"MT", 1}, {"NCONS", 2}},
+                                       {{"SPLIT", 8}, {"MT", 4}, {"STAGES", 4}, {"BHINT", 0}, {"KEEP", 0}},
+                                       {{"SPLIT", 2}, {"MT", 1}, {"STAGES", 20}}};
+  check("gemm", "swapab", swapab);
+  check("gemm", "swapab", {{{"TN", 8}}, {{"TN", 8}, {"SPLIT", 4}, {"MT", 1}}}, {{"A", {5, 1000}}, {"B", {1000, 392}}});
+  check("gemm", "swapab",
+        {{{"TN", 128}, {"MT", 2}, {"STAGES", 6}}, {{"TN", 64}, {"NCONS", 2}, {"SPLIT", 2}, {"STAGES", 4}}},
+        {{"A", {200, 2000}}, {"B", {2000, 1032}}});
+  check("gemm", "swapab", {{}}, {{"A", {7, 129}}, {"B", {129, 1003}}});
 }
 
 }  // namespace
