@@ -104,6 +104,31 @@ void print_summary(const Engine& engine, const Task& task, const nlohmann::json&
                b["family"].get<std::string>(), knobs, detail, speedup);
   };
   line("best", j["best"], nullptr);
+  // The next best re-measured: whether "best" held round after round.
+  if (j.contains("runner_up")) {
+    const auto& r = j["runner_up"];
+    std::string why;
+    if (r.contains("round_ranges_s")) {
+      const auto& g = r["round_ranges_s"];
+      why = fmt::format(" (confirmation rounds: best {} to {}, runner-up {} to {})",
+                        format_seconds(g["best"][0].get<double>()), format_seconds(g["best"][1].get<double>()),
+                        format_seconds(g["runner_up"][0].get<double>()),
+                        format_seconds(g["runner_up"][1].get<double>()));
+    }
+    const std::string verdict =
+        r["verdict"] == "apart"
+            ? fmt::format("best is {:.2f}x faster, apart in every round{}", r["best_over_runner_up"].get<double>(),
+                          why)
+            : fmt::format("inconclusive: best {:.2f}x by the medians, faster in {} of {} rounds, but the "
+                          "rounds overlap{}",
+                          r["best_over_runner_up"].get<double>(), r["best_faster"].get<int64_t>(),
+                          r["rounds"].get<int64_t>(), why);
+    std::string knobs;
+    for (auto it = r["knobs"].begin(); it != r["knobs"].end(); ++it)
+      knobs += fmt::format(" {}={}", it.key(), it.value().get<int64_t>());
+    fmt::print("{:<12}{} {}{} (candidate {})  -> {}\n", "runner-up", format_seconds(r["median_s"].get<double>()),
+               r["family"].get<std::string>(), knobs, r["candidate"].get<int64_t>(), verdict);
+  }
   if (j.contains("shapes")) print_shapes(j["shapes"]);
   // What the LLM gave: a model that did not answer must not go unnoticed.
   if (j.contains("llm")) {

@@ -404,6 +404,9 @@ json run_report(Store& store, int64_t run, int top_k) {
   r["best"] = best;
   r["seed"] = baseline(summary, "seed", "speedup_over_seed");
   r["naive"] = baseline(summary, "naive", "speedup_over_naive");
+  // The next best re-measured and whether the best stayed apart from it in
+  // every confirmation round (see Engine::summary).
+  r["runner_up"] = summary.is_object() && summary.contains("runner_up") ? summary["runner_up"] : json(nullptr);
   // How the family defaults' figures moved between the search and the
   // confirmation: the machine's drift over the run (see Engine::summary).
   r["drift"] = summary.is_object() && summary.contains("drift") ? summary["drift"] : json::array();

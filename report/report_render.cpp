@@ -227,6 +227,21 @@ std::vector<std::string> best_lines(const json& r) {
     for (double x : rounds) list += (list.empty() ? "" : ", ") + format_seconds(x);
     lines.push_back(fmt::format("confirmation rounds: {} (the median stands)", list));
   }
+  // Whether "best" held against the next best re-measured, round by round.
+  if (const json& u = r.value("runner_up", json()); u.is_object()) {
+    std::string knobs;
+    for (auto it = u["knobs"].begin(); it != u["knobs"].end(); ++it)
+      knobs += fmt::format("{}{}={}", knobs.empty() ? "" : " ", it.key(), it.value().dump());
+    lines.push_back(fmt::format(
+        "runner-up: candidate {} ({} {}), {}: {}", u["candidate"].get<int64_t>(), str(u["family"]), knobs,
+        secs(u["median_s"]),
+        u["verdict"] == "apart"
+            ? fmt::format("the best is {:.2f}x faster, apart in every round", u["best_over_runner_up"].get<double>())
+            : fmt::format("inconclusive, the best {:.2f}x by the medians but faster in {} of {} rounds whose "
+                          "times overlap",
+                          u["best_over_runner_up"].get<double>(), u["best_faster"].get<int64_t>(),
+                          u["rounds"].get<int64_t>())));
+  }
   lines.push_back(fmt::format("candidate {}: family {}, knobs {}, made by {}",
                               b["candidate"].get<int64_t>(), str(b["family"]),
                               str(b["knobs_text"]).empty() ? "(none)" : str(b["knobs_text"]),

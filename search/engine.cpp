@@ -727,6 +727,18 @@ std::optional<Best> Engine::best() const {
   return best;
 }
 
+std::optional<Best> Engine::runner_up() const {
+  const std::optional<Best> b = best();
+  if (!b || !b->confirmed) return std::nullopt;
+  std::optional<Best> second;
+  for (const auto& o : history_) {
+    if (!o.ok() || o.candidate == b->candidate || !confirmed_.count(o.candidate)) continue;
+    auto c = make_best(o);
+    if (c && (!second || c->obs.seconds < second->obs.seconds)) second = c;
+  }
+  return second;
+}
+
 std::optional<Best> Engine::best_seed() const { return best_default(false); }
 std::optional<Best> Engine::naive() const { return best_default(true); }
 
@@ -903,6 +915,38 @@ nlohmann::json Engine::summary(const std::string& stop_reason) const {
         faster += b->rounds[r] < s->rounds[r];
       }
     if (paired) j["best_faster_than_seed"] = {{"rounds", paired}, {"faster", faster}};
+  }
+  // The best against the next best re-measured, round by round: "best" is a
+  // verdict only where the two stayed apart in every round (each of the
+  // best's rounds faster than each of the runner-up's, at least two rounds
+  // each); else the noise between rounds is as large as the gap, and the
+  // two are reported as inconclusive rather than ordered by one median.
+  if (auto r = runner_up(); b && r) {
+    nlohmann::json v = describe(r);
+    int64_t paired = 0, faster = 0;
+    const size_t n_rounds = std::min(b->rounds.size(), r->rounds.size());
+    for (size_t k = 0; k < n_rounds; ++k)
+      if (std::isfinite(b->rounds[k]) && std::isfinite(r->rounds[k])) {
+        ++paired;
+        faster += b->rounds[k] < r->rounds[k];
+      }
+    auto finite = [](const std::vector<double>& x) {
+      std::vector<double> f;
+      for (double t : x)
+        if (std::isfinite(t)) f.push_back(t);
+      return f;
+    };
+    const std::vector<double> bf = finite(b->rounds), rf = finite(r->rounds);
+    const bool apart = bf.size() >= 2 && rf.size() >= 2 &&
+                       *std::max_element(bf.begin(), bf.end()) < *std::min_element(rf.begin(), rf.end());
+    v["best_over_runner_up"] = r->obs.seconds / b->obs.seconds;
+    v["rounds"] = paired;
+    v["best_faster"] = faster;
+    v["verdict"] = apart ? "apart" : "inconclusive";
+    if (!bf.empty() && !rf.empty())
+      v["round_ranges_s"] = {{"best", {*std::min_element(bf.begin(), bf.end()), *std::max_element(bf.begin(), bf.end())}},
+                             {"runner_up", {*std::min_element(rf.begin(), rf.end()), *std::max_element(rf.begin(), rf.end())}}};
+    j["runner_up"] = v;
   }
   if (b && n) j["speedup_over_naive"] = n->obs.seconds / b->obs.seconds;
   if (task_.multi_shape()) j["shapes"] = shapes_summary(b ? b->candidate : 0);

@@ -125,6 +125,10 @@ class Engine {
   const CandidateTree& tree() const { return tree_; }
   const std::vector<Observation>& observations() const { return history_; }
   std::optional<Best> best() const;
+  // The next best of the candidates the confirmation re-measured, when the
+  // best was re-measured beside at least one other: what the best has to
+  // beat again for "best" to mean something.
+  std::optional<Best> runner_up() const;
   // The best evaluated default point of any non-naive family, and of the
   // family named "naive", when they were measured.
   std::optional<Best> best_seed() const;

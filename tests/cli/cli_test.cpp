@@ -340,6 +340,29 @@ TEST_F(Cli, RunDriftLineSaysWhatTheMachineRead) {
         << d;
 }
 
+// kevo run's runner-up line gives the verdict the summary stores, with the
+// confirmation rounds of both; which verdict a real CPU gives cannot be
+// predicted, so the line is held to the stored figures.
+TEST_F(Cli, RunSaysWhetherTheBestHeldAgainstTheRunnerUp) {
+  write("search.json", kSearchTask);
+  auto r = kevo({"run", "search.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Store s(db_, true);
+  auto summary = nlohmann::json::parse(
+      std::get<std::string>(s.query("SELECT summary_json FROM runs").rows.at(0).at(0)));
+  ASSERT_TRUE(summary.contains("runner_up")) << summary.dump();
+  const auto& ru = summary["runner_up"];
+  EXPECT_NE(ru["candidate"], summary["best"]["candidate"]);
+  EXPECT_EQ(ru["rounds"], 3);
+  const size_t at = r.out.find("\nrunner-up ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string line = r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
+  EXPECT_NE(line.find(fmt::format("(candidate {})", ru["candidate"].get<int64_t>())), std::string::npos) << line;
+  EXPECT_NE(line.find(ru["verdict"] == "apart" ? "apart in every round" : "inconclusive:"), std::string::npos)
+      << line;
+  EXPECT_NE(line.find("confirmation rounds: best "), std::string::npos) << line;
+}
+
 // How kevo ended with nobody reading its stdout.
 struct ClosedStdout {
   int exit_code = -1;  // -1: ended by a signal

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <boost/property_tree/ptree.hpp>
 #include <boost/property_tree/xml_parser.hpp>
@@ -407,6 +408,14 @@ TEST_F(Report, TheBestShowsItsRoundsItsWinsAndTheDrift) {
   }
   ASSERT_FALSE(j["drift"].empty());  // the family defaults were re-measured
   EXPECT_NE(md.out.find("drift: the family defaults re-measured "), std::string::npos) << md.out;
+  // The next best re-measured, with the verdict the run stored.
+  ASSERT_TRUE(j["runner_up"].is_object()) << j.dump();
+  EXPECT_NE(md.out.find(fmt::format("runner-up: candidate {} ", j["runner_up"]["candidate"].get<int64_t>())),
+            std::string::npos)
+      << md.out;
+  EXPECT_NE(md.out.find(j["runner_up"]["verdict"] == "apart" ? "apart in every round" : ": inconclusive, "),
+            std::string::npos)
+      << md.out;
 }
 
 TEST_F(Report, SvgPlotsAreWellFormedWithAxesAndAPointPerCorrectCandidate) {

@@ -81,6 +81,7 @@ class FakeBackend final : public ImmediateBackend {
       // A machine that slows down call after call, from call drift_after on.
       if (!lucky && drift > 0 && calls > drift_after)
         t *= 1 + drift * static_cast<double>(calls - drift_after - 1);
+      if (key == wobble_key && ++wobble_calls == 3) t *= 1.4;  // its second re-measurement
       r.timing = TimingStats::from_samples({t * 0.99, t, t * 1.01, t * 1.02, t}, 1, 2);
       if (key == suspect_key && ++suspect_calls == 2) {  // its first re-measurement
         r.status = Status::suspect;
@@ -104,6 +105,8 @@ class FakeBackend final : public ImmediateBackend {
 
   std::string lucky_key;  // its first measurement is far too fast
   std::string suspect_key;  // its second measurement is suspect (below the floor)
+  std::string wobble_key;   // its third measurement is 1.4x slower (a noisy round)
+  int wobble_calls = 0;
   int suspect_calls = 0;
   double drift = 0;       // each call after drift_after is this much slower than the last
   int drift_after = 0;
@@ -840,6 +843,13 @@ TEST(Search, ConfirmationUndoesALuckyMeasurement) {
   EXPECT_EQ(j["best"]["confirm_rounds_s"].size(), 3u);
   EXPECT_EQ(j["best_faster_than_seed"]["rounds"], 3);
   EXPECT_EQ(j["best_faster_than_seed"]["faster"], 3);
+  // On this steady machine the best stays ahead of the next best
+  // re-measured (C 2: 1.3 ms) in every round.
+  ASSERT_TRUE(j.contains("runner_up"));
+  EXPECT_EQ(j["runner_up"]["verdict"], "apart");
+  EXPECT_EQ(j["runner_up"]["rounds"], 3);
+  EXPECT_EQ(j["runner_up"]["best_faster"], 3);
+  EXPECT_NEAR(j["runner_up"]["best_over_runner_up"].get<double>(), 1.3, 1e-9);
   // The default points tell the drift: none for the slow seed, on this steady
   // machine; the lucky seed's own fall from luck shows as well.
   ASSERT_EQ(j["drift"].size(), 2u);
@@ -943,6 +953,38 @@ TEST(Search, ConfirmationRoundsCancelADriftingMachine) {
     ASSERT_EQ(j["drift"].size(), 2u);
     for (const auto& d : j["drift"]) EXPECT_GT(d["change"].get<double>(), 0.4);
   }
+}
+
+// A best whose confirmation rounds spread past the next best's is not called
+// the best over it: one round of the optimum (1 ms) came out 1.4 ms, slower
+// than every round of the runner-up (1.3 ms). The median still picks the
+// optimum, but the summary says the two are inconclusive, and kevo run's
+// runner-up line says why.
+TEST(Search, ANoisyBestIsInconclusiveAgainstTheRunnerUp) {
+  Fixture f("confirm-noisy");
+  f.backend.wobble_key = f.space.key(Point{0, {{"A", 5}, {"B", 2}, {"C", 3}}});
+  SearchConfig c = config("grid", 100000);
+  c.confirm = 3;
+  Engine e(f.task, f.space, f.store, f.backend, c, this_machine());
+  e.begin({});
+  e.run();
+  ASSERT_EQ(f.backend.wobble_calls, 4);  // the search's, then three rounds
+  EXPECT_TRUE(found_optimum(e));
+  ASSERT_TRUE(e.runner_up());
+  EXPECT_DOUBLE_EQ(e.runner_up()->obs.seconds, 1.3e-3);
+  auto j = e.summary("");
+  ASSERT_TRUE(j.contains("runner_up"));
+  EXPECT_EQ(j["runner_up"]["verdict"], "inconclusive");
+  EXPECT_EQ(j["runner_up"]["best_faster"], 2);
+  EXPECT_EQ(j["runner_up"]["rounds"], 3);
+  EXPECT_DOUBLE_EQ(j["runner_up"]["round_ranges_s"]["best"][1].get<double>(), 1.4e-3);
+  // Without a confirmation there is no runner-up to weigh.
+  Fixture g("confirm-none");
+  Engine none(g.task, g.space, g.store, g.backend, config("grid", 100000), this_machine());
+  none.begin({});
+  none.run();
+  EXPECT_FALSE(none.runner_up());
+  EXPECT_FALSE(none.summary("").contains("runner_up"));
 }
 
 // A time below the floor in one round of the confirmation is no measurement,
