@@ -16,6 +16,13 @@ For each task this script times two peers on the same inputs:
   kevo_cuda (with --kevo-cuda-dir DIR) kevo's CUDA kernel DIR/<config name>.best.cu
            for the same task, beside a Triton one from --kevo-dir: kevo's two
            targets in one harness
+  copy     (asked for in --peers) a yardstick, not a peer: dst.copy_(src) of
+           two buffers that together move the task's bytes (half read, half
+           written), timed alike. For a memory-bound task whose time is short
+           (decode GEMMs of ~15 us), launch and ramp keep even a copy well
+           below the copy roof; this row says how long the same bytes take to
+           move at all, so a kernel's distance from it is the room left.
+           Its outputs are not checked (there is nothing to check)
 
 Tasks (the six defaults, `--task NAME`; any shape through a kevo task config):
 
@@ -382,6 +389,13 @@ def load_config(path, scale_down=1):
 
 # ------------------------------------------------------------ inputs, peers
 
+def copy_elements(task):
+    """Elements of each of the copy yardstick's two buffers: together they move
+    the task's bytes (one read, one written), a multiple of 8 (16 bytes of bf16)."""
+    n = task.bytes_moved() // 2 // task.elem_bytes
+    return max(8, n // 8 * 8)
+
+
 def make_inputs(task, device, seed):
     """Inputs by kevo's laws, from a torch.Generator per tensor, rounded to the dtype."""
     dtype = getattr(torch, DTYPES[task.dtype_name])
@@ -682,11 +696,11 @@ def measure(timer, fn, args, opts):
     }
 
 
-def rate(task, us):
-    """GB/s (or TFLOP/s for gemm) at a time in microseconds."""
+def rate(task, us, moved_only=False):
+    """GB/s (or TFLOP/s for gemm, unless moved_only) at a time in microseconds."""
     if us is None or us <= 0:
         return None, ""
-    if task.flops() is not None:
+    if task.flops() is not None and not moved_only:
         v = task.flops() / (us * 1e-6) / 1e12
         return v, f"{v:8.1f} TFLOP/s"
     v = task.bytes_moved() / (us * 1e-6) / 1e9
@@ -917,6 +931,16 @@ def run_task(task, device, opts, timer):
             elif peer == "kevo_cuda":
                 call = kevo_peer(task, opts.kevo_cuda_dir, opts.workdir, cuda_only=True)
                 rec["what"] = f"{call.__name__} (CUDA) through kevo_launch"
+            elif peer == "copy":
+                n = copy_elements(task)
+                src = torch.ones(n, dtype=inputs[0].dtype, device=device)
+                dst = torch.empty_like(src)
+
+                def copy_same_bytes(*_args, _src=src, _dst=dst):
+                    return _dst.copy_(_src)
+                call = copy_same_bytes
+                rec["what"] = (f"dst.copy_(src), {n} elements each: the task's "
+                               f"{2 * n * task.elem_bytes} bytes moved (a yardstick, not checked)")
             else:
                 rec["what"] = (f"torch.compile({fn.__name__}, mode={COMPILE_MODE!r}, "
                                f"dynamic=False, fullgraph=True)")
@@ -926,7 +950,7 @@ def run_task(task, device, opts, timer):
             out = call(*inputs)
             timer.sync()
             rec["first_call_s"] = time.perf_counter() - t0
-            rec["check"] = check(task, out, ref)
+            rec["check"] = None if peer == "copy" else check(task, out, ref)
             del out
             peers[peer] = call
         except Exception as e:  # noqa: BLE001
@@ -982,8 +1006,9 @@ def run_task(task, device, opts, timer):
                        n=len(pooled))
             how = (f"  (median of {len(rounds)} round medians: "
                    + " ".join(f"{v:.2f}" for v in medians) + "; p20/p80 pooled)")
-        value, rate_text = rate(task, rec["median_us"])
-        rec["tflops" if task.flops() is not None else "gbps"] = value
+        moved_only = peer == "copy"  # the yardstick moves the bytes and computes nothing
+        value, rate_text = rate(task, rec["median_us"], moved_only)
+        rec["tflops" if task.flops() is not None and not moved_only else "gbps"] = value
         rec["host_median_us"] = statistics.median(m["host_median_us"] for m in rounds)
         host = ""
         if timer.cuda:
@@ -1029,8 +1054,9 @@ def parse_args(argv):
     ap.add_argument("--json", metavar="OUT", help="write every result, samples included, here")
     ap.add_argument("--rounds", type=int, default=1, help="interleave the peers R times (1)")
     ap.add_argument("--peers", default="eager,compile",
-                    help="comma-separated subset of eager,compile,kevo,kevo_cuda (eager,compile; "
-                         "kevo is added when --kevo-dir is given)")
+                    help="comma-separated subset of eager,compile,kevo,kevo_cuda,copy "
+                         "(eager,compile; kevo is added when --kevo-dir is given; copy is a "
+                         "yardstick: the task's bytes moved by dst.copy_(src))")
     ap.add_argument("--kevo-dir", metavar="DIR",
                     help="time kevo's kernel DIR/<config name>.best.cu as peer 'kevo' by this "
                          "same harness (configs only)")
@@ -1067,10 +1093,10 @@ def parse_args(argv):
         peers.append("kevo")
     if opts.kevo_cuda_dir and "kevo_cuda" not in peers:
         peers.append("kevo_cuda")
-    if (not peers or any(p not in ("eager", "compile", "kevo", "kevo_cuda") for p in peers)
+    if (not peers or any(p not in ("eager", "compile", "kevo", "kevo_cuda", "copy") for p in peers)
             or len(set(peers)) != len(peers)):
-        raise BadInput(f"--peers: expected a comma-separated subset of eager,compile,kevo,kevo_cuda, "
-                       f"got {opts.peers!r}")
+        raise BadInput(f"--peers: expected a comma-separated subset of eager,compile,kevo,kevo_cuda,"
+                       f"copy, got {opts.peers!r}")
     if "kevo" in peers and not (opts.kevo_dir and os.path.isdir(opts.kevo_dir)):
         raise BadInput("--peers kevo needs --kevo-dir DIR, an existing folder")
     if "kevo_cuda" in peers and not (opts.kevo_cuda_dir and os.path.isdir(opts.kevo_cuda_dir)):

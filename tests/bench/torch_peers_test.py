@@ -84,6 +84,26 @@ class TorchPeers(unittest.TestCase):
             with self.assertRaises(tp.BadInput, msg=str(bad)):
                 tp.Task({"operator": "gemm_swiglu", "dtype": "bf16", "shapes": bad}, "x.json")
 
+    def test_the_copy_yardstick_moves_the_tasks_bytes(self):
+        # Two buffers of copy_elements each, one read and one written: the
+        # task's bytes to within 16 of them, whatever the shape.
+        for shapes in ({"A": [16, 4096], "B": [4096, 4096]}, {"A": [7, 129], "B": [129, 1003]},
+                       {"A": [1, 8], "B": [8, 8]}):
+            t = tp.Task({"operator": "gemm", "dtype": "bf16", "shapes": shapes}, "x.json")
+            n = tp.copy_elements(t)
+            self.assertEqual(n % 8, 0, shapes)
+            self.assertLessEqual(abs(2 * n * t.elem_bytes - t.bytes_moved()), 2 * 8 * t.elem_bytes, shapes)
+        self.assertEqual(tp.parse_args(["--peers", "eager,copy",
+                                        os.path.join(ROOT, "configs", "cuda", "gemm-4096.json")]).peers,
+                         ["eager", "copy"])
+        with self.assertRaises(tp.BadInput):
+            tp.parse_args(["--peers", "eager,memcpy"])
+        # Its figure is a bandwidth, not the operator's FLOP rate.
+        t = tp.Task({"operator": "gemm", "dtype": "bf16", "shapes": {"A": [16, 4096], "B": [4096, 4096]}},
+                    "x.json")
+        self.assertTrue(tp.rate(t, 10.0, moved_only=True)[1].endswith("GB/s"))
+        self.assertTrue(tp.rate(t, 10.0)[1].endswith("TFLOP/s"))
+
     def test_input_laws_follow_the_operator_definitions(self):
         # Where an operator declares a tensor's distribution, the peers draw from that range
         # (otherwise from kevo's default law, which the script spells out per operator).
