@@ -110,24 +110,23 @@ void print_summary(const Engine& engine, const Task& task, const nlohmann::json&
     std::string why;
     if (r.contains("round_ranges_s")) {
       const auto& g = r["round_ranges_s"];
-      why = fmt::format(" (confirmation rounds: best {} to {}, runner-up {} to {})",
-                        format_seconds(g["best"][0].get<double>()), format_seconds(g["best"][1].get<double>()),
-                        format_seconds(g["runner_up"][0].get<double>()),
-                        format_seconds(g["runner_up"][1].get<double>()));
+      const auto at = [&](const char* who, int i) { return format_seconds(g[who][i].get<double>()); };
+      why = fmt::format(" (confirmation rounds: best {} to {}, runner-up {} to {})", at("best", 0),
+                        at("best", 1), at("runner_up", 0), at("runner_up", 1));
     }
+    const double ratio = r["best_over_runner_up"].get<double>();
     const std::string verdict =
         r["verdict"] == "apart"
-            ? fmt::format("best is {:.2f}x faster, apart in every round{}", r["best_over_runner_up"].get<double>(),
-                          why)
-            : fmt::format("inconclusive: best {:.2f}x by the medians, faster in {} of {} rounds, but the "
-                          "rounds overlap{}",
-                          r["best_over_runner_up"].get<double>(), r["best_faster"].get<int64_t>(),
-                          r["rounds"].get<int64_t>(), why);
+            ? fmt::format("best is {:.2f}x faster, apart in every round{}", ratio, why)
+            : fmt::format("inconclusive: best {:.2f}x by the medians, faster in {} of {} rounds, "
+                          "but the rounds overlap{}",
+                          ratio, r["best_faster"].get<int64_t>(), r["rounds"].get<int64_t>(), why);
     std::string knobs;
     for (auto it = r["knobs"].begin(); it != r["knobs"].end(); ++it)
       knobs += fmt::format(" {}={}", it.key(), it.value().get<int64_t>());
-    fmt::print("{:<12}{} {}{} (candidate {})  -> {}\n", "runner-up", format_seconds(r["median_s"].get<double>()),
-               r["family"].get<std::string>(), knobs, r["candidate"].get<int64_t>(), verdict);
+    fmt::print("{:<12}{} {}{} (candidate {})  -> {}\n", "runner-up",
+               format_seconds(r["median_s"].get<double>()), r["family"].get<std::string>(), knobs,
+               r["candidate"].get<int64_t>(), verdict);
   }
   if (j.contains("shapes")) print_shapes(j["shapes"]);
   // What the LLM gave: a model that did not answer must not go unnoticed.

@@ -236,9 +236,10 @@ std::vector<std::string> best_lines(const json& r) {
         "runner-up: candidate {} ({} {}), {}: {}", u["candidate"].get<int64_t>(), str(u["family"]), knobs,
         secs(u["median_s"]),
         u["verdict"] == "apart"
-            ? fmt::format("the best is {:.2f}x faster, apart in every round", u["best_over_runner_up"].get<double>())
-            : fmt::format("inconclusive, the best {:.2f}x by the medians but faster in {} of {} rounds whose "
-                          "times overlap",
+            ? fmt::format("the best is {:.2f}x faster, apart in every round",
+                          u["best_over_runner_up"].get<double>())
+            : fmt::format("inconclusive, the best {:.2f}x by the medians but faster in {} of {} "
+                          "rounds whose times overlap",
                           u["best_over_runner_up"].get<double>(), u["best_faster"].get<int64_t>(),
                           u["rounds"].get<int64_t>())));
   }

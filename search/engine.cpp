@@ -937,15 +937,17 @@ nlohmann::json Engine::summary(const std::string& stop_reason) const {
       return f;
     };
     const std::vector<double> bf = finite(b->rounds), rf = finite(r->rounds);
-    const bool apart = bf.size() >= 2 && rf.size() >= 2 &&
-                       *std::max_element(bf.begin(), bf.end()) < *std::min_element(rf.begin(), rf.end());
     v["best_over_runner_up"] = r->obs.seconds / b->obs.seconds;
     v["rounds"] = paired;
     v["best_faster"] = faster;
+    bool apart = false;
+    if (!bf.empty() && !rf.empty()) {
+      const auto [b_lo, b_hi] = std::minmax_element(bf.begin(), bf.end());
+      const auto [r_lo, r_hi] = std::minmax_element(rf.begin(), rf.end());
+      apart = bf.size() >= 2 && rf.size() >= 2 && *b_hi < *r_lo;
+      v["round_ranges_s"] = {{"best", {*b_lo, *b_hi}}, {"runner_up", {*r_lo, *r_hi}}};
+    }
     v["verdict"] = apart ? "apart" : "inconclusive";
-    if (!bf.empty() && !rf.empty())
-      v["round_ranges_s"] = {{"best", {*std::min_element(bf.begin(), bf.end()), *std::max_element(bf.begin(), bf.end())}},
-                             {"runner_up", {*std::min_element(rf.begin(), rf.end()), *std::max_element(rf.begin(), rf.end())}}};
     j["runner_up"] = v;
   }
   if (b && n) j["speedup_over_naive"] = n->obs.seconds / b->obs.seconds;
