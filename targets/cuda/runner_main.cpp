@@ -645,13 +645,24 @@ int run_kernel(const Job& job, bool profile_only) {
     cudaEventDestroy(ev0);
     cudaEventDestroy(ev1);
     const double host_us = median(host) * 1e6;
+    // The samples whose call kept the host longer than the flush and the
+    // cover kept the GPU busy: the GPU idled inside them, waiting for the
+    // launch. The median can hide a tail of them; this count does not.
+    size_t outlasted = 0;
+    double host_max_us = 0;
+    for (double h : host) {
+      outlasted += h * 1e6 > flush_us + cover;
+      host_max_us = std::max(host_max_us, h * 1e6);
+    }
     // Kept with the evaluation (its stderr): what the samples contain.
     std::fprintf(stderr,
                  "kevo-cuda-runner: timing: host time per call %.1f us (median), L2 flush (%s) "
                  "%.1f us of GPU time, launch cover %.0f us, device busy after the end event "
-                 "%.1f us (median), fenced samples %.1f us (median)%s\n",
+                 "%.1f us (median), fenced samples %.1f us (median), %zu of %zu samples' calls "
+                 "outlasted the flush and cover (host at most %.0f us)%s\n",
                  host_us, flush_mode == 1 ? "memset" : flush_mode == 2 ? "read" : "fill",
-                 flush_us, cover, median(after_end) * 1e6, median(fenced) * 1e6,
+                 flush_us, cover, median(after_end) * 1e6, median(fenced) * 1e6, outlasted,
+                 host.size(), host_max_us,
                  host_us > 0.8 * (flush_us + cover)
                      ? "; HOST-BOUND: the call's host time exceeds what the flush and cover hide, "
                        "so the GPU idles inside each sample"

@@ -1208,8 +1208,12 @@ TEST_F(OnGpu, HostileSetIsClassified) {
     EXPECT_GT(machine["machine.sm_mhz"], 0);
     EXPECT_GT(machine["machine.gpu_temp_c"], 0);
   }
-  // The runner says what its samples hold: host time, flush, launch cover.
+  // The runner says what its samples hold: host time, flush, launch cover,
+  // and how many samples' launches outlasted what the flush and cover hid.
   EXPECT_NE(ok.stderr_text.find("kevo-cuda-runner: timing: host time per call"), std::string::npos)
+      << ok.stderr_text;
+  EXPECT_NE(ok.stderr_text.find(" samples' calls outlasted the flush and cover (host at most "),
+            std::string::npos)
       << ok.stderr_text;
   EvalResult wild = run(1);
   EXPECT_STATUS(wild, Status::crash);
