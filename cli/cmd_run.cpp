@@ -27,6 +27,14 @@ namespace {
 
 // A multi-shape run: per timed shape, the chosen kernel's time and the
 // fastest kernel of the run at that shape alone.
+// A summary's knobs as " K=V K=V" (empty for none), to follow a family's name.
+std::string knobs_suffix(const nlohmann::json& knobs) {
+  std::string s;
+  for (auto it = knobs.begin(); it != knobs.end(); ++it)
+    s += fmt::format(" {}={}", it.key(), it.value().get<int64_t>());
+  return s;
+}
+
 void print_shapes(const nlohmann::json& shapes) {
   bool first = true;
   for (const auto& row : shapes) {
@@ -44,9 +52,7 @@ void print_shapes(const nlohmann::json& shapes) {
       if (verdict == "the chosen kernel") {
         text += "; also the fastest at this shape";
       } else {
-        std::string knobs;
-        for (auto it = b["knobs"].begin(); it != b["knobs"].end(); ++it)
-          knobs += fmt::format(" {}={}", it.key(), it.value().get<int64_t>());
+        const std::string knobs = knobs_suffix(b["knobs"]);
         text += fmt::format("; fastest here: candidate {} {}{} {} ({})", b["candidate"].get<int64_t>(),
                             b["family"].get<std::string>(), knobs,
                             format_seconds(b["median_s"].get<double>()),
@@ -87,9 +93,7 @@ void print_summary(const Engine& engine, const Task& task, const nlohmann::json&
       fmt::print("{:<12}{}\n", label, failed.empty() ? "not measured" : "failed (" + failed + ")");
       return;
     }
-    std::string knobs;
-    for (auto it = b["knobs"].begin(); it != b["knobs"].end(); ++it)
-      knobs += fmt::format(" {}={}", it.key(), it.value().get<int64_t>());
+    const std::string knobs = knobs_suffix(b["knobs"]);
     std::string detail = fmt::format("candidate {}; {:.0f}% of the {} roof",
                                      b["candidate"].get<int64_t>(),
                                      100 * b["roof_fraction"].get<double>(),
@@ -121,9 +125,7 @@ void print_summary(const Engine& engine, const Task& task, const nlohmann::json&
             : fmt::format("inconclusive: best {:.2f}x by the medians, faster in {} of {} rounds, "
                           "but the rounds overlap{}",
                           ratio, r["best_faster"].get<int64_t>(), r["rounds"].get<int64_t>(), why);
-    std::string knobs;
-    for (auto it = r["knobs"].begin(); it != r["knobs"].end(); ++it)
-      knobs += fmt::format(" {}={}", it.key(), it.value().get<int64_t>());
+    const std::string knobs = knobs_suffix(r["knobs"]);
     fmt::print("{:<12}{} {}{} (candidate {})  -> {}\n", "runner-up",
                format_seconds(r["median_s"].get<double>()), r["family"].get<std::string>(), knobs,
                r["candidate"].get<int64_t>(), verdict);

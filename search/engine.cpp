@@ -33,6 +33,19 @@ Observation observed(const EvalResult& r, int64_t candidate, const Proposal& p) 
   return o;
 }
 
+// Two candidates' confirmation rounds side by side (the same moment of the
+// machine for both): how many rounds both have a figure for, and in how
+// many of those `a` was the faster.
+std::pair<int64_t, int64_t> rounds_won(const std::vector<double>& a, const std::vector<double>& b) {
+  int64_t paired = 0, won = 0;
+  for (size_t r = 0; r < std::min(a.size(), b.size()); ++r)
+    if (std::isfinite(a[r]) && std::isfinite(b[r])) {
+      ++paired;
+      won += a[r] < b[r];
+    }
+  return {paired, won};
+}
+
 }  // namespace
 
 // ---- config --------------------------------------------------------------
@@ -908,12 +921,7 @@ nlohmann::json Engine::summary(const std::string& stop_reason) const {
   // rounds of the confirmation the best was faster than the best seed.
   if (b && s && b->candidate != s->candidate && !b->rounds.empty() &&
       b->rounds.size() == s->rounds.size()) {
-    int64_t paired = 0, faster = 0;
-    for (size_t r = 0; r < b->rounds.size(); ++r)
-      if (std::isfinite(b->rounds[r]) && std::isfinite(s->rounds[r])) {
-        ++paired;
-        faster += b->rounds[r] < s->rounds[r];
-      }
+    const auto [paired, faster] = rounds_won(b->rounds, s->rounds);
     if (paired) j["best_faster_than_seed"] = {{"rounds", paired}, {"faster", faster}};
   }
   // The best against the next best re-measured, round by round: "best" is a
@@ -923,13 +931,7 @@ nlohmann::json Engine::summary(const std::string& stop_reason) const {
   // two are reported as inconclusive rather than ordered by one median.
   if (auto r = runner_up(); b && r) {
     nlohmann::json v = describe(r);
-    int64_t paired = 0, faster = 0;
-    const size_t n_rounds = std::min(b->rounds.size(), r->rounds.size());
-    for (size_t k = 0; k < n_rounds; ++k)
-      if (std::isfinite(b->rounds[k]) && std::isfinite(r->rounds[k])) {
-        ++paired;
-        faster += b->rounds[k] < r->rounds[k];
-      }
+    const auto [paired, faster] = rounds_won(b->rounds, r->rounds);
     auto finite = [](const std::vector<double>& x) {
       std::vector<double> f;
       for (double t : x)

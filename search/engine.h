@@ -165,11 +165,11 @@ class Engine {
   void follow(const ReplayScript* script) { script_ = script; }
   // Where a followed replay left its recording ("" while it has not).
   const std::string& divergence() const { return divergence_; }
-  // What the LLM's prompts say of the hardware (LlmTaskInfo::hardware).
-  // `features`: what the part's sheet says it has (LlmTaskInfo::features).
   // What the target says of its device, for the families' `@kevo start`
   // lines ("SMS" -> 132). Without it, a start that reads one is skipped.
   void set_start_facts(std::map<std::string, int64_t> facts) { start_facts_ = std::move(facts); }
+  // What the LLM's prompts say of the hardware (LlmTaskInfo::hardware).
+  // `features`: what the part's sheet says it has (LlmTaskInfo::features).
   void set_llm_hardware(std::string text, std::optional<std::vector<std::string>> features) {
     llm_hardware_ = std::move(text);
     llm_features_ = std::move(features);
