@@ -913,15 +913,38 @@ void expect_register_budget_edge(const std::string& op, const std::vector<KnobSe
     EXPECT_FALSE(knobs.valid(point(set))) << knobs_to_string(point(set));
 }
 
-// The deepest rings the decode starts ask for build without spills: 12
-// stages of 16 KB (gemm wgmma and streamk, BN 64), 8 of 24 KB (the MLP's
-// wgmma, BN 64), 20 of 10 KB (gemm swapab at M = 16) and 6 of 32 KB with 128
-// accumulators a thread (swapab at M = 128), at a decode shape.
-TEST(CudaCompile, TheDecodeStartsDeepRingsBuild) {
+// The starts' edges build without spills: the deepest rings the decode
+// starts ask for, 12 stages of 16 KB (gemm wgmma and streamk, BN 64), 8 of
+// 24 KB (the MLP's wgmma, BN 64), 20 of 10 KB (gemm swapab at M = 16) and 6 of
+// 32 KB with 128 accumulators a thread (swapab at M = 128), at a decode shape;
+// and the persistent start gemm wgmma gives the 4096^3 config (128 x 256
+// tiles with TMA stores, its staging beside the ring), as the start computes
+// it, with a persistent cluster of two beside it.
+TEST(CudaCompile, TheStartsEdgesBuildWithoutSpills) {
   if (std::string why = cuda_unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
   auto target = make_target("cuda");
   const auto root = test::repo_dir() / "targets" / "cuda" / "kernels";
   auto dir = test::temp_dir("cuda-deep-rings");
+  auto build = [&](const Task& task, const std::string& family, const KnobValues& v) {
+    const std::string op(task.op->name());
+    const auto src = root / op / (family + ".cu");
+    SCOPED_TRACE(op + " " + family + " " + knobs_to_string(v));
+    CompileRequest req;
+    req.task = &task;
+    req.source = src;
+    req.language = "cuda";
+    req.knobs = v;
+    req.output = dir / (op + "-" + family + ".so");
+    CompileOutcome out = target->compile(req);
+    ASSERT_TRUE(out.ok) << out.log;
+    bool seen = false;
+    for (const auto& m : target->compile_metrics(out.log))
+      if (m.metric == "ptxas.spill_store_bytes") {
+        seen = true;
+        EXPECT_EQ(m.value, 0);
+      }
+    EXPECT_TRUE(seen) << out.log;
+  };
   struct Case {
     std::string op, family;
     nlohmann::json shapes;
@@ -936,30 +959,36 @@ TEST(CudaCompile, TheDecodeStartsDeepRingsBuild) {
       {"gemm", "swapab", {{"A", {128, 4096}}, {"B", {4096, 4096}}},
        {{"TN", 128}, {"MT", 2}, {"SPLIT", 1}, {"STAGES", 6}}},
       {"gemm_swiglu", "wgmma", {{"A", {64, 4096}}, {"Wg", {4096, 14336}}},
-       {{"BN", 64}, {"NCONS", 1}, {"SPLIT", 1}, {"STAGES", 8}}}};
+       {{"BN", 64}, {"NCONS", 1}, {"SPLIT", 1}, {"STAGES", 8}}},
+      {"gemm", "wgmma", {{"A", {4096, 4096}}, {"B", {4096, 4096}}},
+       {{"BN", 256}, {"NCONS", 2}, {"STAGES", 3}, {"EPI", 1}, {"PERSIST", 1}, {"CLUSTER", 2}}}};
   for (const Case& c : cases) {
     Task task = test::quick_task(c.op, c.shapes, {{"target", "cuda"}, {"dtype", "bf16"}});
-    const auto src = root / c.op / (c.family + ".cu");
-    SearchSpace space = load_space({src}, {}, [](const std::filesystem::path&) { return "cuda"; });
+    SearchSpace space =
+        load_space({root / c.op / (c.family + ".cu")}, {}, [](const std::filesystem::path&) { return "cuda"; });
     KnobValues v = space.family(0).space.defaults();
     for (const auto& [k, x] : c.set) v[k] = x;
     ASSERT_TRUE(space.family(0).space.valid(v)) << c.op << " " << c.family << " " << knobs_to_string(v);
-    CompileRequest req;
-    req.task = &task;
-    req.source = src;
-    req.language = "cuda";
-    req.knobs = v;
-    req.output = dir / (c.op + "-" + c.family + ".so");
-    CompileOutcome out = target->compile(req);
-    ASSERT_TRUE(out.ok) << c.op << " " << c.family << ":\n" << out.log;
-    bool seen = false;
-    for (const auto& m : target->compile_metrics(out.log))
-      if (m.metric == "ptxas.spill_store_bytes") {
-        seen = true;
-        EXPECT_EQ(m.value, 0) << c.op << " " << c.family << " " << knobs_to_string(v);
-      }
-    EXPECT_TRUE(seen) << out.log;
+    build(task, c.family, v);
   }
+  // The 4096^3 config's persistent start, computed as a search computes it.
+  const Task big = load_task(test::repo_dir() / "configs" / "cuda" / "gemm-4096.json");
+  const auto src = root / "gemm" / "wgmma.cu";
+  SearchSpace space = load_space({src}, {}, [](const std::filesystem::path&) { return "cuda"; });
+  const Family& f = space.family(0);
+  auto dims = dimension_values(big);
+  ASSERT_EQ(dims.size(), 1u);
+  dims[0]["SMS"] = 132;
+  std::optional<KnobValues> persistent;
+  for (const KnobStart& st : f.space.starts()) {
+    std::string why;
+    std::optional<KnobValues> p = f.space.start_point(st, dims[0], f.origin.string(), &why);
+    if (p && p->at("PERSIST") == 1) persistent = p;
+  }
+  ASSERT_TRUE(persistent.has_value()) << "no persistent start for 4096^3";
+  EXPECT_EQ(persistent->at("EPI"), 2);
+  EXPECT_EQ(persistent->at("BN"), 256);
+  build(big, "wgmma", *persistent);
 }
 
 // kevo knobs --compile on a family whose points differ only in
@@ -1184,6 +1213,23 @@ class OnGpu : public ::testing::Test {
     ev.profile_top = 0;
     return ev.evaluate(src, knobs);
   }
+  // Each point, the family's default with `set` changed, is valid and right
+  // against the reference at `shapes` (bf16).
+  void expect_right(const std::string& op, const std::string& family, const std::vector<KnobSet>& points,
+                    const nlohmann::json& shapes) {
+    Task task = test::quick_task(op, shapes, {{"target", "cuda"}, {"dtype", "bf16"}, {"limits", {{"timeout_s", 20}}}});
+    auto src = test::repo_dir() / "targets" / "cuda" / "kernels" / op / (family + ".cu");
+    SearchSpace space = load_space({src}, {}, [](const std::filesystem::path&) { return "cuda"; });
+    const KnobSpace& knobs = space.family(0).space;
+    for (const auto& set : points) {
+      KnobValues v = knobs.defaults();
+      for (const auto& [k, x] : set) v[k] = x;
+      const std::string what = op + " " + family + " " + knobs_to_string(v);
+      ASSERT_TRUE(knobs.valid(v)) << what << ": " << knobs.violation(v).value_or("");
+      EvalResult r = eval(src, v, task);
+      EXPECT_STATUS(r, Status::ok) << " " << what;
+    }
+  }
   std::unique_ptr<Target> target_;
   Roof roof_ = test::fake_roof(1e5, 1e9);  // a floor far below any real time
   ReferenceCache refs_{""};
@@ -1343,26 +1389,12 @@ TEST_F(OnGpu, TheTasksL2StatePicksTheFlush) {
 // (N = 392) and M is not a multiple of the tile (33), for small and larger
 // tiles; SPLIT 1 alongside as the control.
 TEST_F(OnGpu, SplitKIsRight) {
-  auto root = test::repo_dir() / "targets" / "cuda" / "kernels";
   const std::map<std::string, nlohmann::json> shapes = {
       {"gemm", {{"A", {33, 1000}}, {"B", {1000, 392}}}},
       {"gemm_swiglu", {{"A", {33, 1000}}, {"Wg", {1000, 392}}}}};
-  // Each point is the family's default with `set` changed.
   auto check = [&](const std::string& op, const std::string& family, const std::vector<KnobSet>& points,
                    const nlohmann::json& at = nullptr) {
-    Task task = test::quick_task(op, at.is_null() ? shapes.at(op) : at,
-                                 {{"target", "cuda"}, {"dtype", "bf16"}, {"limits", {{"timeout_s", 20}}}});
-    auto src = root / op / (family + ".cu");
-    SearchSpace space = load_space({src}, {}, [](const std::filesystem::path&) { return "cuda"; });
-    const KnobSpace& knobs = space.family(0).space;
-    for (const auto& set : points) {
-      KnobValues v = knobs.defaults();
-      for (const auto& [k, x] : set) v[k] = x;
-      const std::string what = op + " " + family + " " + knobs_to_string(v);
-      ASSERT_TRUE(knobs.valid(v)) << what << ": " << knobs.violation(v).value_or("");
-      EvalResult r = eval(src, v, task);
-      EXPECT_STATUS(r, Status::ok) << " " << what;
-    }
+    expect_right(op, family, points, at.is_null() ? shapes.at(op) : at);
   };
   const std::vector<KnobSet> mma = {{{"SPLIT", 1}, {"BM", 16}, {"WM", 16}},
                                     {{"SPLIT", 3}, {"BM", 16}, {"WM", 16}},
@@ -1418,4 +1450,30 @@ TEST_F(OnGpu, SplitKIsRight) {
 }
 
 }  // namespace
+// Persistent tiles (gemm wgmma PERSIST 1) and TMA stores (EPI 2): right
+// against the reference where each CTA takes several tiles in turn (at
+// 2000 x 520 x 2056, 528 tiles of 128 x 64 or 144 of 128 x 256 over at most one
+// CTA per SM), with the last tile row and column partial and K not a multiple
+// of the k tile; one and two consumers, 128-row consumers, a cluster of two,
+// KEEP 0 and 1, and each epilogue. Then EPI 2 without persistence at the
+// split-K test's ragged 33 x 1000 x 392, and PERSIST where the tiles are fewer
+// than the SMs.
+TEST_F(OnGpu, PersistentTilesAreRight) {
+  const nlohmann::json many = {{"A", {2000, 520}}, {"B", {520, 2056}}};
+  expect_right("gemm", "wgmma",
+               {{{"PERSIST", 1}, {"EPI", 2}, {"BN", 256}, {"STAGES", 3}},  // the 4096^3 start
+                {{"PERSIST", 1}, {"EPI", 2}, {"BN", 64}, {"NCONS", 1}, {"STAGES", 6}},
+                {{"PERSIST", 1}, {"EPI", 0}, {"BN", 64}, {"KEEP", 0}},
+                {{"PERSIST", 1}, {"EPI", 1}, {"BN", 128}, {"WGM", 128}, {"STAGES", 3}},
+                {{"PERSIST", 1}, {"EPI", 2}, {"BN", 128}, {"CLUSTER", 2}, {"STAGES", 3}},
+                {{"PERSIST", 1}, {"EPI", 1}, {"BN", 256}, {"CLUSTER", 2}, {"STAGES", 3}, {"GROUP_M", 1}}},
+               many);
+  expect_right("gemm", "wgmma",
+               {{{"EPI", 2}},
+                {{"EPI", 2}, {"NCONS", 1}, {"BN", 192}},
+                {{"EPI", 2}, {"CLUSTER", 2}},
+                {{"PERSIST", 1}, {"EPI", 2}, {"BN", 256}, {"STAGES", 3}}},
+               {{"A", {33, 1000}}, {"B", {1000, 392}}});
+}
+
 }  // namespace kevo

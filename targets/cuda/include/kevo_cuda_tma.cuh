@@ -19,6 +19,12 @@
  *   kv_tma_load_2d_hint(dst, map, c0, c1, bar, pol)  the same with an L2 cache policy
  *   kv_tma_load_2d_mc(dst, map, c0, c1, bar, mask)   multicast to the CTAs of mask
  *   kv_evict_first_policy()           an L2 evict-first policy (createpolicy) for _hint
+ *   kv_tma_store_2d(map, src, c0, c1)  shared box at src to (c0, c1) of a tensor map,
+ *                                     clipped to the tensor; a bulk-group operation
+ *   kv_bulk_commit(), kv_bulk_wait_read<N>(), kv_bulk_wait<N>()  commit this thread's
+ *                                     bulk stores; wait until at most N groups still
+ *                                     read shared memory / are still writing
+ *   kv_fence_async_smem()             order this thread's shared writes before TMA reads
  *   kv_cluster_sync()                 barrier.cluster arrive.release + wait.acquire
  *   kv_cluster_rank()                 %cluster_ctarank
  *   kv_ld_cluster_f32x8(v, addr, r)   8 floats at local shared address addr of CTA r
@@ -122,6 +128,28 @@ KV_DEV void kv_tma_load_2d_mc(uint32_t dst, const CUtensorMap* map, int c0, int 
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask)
       : "memory");
 }
+// TMA store: the box at shared src goes to (c0 inner, c1 outer) of a tensor
+// map; out-of-range parts of the box are not written. Tracked by bulk groups:
+// the issuing thread commits (kv_bulk_commit) and waits (kv_bulk_wait_read<N>
+// before src may be overwritten, kv_bulk_wait<N> for the writes themselves).
+// Generic-proxy writes to src must be fenced first (kv_fence_async_smem).
+KV_DEV void kv_tma_store_2d(const CUtensorMap* map, uint32_t src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+                   reinterpret_cast<uint64_t>(map)),
+               "r"(c0), "r"(c1), "r"(src)
+               : "memory");
+}
+KV_DEV void kv_bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+template <int N>
+KV_DEV void kv_bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+template <int N>
+KV_DEV void kv_bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
+// This thread's shared-memory writes become visible to the async proxy (TMA).
+KV_DEV void kv_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 // Arrive on the mbarrier at local offset `bar` in CTA `rank` of the cluster.
 KV_DEV void kv_mbar_arrive_cluster(uint32_t bar, uint32_t rank) {
   asm volatile(

@@ -34,7 +34,10 @@
  *   GROUP_M  threadblock rasterization group along M (1 = row-major raster).
  *   EPI      0: bf16x2 stores straight from the accumulators; 1: each consumer
  *            warpgroup stages its tile in (padded) shared memory and writes it
- *            with coalesced 16-byte stores.
+ *            with coalesced 16-byte stores; 2: each consumer warpgroup stages
+ *            its rows as 64-column boxes in the 128-byte swizzle and one thread
+ *            stores them with TMA (cp.async.bulk.tensor, clipped to C), so the
+ *            warpgroup goes on to its next tile while the stores drain.
  *   CLUSTER  thread-block cluster size along M (1 or 2). With 2, the two CTAs
  *            of a cluster compute vertically adjacent tiles that share the same
  *            B slice: each loads half of the B boxes and multicasts them to
@@ -54,31 +57,41 @@
  *            evict-first policy: a streamed weight line is replaced before
  *            lines still to be used or dirty lines still to be written back;
  *            0: no hint.
+ *   PERSIST  1: a persistent grid, one CTA per SM (in whole clusters), each
+ *            taking tiles pid, pid + CTAs, ... of the raster. The producer runs
+ *            on into the next tile's k tiles while the consumers finish the
+ *            current tile's epilogue, and the ring stays full across tiles;
+ *            the epilogue staging (EPI 1, 2) then has its own shared memory
+ *            after the ring. 0: one CTA per tile. (Needs SPLIT 1.)
  *
  * Starts (besides the default; SMS is the GPU's multiprocessors, as its
  * runner reports them): for decode shapes, a BN 64 or 128 tile whose BM
  * covers M, the deepest ring that fits, and a split-K that fills the SMs:
- * weight streaming wants every SM loading.
+ * weight streaming wants every SM loading. For large shapes, a persistent
+ * 128 x 256 tile with TMA stores.
  */
 // @kevo start BN = 64, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = SMS / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
 // @kevo start BN = 128, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = SMS / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
+// @kevo start BN = 256, WGM = 64, NCONS = 2, STAGES = 3, EPI = 2, PERSIST = 1, GROUP_M = 8
 // @kevo knob BN 128 {64, 128, 192, 256}
 // @kevo knob WGM 64 {64, 128}
 // @kevo knob NCONS 2 {1, 2}
 // @kevo knob STAGES 4 {2, 3, 4, 5, 6, 8, 10, 12}
 // @kevo knob KEEP 1 {0, 1}
 // @kevo knob GROUP_M 8 {1, 4, 8, 16}
-// @kevo knob EPI 0 {0, 1}
+// @kevo knob EPI 0 {0, 1, 2}
 // @kevo knob CLUSTER 1 {1, 2}
 // @kevo knob SPLIT 1 {1, 2, 3, 4, 6, 8}
 // @kevo knob BHINT 0 {0, 1}
+// @kevo knob PERSIST 0 {0, 1}
 // @kevo require WGM / 64 * BN / 2 <= 128
-// @kevo require STAGES * (NCONS * WGM + BN) * 128 + 2048 <= 232448
+// @kevo require STAGES * (NCONS * WGM + BN) * 128 + PERSIST * (EPI > 0) * NCONS * WGM * (BN + 8 * (EPI == 1)) * 2 + 2048 <= 232448
 // @kevo require EPI == 0 || NCONS * WGM * (BN + 8) * 2 + 2048 <= 232448
 // @kevo require (BN / 64) % CLUSTER == 0
 // @kevo require SPLIT == 1 || CLUSTER == 1
 // @kevo require SPLIT == 1 || EPI == 0
 // @kevo require SPLIT == 1 || NCONS * WGM * (BN + 4) * 4 + 2048 <= 232448
+// @kevo require PERSIST == 0 || SPLIT == 1
 #ifndef BN
 #define BN 128
 #endif
@@ -109,6 +122,9 @@
 #ifndef BHINT
 #define BHINT 0
 #endif
+#ifndef PERSIST
+#define PERSIST 0
+#endif
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -131,11 +147,15 @@ constexpr int kBStage = BK * BN * 2;
 constexpr int kStageBytes = kAStage + kBStage;
 constexpr int kPipeBytes = STAGES * kStageBytes;
 constexpr int kEpiLd = BN + 8;              // padded C-tile row (elements)
-constexpr int kEpiBytes = EPI ? BM * kEpiLd * 2 : 0;
+constexpr int kEpiBytes = EPI == 1 ? BM * kEpiLd * 2 : EPI == 2 ? BM * BN * 2 : 0;
 constexpr int kPartLd = BN + 4;             // padded fp32 row of a split-K partial tile
 constexpr int kPartBytes = SPLIT > 1 ? BM * kPartLd * 4 : 0;
 constexpr int kOutBytes = kEpiBytes > kPartBytes ? kEpiBytes : kPartBytes;
-constexpr int kDataBytes = kPipeBytes > kOutBytes ? kPipeBytes : kOutBytes;
+// The output staging (EPI, split-K partials) reuses the ring once the main
+// loop is over; a persistent CTA's producer is already filling the ring for
+// its next tile then, so there the staging has its own space after the ring.
+constexpr int kOutOffset = PERSIST ? kPipeBytes : 0;
+constexpr int kDataBytes = PERSIST ? kPipeBytes + kOutBytes : (kPipeBytes > kOutBytes ? kPipeBytes : kOutBytes);
 constexpr int kSmemBytes = 1024 /* alignment slack */ + kDataBytes + 2 * STAGES * 8;
 // Registers: the producer warpgroup gives most of its registers to the consumers.
 constexpr int kProducerRegs = 40;
@@ -149,12 +169,15 @@ static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER must be 1 or 2");
 static_assert((BN / 64) % CLUSTER == 0, "B boxes must split evenly across the cluster");
 static_assert(SPLIT >= 1 && SPLIT <= 8, "SPLIT must be 1..8 (portable cluster size)");
 static_assert(SPLIT == 1 || CLUSTER == 1, "split-K and the M cluster do not combine");
+static_assert(EPI >= 0 && EPI <= 2, "EPI must be 0, 1 or 2");
+static_assert(PERSIST == 0 || SPLIT == 1, "a persistent CTA does not split K");
 static_assert(kSmemBytes <= 232448, "shared memory over 227 KB");
 
 // ------------------------------------------------------------------ kernels
 __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 1)
     gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
-                      __nv_bfloat16* __restrict__ C, int M, int N, int K) {
+                      const __grid_constant__ CUtensorMap tmC, __nv_bfloat16* __restrict__ C, int M,
+                      int N, int K) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   // Stage buffers must sit on 1024-byte boundaries (the 128-byte swizzle
   // pattern repeats every 8 rows of 128 bytes; descriptors assume base offset 0).
@@ -162,6 +185,7 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
   const uint32_t s0 = (raw + 1023u) & ~1023u;
   const uint32_t sA = s0;
   const uint32_t sB = s0 + STAGES * kAStage;
+  const uint32_t sOut = s0 + kOutOffset;  // EPI staging or the split-K partial tile
   const uint32_t bar_full = s0 + kDataBytes;
   const uint32_t bar_empty = bar_full + STAGES * 8;
 
@@ -172,26 +196,32 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
   // clusters: the CLUSTER CTAs of a cluster take CLUSTER consecutive tile rows
   // of the same tile column (a CTA past the last tile row still runs the
   // pipeline for its peer, loading valid A rows and storing nothing).
+  // A persistent cluster takes the tiles pid, pid + clusters, ... in turn, so
+  // the clusters resident at once work on consecutive tiles of the raster.
   constexpr int kGroup = GROUP_M / CLUSTER > 1 ? GROUP_M / CLUSTER : 1;
   const int tiles_m = (M + BM - 1) / BM;
   const int tiles_mc = (tiles_m + CLUSTER - 1) / CLUSTER;
   const int tiles_n = (N + BN - 1) / BN;
-  const int pid = blockIdx.x / CLUSTER;
+  const int tiles_c = tiles_mc * tiles_n;  // tiles in cluster units
+  const int pid_first = (int)blockIdx.x / CLUSTER;
+  const int pid_step = PERSIST ? (int)gridDim.x / CLUSTER : tiles_c;
   const uint32_t crank = CLUSTER > 1 ? kv_cluster_rank() : 0;  // rank along M (SPLIT is 1 then)
-  int pid_mc, pid_n;
-  if constexpr (kGroup <= 1) {
-    pid_mc = pid / tiles_n;
-    pid_n = pid % tiles_n;
-  } else {
-    const int in_group = kGroup * tiles_n;
-    const int first_m = (pid / in_group) * kGroup;
-    const int gsize = min(tiles_mc - first_m, kGroup);
-    const int r = pid % in_group;
-    pid_mc = first_m + r % gsize;
-    pid_n = r / gsize;
-  }
-  const int m0 = (pid_mc * CLUSTER + (int)crank) * BM;
-  const int n0 = pid_n * BN;
+  auto tile_origin = [&](int pid, int& m0, int& n0) {
+    int pid_mc, pid_n;
+    if constexpr (kGroup <= 1) {
+      pid_mc = pid / tiles_n;
+      pid_n = pid % tiles_n;
+    } else {
+      const int in_group = kGroup * tiles_n;
+      const int first_m = (pid / in_group) * kGroup;
+      const int gsize = min(tiles_mc - first_m, kGroup);
+      const int r = pid % in_group;
+      pid_mc = first_m + r % gsize;
+      pid_n = r / gsize;
+    }
+    m0 = (pid_mc * CLUSTER + (int)crank) * BM;
+    n0 = pid_n * BN;
+  };
   // Split-K: this CTA's k tiles are [kt0, kt0 + ktiles) of the whole range;
   // its rank in the split cluster is blockIdx.y (the cluster spans grid.y).
   const int ktiles_all = (K + BK - 1) / BK;
@@ -209,7 +239,7 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
   }
   if constexpr (CLUSTER > 1) kv_cluster_sync();  // peers' barriers exist before any multicast
   else __syncthreads();
-  float* part = reinterpret_cast<float*>(smem_raw + (s0 - raw));  // split-K partial (SPLIT > 1)
+  float* part = reinterpret_cast<float*>(smem_raw + (sOut - raw));  // split-K partial (SPLIT > 1)
 
   if (wg == 0) {
     // ------------------------------------------------------------ producer
@@ -221,31 +251,36 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
       if constexpr (BHINT) bpolicy = kv_evict_first_policy();
       int s = 0;
       uint32_t phase = 0;  // parity of the empty-barrier phase to wait for
-      for (int kt = 0; kt < ktiles; ++kt) {
-        if (kt >= STAGES) kv_mbar_wait(bar_empty + 8 * s, phase);
-        const uint32_t full = bar_full + 8 * s;
-        const int k = (kt0 + kt) * BK;
-        kv_mbar_expect_tx(full, kStageBytes);
-        kv_tma_load_2d(sA + s * kAStage, &tmA, k, m0 < M ? m0 : 0, full);
-        if constexpr (CLUSTER == 1) {
+      int it = 0;          // k tiles issued so far, over all of this CTA's tiles
+      for (int pid = pid_first; pid < tiles_c; pid += pid_step) {
+        int m0, n0;
+        tile_origin(pid, m0, n0);
+        for (int kt = 0; kt < ktiles; ++kt, ++it) {
+          if (it >= STAGES) kv_mbar_wait(bar_empty + 8 * s, phase);
+          const uint32_t full = bar_full + 8 * s;
+          const int k = (kt0 + kt) * BK;
+          kv_mbar_expect_tx(full, kStageBytes);
+          kv_tma_load_2d(sA + s * kAStage, &tmA, k, m0 < M ? m0 : 0, full);
+          if constexpr (CLUSTER == 1) {
 #pragma unroll
-          for (int j = 0; j < BN / 64; ++j) {
-            if constexpr (BHINT)
-              kv_tma_load_2d_hint(sB + s * kBStage + j * kBBox, &tmB, n0 + 64 * j, k, full, bpolicy);
-            else
-              kv_tma_load_2d(sB + s * kBStage + j * kBBox, &tmB, n0 + 64 * j, k, full);
-          }
-        } else {
+            for (int j = 0; j < BN / 64; ++j) {
+              if constexpr (BHINT)
+                kv_tma_load_2d_hint(sB + s * kBStage + j * kBBox, &tmB, n0 + 64 * j, k, full, bpolicy);
+              else
+                kv_tma_load_2d(sB + s * kBStage + j * kBBox, &tmB, n0 + 64 * j, k, full);
+            }
+          } else {
 #pragma unroll
-          for (int jj = 0; jj < BN / 64 / CLUSTER; ++jj) {
-            const int j = jj * CLUSTER + (int)crank;
-            kv_tma_load_2d_mc(sB + s * kBStage + j * kBBox, &tmB, n0 + 64 * j, k, full,
-                           (uint16_t)((1u << CLUSTER) - 1));
+            for (int jj = 0; jj < BN / 64 / CLUSTER; ++jj) {
+              const int j = jj * CLUSTER + (int)crank;
+              kv_tma_load_2d_mc(sB + s * kBStage + j * kBBox, &tmB, n0 + 64 * j, k, full,
+                                (uint16_t)((1u << CLUSTER) - 1));
+            }
           }
-        }
-        if (++s == STAGES) {
-          s = 0;
-          if (kt >= STAGES) phase ^= 1;
+          if (++s == STAGES) {
+            s = 0;
+            if (it >= STAGES) phase ^= 1;
+          }
         }
       }
     }
@@ -253,12 +288,6 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
     // ------------------------------------------------------------ consumers
     if constexpr (kConsumerRegs > 0) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
     const int cw = wg - 1;
-    float acc[kMT][kAcc];
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-      for (int i = 0; i < kAcc; ++i) acc[mt][i] = 0.0f;
-
     // A: K-major, 128B swizzle: 8-row groups 1024 bytes apart (SBO), LBO unused (16).
     //    k16 step = +32 bytes inside the 128-byte row; m64 tile = +64 rows * 128 bytes.
     // B: N-major ("transposed"), 128B swizzle: 8-k-row groups 1024 bytes apart
@@ -277,126 +306,184 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
         }
       }
     };
-    int s = 0;
-    uint32_t phase = 0;  // parity of the full-barrier phase to wait for
-    int prev_s = 0;
-    for (int kt = 0; kt < ktiles; ++kt) {
-      kv_mbar_wait(bar_full + 8 * s, phase);
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-        for (int i = 0; i < kAcc; ++i) kv_fence_operand(acc[mt][i]);
-      kv_wgmma_fence();
-      const uint32_t a_base = sA + s * kAStage + a_row_off;
-      const uint32_t b_base = sB + s * kBStage;
-#pragma unroll
-      for (int ks = 0; ks < BK / 16; ++ks) {
-        const uint64_t db = kv_make_desc_sw128(b_base + ks * 16 * 128, kBBox, 1024);
-#pragma unroll
-        for (int mt = 0; mt < kMT; ++mt) {
-          const uint64_t da = kv_make_desc_sw128(a_base + mt * 64 * 128 + ks * 32, 16, 1024);
-          kv_wgmma_bf16<BN>(acc[mt], da, db, 1);
-        }
-      }
-      kv_wgmma_commit();
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-        for (int i = 0; i < kAcc; ++i) kv_fence_operand(acc[mt][i]);
-      if constexpr (KEEP) {
-        kv_wgmma_wait<1>();  // the previous tile's wgmmas are done: release its stage
-        if (kt > 0) release(prev_s);
-      } else {
-        kv_wgmma_wait<0>();
-        release(s);
-      }
-      prev_s = s;
-      if (++s == STAGES) {
-        s = 0;
-        phase ^= 1;
-      }
-    }
-    kv_wgmma_wait<0>();
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-      for (int i = 0; i < kAcc; ++i) kv_fence_operand(acc[mt][i]);
-
-    // -------------------------------------------------------------- epilogue
     // Accumulator layout of m64nN: warp w of the warpgroup owns rows 16w..16w+15;
     // d[4j + e]: row 16w + g + 8*(e/2), column 8j + 2t + (e%2), g = lane/4, t = lane%4.
     const int w = tid_wg >> 5;
     const int lane = tid_wg & 31;
     const int g = lane >> 2;
     const int t4 = lane & 3;
-    if constexpr (SPLIT > 1) {
-      // All consumers must be done reading the stages before any overwrites them.
-      kv_named_barrier(1, NCONS * 128);
+    int s = 0;
+    uint32_t phase = 0;  // parity of the full-barrier phase to wait for
+    float acc[kMT][kAcc];
+    for (int pid = pid_first; pid < tiles_c; pid += pid_step) {
+      int m0, n0;
+      tile_origin(pid, m0, n0);
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-          const int r = cw * WGM + mt * 64 + 16 * w + g;
-          const int c = 8 * j + 2 * t4;
-          *reinterpret_cast<float2*>(&part[r * kPartLd + c]) = make_float2(acc[mt][4 * j], acc[mt][4 * j + 1]);
-          *reinterpret_cast<float2*>(&part[(r + 8) * kPartLd + c]) =
-              make_float2(acc[mt][4 * j + 2], acc[mt][4 * j + 3]);
-        }
-    } else if constexpr (EPI) {
-      // All consumers must be done reading the stages before any overwrites them.
-      kv_named_barrier(1, NCONS * 128);
-      __nv_bfloat16* sC = reinterpret_cast<__nv_bfloat16*>(smem_raw + (s0 - raw));
+        for (int i = 0; i < kAcc; ++i) acc[mt][i] = 0.0f;
+      int prev_s = 0;
+      for (int kt = 0; kt < ktiles; ++kt) {
+        kv_mbar_wait(bar_full + 8 * s, phase);
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
+        for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-          const int r = cw * WGM + mt * 64 + 16 * w + g;
-          const int c = 8 * j + 2 * t4;
-          *reinterpret_cast<__nv_bfloat162*>(&sC[r * kEpiLd + c]) =
-              __floats2bfloat162_rn(acc[mt][4 * j], acc[mt][4 * j + 1]);
-          *reinterpret_cast<__nv_bfloat162*>(&sC[(r + 8) * kEpiLd + c]) =
-              __floats2bfloat162_rn(acc[mt][4 * j + 2], acc[mt][4 * j + 3]);
+          for (int i = 0; i < kAcc; ++i) kv_fence_operand(acc[mt][i]);
+        kv_wgmma_fence();
+        const uint32_t a_base = sA + s * kAStage + a_row_off;
+        const uint32_t b_base = sB + s * kBStage;
+#pragma unroll
+        for (int ks = 0; ks < BK / 16; ++ks) {
+          const uint64_t db = kv_make_desc_sw128(b_base + ks * 16 * 128, kBBox, 1024);
+#pragma unroll
+          for (int mt = 0; mt < kMT; ++mt) {
+            const uint64_t da = kv_make_desc_sw128(a_base + mt * 64 * 128 + ks * 32, 16, 1024);
+            kv_wgmma_bf16<BN>(acc[mt], da, db, 1);
+          }
         }
-      kv_named_barrier(2 + cw, 128);  // this warpgroup's rows are staged
-      constexpr int kCpr = BN / 8;
-      constexpr int kIters = WGM * kCpr / 128;
-      static_assert(kIters * 128 == WGM * kCpr, "C tile chunks must divide among 128 threads");
-#pragma unroll 4
-      for (int i = 0; i < kIters; ++i) {
-        const int id = tid_wg + i * 128;
-        const int row = cw * WGM + id / kCpr;
-        const int ch = id % kCpr;
-        const int gm = m0 + row;
-        const int gn = n0 + ch * 8;
-        if (gm < M && gn < N)
-          *reinterpret_cast<uint4*>(C + (size_t)gm * N + gn) =
-              *reinterpret_cast<const uint4*>(&sC[row * kEpiLd + ch * 8]);
+        kv_wgmma_commit();
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+          for (int i = 0; i < kAcc; ++i) kv_fence_operand(acc[mt][i]);
+        if constexpr (KEEP) {
+          kv_wgmma_wait<1>();  // the previous tile's wgmmas are done: release its stage
+          if (kt > 0) release(prev_s);
+        } else {
+          kv_wgmma_wait<0>();
+          release(s);
+        }
+        prev_s = s;
+        if (++s == STAGES) {
+          s = 0;
+          phase ^= 1;
+        }
       }
-    } else {
+      kv_wgmma_wait<0>();
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) {
-        const int gm = m0 + cw * WGM + mt * 64 + 16 * w + g;
+      for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-          const int gn = n0 + 8 * j + 2 * t4;
-          if (gn < N) {  // N % 8 == 0 and gn even: gn + 1 < N too
-            if (gm < M)
-              *reinterpret_cast<__nv_bfloat162*>(C + (size_t)gm * N + gn) =
-                  __floats2bfloat162_rn(acc[mt][4 * j], acc[mt][4 * j + 1]);
-            if (gm + 8 < M)
-              *reinterpret_cast<__nv_bfloat162*>(C + (size_t)(gm + 8) * N + gn) =
-                  __floats2bfloat162_rn(acc[mt][4 * j + 2], acc[mt][4 * j + 3]);
+        for (int i = 0; i < kAcc; ++i) kv_fence_operand(acc[mt][i]);
+      // The last k tile's stage: the producer may need it for the next tile.
+      if constexpr (KEEP) {
+        if (ktiles > 0) release(prev_s);
+      }
+
+      // ------------------------------------------------------------ epilogue
+      if constexpr (SPLIT > 1) {
+        // All consumers must be done reading the stages before any overwrites them.
+        kv_named_barrier(1, NCONS * 128);
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j) {
+            const int r = cw * WGM + mt * 64 + 16 * w + g;
+            const int c = 8 * j + 2 * t4;
+            *reinterpret_cast<float2*>(&part[r * kPartLd + c]) = make_float2(acc[mt][4 * j], acc[mt][4 * j + 1]);
+            *reinterpret_cast<float2*>(&part[(r + 8) * kPartLd + c]) =
+                make_float2(acc[mt][4 * j + 2], acc[mt][4 * j + 3]);
+          }
+      } else if constexpr (EPI == 1) {
+        if constexpr (PERSIST)
+          kv_named_barrier(2 + cw, 128);  // this warpgroup has stored its previous tile's rows
+        else
+          kv_named_barrier(1, NCONS * 128);  // all consumers are done reading the stages
+        __nv_bfloat16* sC = reinterpret_cast<__nv_bfloat16*>(smem_raw + (sOut - raw));
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j) {
+            const int r = cw * WGM + mt * 64 + 16 * w + g;
+            const int c = 8 * j + 2 * t4;
+            *reinterpret_cast<__nv_bfloat162*>(&sC[r * kEpiLd + c]) =
+                __floats2bfloat162_rn(acc[mt][4 * j], acc[mt][4 * j + 1]);
+            *reinterpret_cast<__nv_bfloat162*>(&sC[(r + 8) * kEpiLd + c]) =
+                __floats2bfloat162_rn(acc[mt][4 * j + 2], acc[mt][4 * j + 3]);
+          }
+        kv_named_barrier(2 + cw, 128);  // this warpgroup's rows are staged
+        constexpr int kCpr = BN / 8;
+        constexpr int kIters = WGM * kCpr / 128;
+        static_assert(kIters * 128 == WGM * kCpr, "C tile chunks must divide among 128 threads");
+#pragma unroll 4
+        for (int i = 0; i < kIters; ++i) {
+          const int id = tid_wg + i * 128;
+          const int row = cw * WGM + id / kCpr;
+          const int ch = id % kCpr;
+          const int gm = m0 + row;
+          const int gn = n0 + ch * 8;
+          if (gm < M && gn < N)
+            *reinterpret_cast<uint4*>(C + (size_t)gm * N + gn) =
+                *reinterpret_cast<const uint4*>(&sC[row * kEpiLd + ch * 8]);
+        }
+      } else if constexpr (EPI == 2) {
+        // This warpgroup's WGM rows go to shared memory as BN/64 boxes of
+        // WGM x 64 in the 128-byte swizzle (16-byte chunk c of row r at chunk
+        // c ^ (r % 8): a warp's stores hit 32 distinct banks), and one thread
+        // stores the boxes with TMA, which clips rows and columns past C.
+        const uint32_t sCw = sOut + (uint32_t)(cw * WGM * BN * 2);
+        if constexpr (PERSIST) {
+          if (tid_wg == 0) kv_bulk_wait_read<0>();  // the previous tile's boxes have been read
+          kv_named_barrier(2 + cw, 128);
+        } else {
+          kv_named_barrier(1, NCONS * 128);  // all consumers are done reading the stages
+        }
+        unsigned char* box0 = smem_raw + (sCw - raw);
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j) {
+            const int r = mt * 64 + 16 * w + g;  // row in this warpgroup's rows; r % 8 == g
+            const uint32_t off = (uint32_t)((j / 8) * WGM * 128 + r * 128 + (((j % 8) ^ g) << 4) + t4 * 4);
+            *reinterpret_cast<__nv_bfloat162*>(box0 + off) =
+                __floats2bfloat162_rn(acc[mt][4 * j], acc[mt][4 * j + 1]);
+            *reinterpret_cast<__nv_bfloat162*>(box0 + off + 8 * 128) =
+                __floats2bfloat162_rn(acc[mt][4 * j + 2], acc[mt][4 * j + 3]);
+          }
+        kv_fence_async_smem();
+        kv_named_barrier(2 + cw, 128);  // this warpgroup's boxes are written
+        if (tid_wg == 0) {
+          const int gm = m0 + cw * WGM;
+          if (gm < M) {
+#pragma unroll
+            for (int b = 0; b < BN / 64; ++b)
+              if (n0 + 64 * b < N) kv_tma_store_2d(&tmC, sCw + (uint32_t)(b * WGM * 128), n0 + 64 * b, gm);
+          }
+          kv_bulk_commit();
+        }
+      } else {
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
+          const int gm = m0 + cw * WGM + mt * 64 + 16 * w + g;
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j) {
+            const int gn = n0 + 8 * j + 2 * t4;
+            if (gn < N) {  // N % 8 == 0 and gn even: gn + 1 < N too
+              if (gm < M)
+                *reinterpret_cast<__nv_bfloat162*>(C + (size_t)gm * N + gn) =
+                    __floats2bfloat162_rn(acc[mt][4 * j], acc[mt][4 * j + 1]);
+              if (gm + 8 < M)
+                *reinterpret_cast<__nv_bfloat162*>(C + (size_t)(gm + 8) * N + gn) =
+                    __floats2bfloat162_rn(acc[mt][4 * j + 2], acc[mt][4 * j + 3]);
+            }
           }
         }
       }
+    }
+    // The TMA stores read shared memory and write C after they are issued:
+    // both must be done before the CTA exits.
+    if constexpr (EPI == 2 && SPLIT == 1) {
+      if (tid_wg == 0) kv_bulk_wait<0>();
     }
   }
   if constexpr (SPLIT > 1) {
     // Every rank's partial tile is in its shared memory. The consumer threads
     // of rank r sum chunks [r*chunks/SPLIT, (r+1)*chunks/SPLIT) of the tile's
     // valid rows (8 columns each) over ranks 0..SPLIT-1 in order, and store bf16.
+    // (Not persistent: this CTA has the one tile pid_first.)
     kv_cluster_sync();
-    if (wg > 0) {
+    if (wg > 0 && pid_first < tiles_c) {
+      int m0, n0;
+      tile_origin(pid_first, m0, n0);
       const int rows = min(BM, M - m0);
       constexpr int kCpr = BN / 8;
       const int chunks = rows > 0 ? rows * kCpr : 0;
@@ -463,14 +550,42 @@ extern "C" KEVO_EXPORT int kevo_launch(const kevo_tensor* in, int n_in, kevo_ten
     const int64_t tiles_mc = ((M + BM - 1) / BM + CLUSTER - 1) / CLUSTER;
     const int64_t tiles = tiles_mc * CLUSTER * ((N + BN - 1) / BN);  // a multiple of CLUSTER
     if (tiles > INT32_MAX) return KEVO_ERR_UNSUPPORTED;
-    CUtensorMap mapA, mapB;
+    CUtensorMap mapA, mapB, mapC = {};
     if (!kv_tma_map_2d(&mapA, A, (uint64_t)K, (uint64_t)M, BK, BM)) return KEVO_ERR_RUNTIME;
     if (!kv_tma_map_2d(&mapB, B, (uint64_t)N, (uint64_t)K, 64, BK)) return KEVO_ERR_RUNTIME;
+    if (EPI == 2 && !kv_tma_map_2d(&mapC, C, (uint64_t)N, (uint64_t)M, 64, WGM)) return KEVO_ERR_RUNTIME;
     if (cudaFuncSetAttribute(gemm_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              kSmemBytes) != cudaSuccess)
       return KEVO_ERR_RUNTIME;
-    gemm_wgmma_kernel<<<dim3((unsigned)tiles, SPLIT), kThreads, kSmemBytes, stream>>>(mapA, mapB, C, M, N,
-                                                                                      K);
+    int64_t grid = tiles;
+    if (PERSIST) {
+      // As many CTAs as can be resident at once (one per multiprocessor, in
+      // whole clusters: a GPC whose SM count is odd leaves one SM out of
+      // clusters of two), and no more than the tiles. A cluster that had to
+      // wait for a resident one to finish all of its tiles would double the
+      // time of its own.
+      static int resident_dev = -1, resident = 0;
+      int dev = 0;
+      if (cudaGetDevice(&dev) != cudaSuccess) return KEVO_ERR_RUNTIME;
+      if (resident_dev != dev) {
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3((unsigned)tiles, 1, 1);
+        cfg.blockDim = dim3(kThreads, 1, 1);
+        cfg.dynamicSmemBytes = kSmemBytes;
+        int clusters = 0, sms = 0;
+        if (cudaOccupancyMaxActiveClusters(&clusters, gemm_wgmma_kernel, &cfg) != cudaSuccess || clusters < 1) {
+          (void)cudaGetLastError();  // not sticky: fall back on the SM count
+          if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1)
+            return KEVO_ERR_RUNTIME;
+          clusters = sms / CLUSTER > 0 ? sms / CLUSTER : 1;
+        }
+        resident = clusters * CLUSTER;
+        resident_dev = dev;
+      }
+      if (grid > resident) grid = resident;
+    }
+    gemm_wgmma_kernel<<<dim3((unsigned)grid, SPLIT), kThreads, kSmemBytes, stream>>>(mapA, mapB, mapC, C, M,
+                                                                                     N, K);
   } else {
     const int rc = kv_gemm_fallback(A, B, C, M, N, K, stream);
     if (rc != KEVO_OK) return rc;
