@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <random>
+#include <regex>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -783,7 +784,7 @@ TEST(CudaCompile, SeedFamiliesAndHostileKernels) {
       if (auto p = random_point(space, 0, rng)) build(f, p->knobs, "-" + std::to_string(i));
   }
   auto hostile = test::source_dir() / "eval" / "kernels" / "cuda" / "hostile.cu";
-  for (int mode = 0; mode <= 10; ++mode) build(hostile, {{"MODE", mode}}, "-" + std::to_string(mode));
+  for (int mode = 0; mode <= 11; ++mode) build(hostile, {{"MODE", mode}}, "-" + std::to_string(mode));
 }
 
 // The decode configs' starts: at every timed shape of every shipped decode
@@ -1261,6 +1262,21 @@ TEST_F(OnGpu, HostileSetIsClassified) {
   EXPECT_NE(ok.stderr_text.find(" samples' calls outlasted the flush and cover (host at most "),
             std::string::npos)
       << ok.stderr_text;
+  // A launch with a slow tail (every 25th call holds the host 300 us, past
+  // what the warm-up's calls asked the cover to hide): its samples are taken
+  // again under a cover grown to fit, and no kept sample is left unhidden.
+  EvalResult tail = run(11);
+  EXPECT_STATUS(tail, Status::ok);
+  {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(tail.stderr_text, m,
+                                  std::regex(R"(, (\d+) of (\d+) samples' calls outlasted the flush and cover )"
+                                             R"(\(host at most (\d+) us\), (\d+) taken again under a longer cover)")))
+        << tail.stderr_text;
+    EXPECT_EQ(std::stoi(m[1]), 0) << tail.stderr_text;
+    EXPECT_GE(std::stoi(m[3]), 300) << tail.stderr_text;
+    EXPECT_GE(std::stoi(m[4]), 1) << tail.stderr_text;
+  }
   EvalResult wild = run(1);
   EXPECT_STATUS(wild, Status::crash);
   EXPECT_NE(wild.detail.find("sticky"), std::string::npos) << wild.detail;

@@ -22,8 +22,12 @@
  *      user's (/tmp/kevo_hostile_secret.txt, planted by the test) and to create one
  *      beside it (open bound by an assembler label, past the static check);
  *      says what it got on stderr               -> ok, and both refused
+ *  11  correct, but every 25th call holds the host 300 us before it launches
+ *      (a launch with a slow tail, which a cover sized by a median does not
+ *      hide)                                    -> ok; the runner takes those
+ *      samples again under a longer cover
  */
-// @kevo knob MODE 0 {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+// @kevo knob MODE 0 {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
 #ifndef MODE
 #define MODE 0
 #endif
@@ -33,6 +37,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kevo_kernel.h"
@@ -86,6 +91,15 @@ static void try_files(void* who) {
 }
 static bool g_tried = false;
 
+// MODE 11: the calls so far; the host spins (no sleep: only the time matters).
+static long g_calls = 0;
+static void hold_host_us(double us) {
+  timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do clock_gettime(CLOCK_MONOTONIC, &t);
+  while ((t.tv_sec - t0.tv_sec) * 1e6 + (t.tv_nsec - t0.tv_nsec) * 1e-3 < us);
+}
+
 static __nv_bfloat16* g_saved = nullptr;  // MODE 5: the first answer, kept
 static long g_saved_n = 0;
 
@@ -94,6 +108,7 @@ extern "C" KEVO_EXPORT int kevo_launch(const kevo_tensor* in, int n_in, kevo_ten
   if (n_in != 2 || n_out != 1 || in[0].dtype != KEVO_BF16) return KEVO_ERR_UNSUPPORTED;
   long n = (long)kevo_numel(&in[0]);
   if (MODE == 4) return KEVO_OK;
+  if (MODE == 11 && ++g_calls % 25 == 0) hold_host_us(300);
   if (MODE == 10 && !g_tried) {
     g_tried = true;
     try_files((void*)"candidate's");
