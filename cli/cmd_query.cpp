@@ -83,6 +83,36 @@ const NamedQuery kNamedQueries[] = {
      "WHERE (e.candidate_id = ?1 "
      "OR e.id = (SELECT reuses_evaluation FROM candidates WHERE id = ?1)) "
      "AND p.source_line IS NOT NULL ORDER BY p.metric, p.value DESC, p.source_line"},
+    {"rounds", "CANDIDATE",
+     "CANDIDATE's evaluations in order (its measurement, then its confirmation rounds): the "
+     "median, the medians of the first and the last quarter of its samples in measurement order "
+     "(drift inside one evaluation), the machine's state (GPU clock, load) and the runner's "
+     "timing line; where a time does not hold from one round to the next, what differed",
+     // A quarter's median: the middle one of its samples sorted (the upper
+     // of an even count, as kevo's median), by rank within the quarter.
+     "WITH evs AS (SELECT e.id, e.n_samples / 4 AS qn FROM evaluations e WHERE e.candidate_id = ?1 "
+     "  OR e.id = (SELECT reuses_evaluation FROM candidates WHERE id = ?1)), "
+     "quarters AS (SELECT s.evaluation_id AS ev, v.qn, s.seconds, "
+     "  CASE WHEN s.seq < v.qn THEN 'first' ELSE 'last' END AS part FROM samples s "
+     "  JOIN evs v ON v.id = s.evaluation_id "
+     "  JOIN evaluations e ON e.id = s.evaluation_id "
+     "  WHERE s.seq < v.qn OR s.seq >= e.n_samples - v.qn), "
+     "ranked AS (SELECT ev, part, seconds, qn, "
+     "  ROW_NUMBER() OVER (PARTITION BY ev, part ORDER BY seconds) - 1 AS k FROM quarters) "
+     "SELECT e.id AS evaluation, e.status, e.median_s, e.n_samples AS samples, "
+     "(SELECT seconds FROM ranked r WHERE r.ev = e.id AND r.part = 'first' AND r.k = r.qn / 2) "
+     " AS first_quarter_median_s, "
+     "(SELECT seconds FROM ranked r WHERE r.ev = e.id AND r.part = 'last' AND r.k = r.qn / 2) "
+     " AS last_quarter_median_s, "
+     "(SELECT p.value FROM profiles p WHERE p.evaluation_id = e.id "
+     " AND p.metric = 'machine.sm_mhz') AS sm_mhz, "
+     "(SELECT p.value FROM profiles p WHERE p.evaluation_id = e.id "
+     " AND p.metric = 'machine.load1') AS load1, "
+     "CASE WHEN instr(e.stderr, 'runner: timing: ') > 0 THEN "
+     " substr(substr(e.stderr, instr(e.stderr, 'runner: timing: ') + 16), 1, "
+     "  instr(substr(e.stderr, instr(e.stderr, 'runner: timing: ') + 16) || char(10), char(10)) - 1) "
+     "END AS runner_timing "
+     "FROM evaluations e JOIN evs ON evs.id = e.id ORDER BY e.id"},
     {"lineage", "CANDIDATE", "CANDIDATE and its ancestors up to the seed, nearest first",
      "WITH RECURSIVE anc(id, depth) AS (SELECT ?1, 0 UNION "
      "  SELECT l.parent_id, a.depth + 1 FROM lineage l JOIN anc a ON l.child_id = a.id) "
@@ -133,7 +163,7 @@ int cmd_query(const Argv& argv) {
          "Tables: runs, sources, candidates, lineage, evaluations, samples, profiles, roofs,\n"
          "roof_metrics, llm_calls. Or runs a named query with its arguments (--list shows\n"
          "them: best-per-run, failures-by-status RUN, top-k RUN K, profile CANDIDATE,\n"
-         "hot-lines CANDIDATE, lineage CANDIDATE, roofs, ...). Examples:\n"
+         "hot-lines CANDIDATE, rounds CANDIDATE, lineage CANDIDATE, roofs, ...). Examples:\n"
          "  kevo query \"SELECT id, status, median_s, diagnosis FROM evaluations\"\n"
          "  kevo query top-k 3 10",
          {db_option(), json_option(), {"--csv", "", "comma-separated values with a header"},

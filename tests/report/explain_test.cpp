@@ -325,6 +325,46 @@ TEST_F(Explain, NamedQueriesShowAReusedCandidateWithItsResult) {
   EXPECT_EQ(e["evaluation"], *Store(db_, true).result_evaluation(child_));
 }
 
+// `rounds CANDIDATE`: each evaluation of the candidate in order, with what
+// can tell two rounds apart: the medians of the first and last quarter of its
+// samples in measurement order, the machine's state and the runner's timing
+// line (the line alone, out of the rest of stderr); NULL where there is none.
+TEST_F(Explain, RoundsShowEachEvaluationsDriftStateAndTimingLine) {
+  int64_t cand = 0;
+  {
+    Store s(db_);
+    const std::string hash = s.put_source(kSource, "swiglu_vec.c", "c");
+    cand = s.add_candidate(run_, hash, {{"VEC", 1}}, "swiglu_vec", "knob", {seed_});
+    EvalResult first = result(5e-6, {{"machine.sm_mhz", 1980, "MHz", 0}, {"machine.load1", 0.5, "", 0}});
+    // In measurement order: a fast start, a slow end.
+    first.timing = TimingStats::from_samples({4e-6, 3e-6, 5e-6, 5e-6, 5e-6, 5e-6, 7e-6, 6e-6}, 1, 2);
+    first.stderr_text =
+        "a line of the kernel's own\n"
+        "kevo-cuda-runner: timing: host time per call 12.0 us (median), 0 of 8 samples' calls "
+        "outlasted the flush and cover (host at most 20 us), 1 taken again under a longer cover\n"
+        "another line\n";
+    s.add_evaluation(cand, first);
+    EvalResult second = result(6e-6, {});
+    second.stderr_text = "no timing line here";
+    s.add_evaluation(cand, second);
+  }
+  auto rows = json({"query", "rounds", std::to_string(cand)});
+  ASSERT_EQ(rows.size(), 2u) << rows;
+  EXPECT_DOUBLE_EQ(rows[0]["median_s"].get<double>(), 5e-6);
+  EXPECT_EQ(rows[0]["samples"], 8);
+  EXPECT_DOUBLE_EQ(rows[0]["first_quarter_median_s"].get<double>(), 4e-6);
+  EXPECT_DOUBLE_EQ(rows[0]["last_quarter_median_s"].get<double>(), 7e-6);
+  EXPECT_DOUBLE_EQ(rows[0]["sm_mhz"].get<double>(), 1980);
+  EXPECT_DOUBLE_EQ(rows[0]["load1"].get<double>(), 0.5);
+  EXPECT_EQ(rows[0]["runner_timing"],
+            "host time per call 12.0 us (median), 0 of 8 samples' calls outlasted the flush and "
+            "cover (host at most 20 us), 1 taken again under a longer cover");
+  EXPECT_DOUBLE_EQ(rows[1]["median_s"].get<double>(), 6e-6);
+  EXPECT_TRUE(rows[1]["sm_mhz"].is_null()) << rows[1];
+  EXPECT_TRUE(rows[1]["runner_timing"].is_null()) << rows[1];
+  EXPECT_LT(rows[0]["evaluation"].get<int64_t>(), rows[1]["evaluation"].get<int64_t>());
+}
+
 TEST_F(Explain, BadInputIsOneLineAndExitTwo) {
   for (std::vector<std::string> args : {std::vector<std::string>{"explain", "99"},
                                         {"explain", "x"},
@@ -342,10 +382,11 @@ TEST_F(Explain, NamedQueriesAnswerTheSameQuestions) {
   auto list = kevo({"query", "--list"});
   ASSERT_EQ(list.exit_code, 0) << list.err;
   for (const char* n : {"best-per-run", "failures-by-status RUN", "top-k RUN K",
-                        "profile CANDIDATE", "hot-lines CANDIDATE", "lineage CANDIDATE", "roofs"})
+                        "profile CANDIDATE", "hot-lines CANDIDATE", "rounds CANDIDATE", "lineage CANDIDATE",
+                        "roofs"})
     EXPECT_NE(list.out.find(n), std::string::npos) << n;
   auto listed = nlohmann::json::parse(kevo({"query", "--list", "--json"}).out);
-  EXPECT_GE(listed.size(), 7u);
+  EXPECT_GE(listed.size(), 8u);
   for (const auto& q : listed) EXPECT_FALSE(q["sql"].get<std::string>().empty());
 
   const std::string child = std::to_string(child_);
