@@ -47,6 +47,7 @@
 #include "core/defined_operator.h"
 #include "core/operator.h"
 #include "targets/abi/kevo_kernel.h"
+#include "targets/runner/launch_cover.h"
 #include "targets/runner/protocol.h"
 #include "targets/runner/sandbox.h"
 
@@ -88,16 +89,12 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// The value a fraction q (0..1) of the way up the sorted values (nearest
-// rank); 0 for none.
-double quantile(std::vector<double> v, double q) {
+// The middle value (the upper one of an even count); 0 for none.
+double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
+  return v[v.size() / 2];
 }
-
-// The middle value (the upper one of an even count); 0 for none.
-double median(std::vector<double> v) { return quantile(std::move(v), 0.5); }
 
 std::string err_text(cudaError_t e) {
   return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
@@ -237,7 +234,7 @@ struct State {
   // Launch cover (KEVO_CUDA_COVER_US): GPU sleep queued between the flush and
   // the start event, so that a call whose host side takes longer than the
   // flush does not leave the GPU idle inside its sample. < 0: automatic
-  // (a cover of twice the call's host time when that exceeds half the flush).
+  // (targets/runner/launch_cover.h).
   double cover_us = -1;
   // Pristine inputs by (op, dtype, tensor, shape, seed): generated once on the
   // host, kept on the device for every later candidate.
@@ -568,23 +565,11 @@ int run_kernel(const Job& job, bool profile_only) {
       host.push_back(host_s);
       ++warm;
     }
-    // The launch cover, a GPU sleep queued after the flush: the GPU must stay
-    // busy until the call has reached it, or it idles inside the sample.
-    // Hidden with room to spare means flush + cover >= 2 x the call's host time
-    // + 20 us (the flush's and the start event's enqueues, and the launch's
-    // way to the GPU, come on top of the call). The warm-up's slowest tenth
-    // sets it (a median hides the tail that made one evaluation's samples
-    // idle and the next one's not); a sample whose call still needed more is
-    // taken again under a cover grown to fit it (at most kRetakes times, up to
-    // kMaxCoverUs). KEVO_CUDA_COVER_US fixes the cover instead.
-    constexpr int kRetakes = 32;
-    constexpr double kMaxCoverUs = 2000;
-    const bool auto_cover = g.cover_us < 0;
-    auto needed_cover = [&](double host_us) {
-      return std::min(kMaxCoverUs, std::max(0.0, 2 * host_us + 20 - flush_us));
-    };
-    auto hidden = [&](double host_us, double cover_us) { return 2 * host_us + 20 <= flush_us + cover_us; };
-    double cover = auto_cover ? needed_cover(quantile(host, 0.9) * 1e6) : g.cover_us;
+    // The launch cover (targets/runner/launch_cover.h): from the warm-up's
+    // host times, unless KEVO_CUDA_COVER_US fixed it.
+    std::vector<double> warm_host_us;
+    for (double h : host) warm_host_us.push_back(h * 1e6);
+    LaunchCover cover(flush_us, std::move(warm_host_us), g.cover_us);
     host.clear();
     const unsigned long long throttled_before = g_nvml.throttle(g.device).value_or(0);
     emit({{"event", "timing_start"}, {"phase", ph}, {"estimate_s", last}, {"calls_per_sample", 1}});
@@ -612,7 +597,7 @@ int run_kernel(const Job& job, bool profile_only) {
       kevo_flush(g.flush->p, g.flush->bytes, flush_mode, ++flush_value, g.flush_sink,
                  4 * g.prop.multiProcessorCount, g.stream);
       if (fence) cudaDeviceSynchronize();
-      else if (cover > 0) kevo_spin(cover, g.stream);
+      else if (cover.cover_us() > 0) kevo_spin(cover.cover_us(), g.stream);
       cudaEventRecord(ev0, g.stream);
       const double h0 = now_s();
       int rc = call();
@@ -649,7 +634,6 @@ int run_kernel(const Job& job, bool profile_only) {
     std::vector<double> samples;
     std::vector<double> after_end;  // per sample: the device busy after its end event
     double timed = 0;
-    int retaken = 0;
     size_t outlasted = 0;      // kept samples whose call the flush and cover did not hide
     bool last_sample = false;  // the one sample more, its outputs poisoned first
     while (!last_sample) {
@@ -657,16 +641,11 @@ int run_kernel(const Job& job, bool profile_only) {
                       static_cast<int64_t>(samples.size()) < tc.max_samples);
       Sample one;
       if (!take_sample(false, last_sample, one)) return 0;
-      const double h_us = one.host_s * 1e6;
-      if (!hidden(h_us, cover)) {
-        if (auto_cover && retaken < kRetakes && needed_cover(h_us) > cover) {
-          cover = needed_cover(h_us);
-          ++retaken;
-          last_sample = false;  // (a last sample is taken again, poisoned again)
-          continue;
-        }
-        ++outlasted;
+      if (cover.take_again(one.host_s * 1e6)) {
+        last_sample = false;  // (a last sample is taken again, poisoned again)
+        continue;
       }
+      outlasted += !cover.hides(one.host_s * 1e6);
       host.push_back(one.host_s);
       after_end.push_back(one.busy_s);
       samples.push_back(one.event_s);
@@ -688,9 +667,9 @@ int run_kernel(const Job& job, bool profile_only) {
                  "outlasted the flush and cover (host at most %.0f us), %d taken again under a "
                  "longer cover%s\n",
                  host_us, flush_mode == 1 ? "memset" : flush_mode == 2 ? "read" : "fill",
-                 flush_us, cover, median(after_end) * 1e6, median(fenced) * 1e6, outlasted,
-                 host.size(), host_max_us, retaken,
-                 host_us > 0.8 * (flush_us + cover)
+                 flush_us, cover.cover_us(), median(after_end) * 1e6, median(fenced) * 1e6, outlasted,
+                 host.size(), host_max_us, cover.retaken(),
+                 host_us > 0.8 * (flush_us + cover.cover_us())
                      ? "; HOST-BOUND: the call's host time exceeds what the flush and cover hide, "
                        "so the GPU idles inside each sample"
                      : "");
