@@ -641,7 +641,7 @@ int run_kernel(const Job& job, bool profile_only) {
                       static_cast<int64_t>(samples.size()) < tc.max_samples);
       Sample one;
       if (!take_sample(false, last_sample, one)) return 0;
-      if (cover.take_again(one.host_s * 1e6)) {
+      if (cover.take_again(one.host_s * 1e6, samples.size())) {
         last_sample = false;  // (a last sample is taken again, poisoned again)
         continue;
       }

@@ -8,12 +8,15 @@
 // warm-up's slowest tenth of calls (a median hides the slow tail that left
 // one evaluation's samples idle and the next one's not); a sample whose call
 // was not hidden is taken again under a cover grown to fit it, at most
-// kRetakes times an evaluation and up to kMaxCoverUs. A fixed cover (the
-// user's KEVO_CUDA_COVER_US) is never changed: its unhidden samples are kept
-// and counted.
+// kRetakes times an evaluation, never more than one for every ten samples
+// kept (and one to begin with), and up to kMaxCoverUs. A kernel that holds
+// the host on purpose during its slow calls can thus drop at most about one
+// sample in ten. A fixed cover (the user's KEVO_CUDA_COVER_US) is never
+// changed: its unhidden samples are kept and counted.
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <vector>
 
 namespace kevo {
@@ -43,10 +46,13 @@ class LaunchCover {
   int retaken() const { return retaken_; }
   bool hides(double host_us) const { return 2 * host_us + 20 <= flush_us_ + cover_us_; }
 
-  // A sample whose call held the host `host_us`: true when it must be taken
-  // again (the cover has grown to hide it), false when it is kept.
-  bool take_again(double host_us) {
-    if (hides(host_us) || !automatic_ || retaken_ >= kRetakes || needed(host_us) <= cover_us_) return false;
+  // A sample whose call held the host `host_us`, after `kept` samples were
+  // kept: true when it must be taken again (the cover has grown to hide it),
+  // false when it is kept.
+  bool take_again(double host_us, size_t kept) {
+    if (hides(host_us) || !automatic_ || retaken_ >= kRetakes ||
+        static_cast<size_t>(retaken_) > kept / 10 || needed(host_us) <= cover_us_)
+      return false;
     cover_us_ = needed(host_us);
     ++retaken_;
     return true;

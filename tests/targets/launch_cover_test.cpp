@@ -32,26 +32,40 @@ TEST(LaunchCover, TheWarmUpsSlowTenthSetsIt) {
 TEST(LaunchCover, ASlowCallIsTakenAgainUnderALongerCover) {
   LaunchCover c(30, std::vector<double>(20, 10.0), -1);
   EXPECT_DOUBLE_EQ(c.cover_us(), 10);
-  EXPECT_FALSE(c.take_again(10));
-  EXPECT_TRUE(c.take_again(300));
+  EXPECT_FALSE(c.take_again(10, 0));
+  EXPECT_TRUE(c.take_again(300, 0));
   EXPECT_DOUBLE_EQ(c.cover_us(), 2 * 300 + 20 - 30);
   EXPECT_EQ(c.retaken(), 1);
-  EXPECT_FALSE(c.take_again(300));  // hidden now
+  EXPECT_FALSE(c.take_again(300, 1000));  // hidden now
   EXPECT_TRUE(c.hides(300));
-  for (int i = 0; i < LaunchCover::kRetakes - 1; ++i) EXPECT_TRUE(c.take_again(301 + i));
+  for (int i = 0; i < LaunchCover::kRetakes - 1; ++i) EXPECT_TRUE(c.take_again(301 + i, 1000));
   EXPECT_EQ(c.retaken(), LaunchCover::kRetakes);
-  EXPECT_FALSE(c.take_again(500));
+  EXPECT_FALSE(c.take_again(500, 1000));
   EXPECT_FALSE(c.hides(500));
   LaunchCover capped(30, {}, -1);
-  EXPECT_TRUE(capped.take_again(5000));
+  EXPECT_TRUE(capped.take_again(5000, 0));
   EXPECT_DOUBLE_EQ(capped.cover_us(), LaunchCover::kMaxCoverUs);
-  EXPECT_FALSE(capped.take_again(6000));  // the cover can grow no further
+  EXPECT_FALSE(capped.take_again(6000, 1000));  // the cover can grow no further
+}
+
+// A kernel that holds the host longer on each slow call, to have those
+// samples dropped, gets one retake to begin with and then one for every ten
+// samples kept: never more than about one sample in ten.
+TEST(LaunchCover, RetakesStayAtOneInTenOfTheSamplesKept) {
+  LaunchCover c(30, std::vector<double>(20, 10.0), -1);
+  EXPECT_TRUE(c.take_again(100, 0));
+  EXPECT_FALSE(c.take_again(200, 0));
+  EXPECT_FALSE(c.take_again(200, 9));
+  EXPECT_TRUE(c.take_again(200, 10));
+  EXPECT_FALSE(c.take_again(300, 19));
+  EXPECT_TRUE(c.take_again(300, 20));
+  EXPECT_EQ(c.retaken(), 3);
 }
 
 TEST(LaunchCover, AFixedCoverIsNeverChanged) {
   LaunchCover c(30, std::vector<double>(10, 100.0), 50);
   EXPECT_DOUBLE_EQ(c.cover_us(), 50);
-  EXPECT_FALSE(c.take_again(1000));
+  EXPECT_FALSE(c.take_again(1000, 1000));
   EXPECT_DOUBLE_EQ(c.cover_us(), 50);
   EXPECT_EQ(c.retaken(), 0);
   EXPECT_FALSE(c.hides(1000));

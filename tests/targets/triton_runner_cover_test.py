@@ -5,6 +5,7 @@ test. What it checks is the launch cover: a call the cover did not hide is
 taken again under a cover grown to fit it, and the timing line says so."""
 import io
 import os
+import re
 import sys
 import types
 import unittest
@@ -43,16 +44,19 @@ def fake_runner(clock, cover_us=-1.0):
     return r
 
 
-def time_phase(hold_every, hold_us, cover_us=-1.0, samples=100):
+def time_phase(hold_every, hold_us, cover_us=-1.0, samples=100, escalate_us=0.0):
     """Runs one timing phase whose every hold_every-th call holds the host
-    hold_us; returns (events emitted, the timing line)."""
+    hold_us (escalate_us longer each time); returns (events emitted, the
+    timing line)."""
     clock = Clock()
     calls = [0]
+    holds = [0]
 
     def call():
         calls[0] += 1
         if hold_every and calls[0] % hold_every == 0:
-            clock.t += hold_us * 1e-6
+            clock.t += (hold_us + escalate_us * holds[0]) * 1e-6
+            holds[0] += 1
         return 0
 
     def call_and_wait():
@@ -85,6 +89,18 @@ class LaunchCover(unittest.TestCase):
         timing = [e for e in events if e.get("event") == "timing"]
         self.assertEqual(len(timing), 1)
         self.assertGreaterEqual(len(timing[0]["samples"]), 100)
+
+    def test_a_kernel_that_holds_the_host_ever_longer_drops_one_sample_in_ten(self):
+        # Every other call holds the host longer than the last: each would be
+        # taken again, but only one to begin with and one for every ten kept.
+        _, line = time_phase(hold_every=2, hold_us=100, escalate_us=10)
+        m = re.search(r"(\d+) of (\d+) samples' calls outlasted .*, (\d+) taken again", line)
+        self.assertIsNotNone(m, line)
+        outlasted, kept, retaken = (int(g) for g in m.groups())
+        self.assertEqual(kept, 101)
+        self.assertGreaterEqual(retaken, 2)
+        self.assertLessEqual(retaken, kept // 10 + 1)
+        self.assertGreater(outlasted, 0)  # the rest are kept, and counted
 
     def test_steady_calls_are_not_taken_again(self):
         _, line = time_phase(hold_every=0, hold_us=0)

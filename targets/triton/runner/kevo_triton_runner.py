@@ -98,7 +98,8 @@ def median(values):
 # The launch cover: a sample's call is hidden with room to spare when the
 # flush and the cover keep the GPU busy for 2 x its host time + 20 us; a
 # sample whose call was not is taken again under a cover grown to fit it, at
-# most RETAKES times an evaluation, up to MAX_COVER_US (as kevo's cuda runner).
+# most RETAKES times an evaluation and one for every ten samples kept (one to
+# begin with), up to MAX_COVER_US (as kevo's cuda runner).
 RETAKES = 32
 MAX_COVER_US = 2000.0
 
@@ -577,7 +578,7 @@ class Runner:
             h_us = s[2] * 1e6
             if not self.interpret and 2 * h_us + 20 > self.flush_us + cover:
                 needed = min(MAX_COVER_US, 2 * h_us + 20)
-                if auto_cover and retaken < RETAKES and needed > cover:
+                if auto_cover and retaken < RETAKES and retaken <= len(samples) // 10 and needed > cover:
                     cover = needed
                     retaken += 1
                     last_sample = False  # (a last sample is taken again, poisoned again)
