@@ -86,8 +86,9 @@ const NamedQuery kNamedQueries[] = {
     {"rounds", "CANDIDATE",
      "CANDIDATE's evaluations in order (its measurement, then its confirmation rounds): the "
      "median, the medians of the first and the last quarter of its samples in measurement order "
-     "(drift inside one evaluation), the machine's state (GPU clock, load) and the runner's "
-     "timing line; where a time does not hold from one round to the next, what differed",
+     "(drift inside one evaluation), the machine's state (GPU clock, load), the launch cover "
+     "(its length, samples it did not hide, samples taken again) and the runner's timing line; "
+     "where a time does not hold from one round to the next, what differed",
      // A quarter's median: the middle one of its samples sorted (the upper
      // of an even count, as kevo's median), by rank within the quarter.
      "WITH evs AS (SELECT e.id, e.n_samples / 4 AS qn FROM evaluations e WHERE e.candidate_id = ?1 "
@@ -108,6 +109,12 @@ const NamedQuery kNamedQueries[] = {
      " AND p.metric = 'machine.sm_mhz') AS sm_mhz, "
      "(SELECT p.value FROM profiles p WHERE p.evaluation_id = e.id "
      " AND p.metric = 'machine.load1') AS load1, "
+     "(SELECT p.value FROM profiles p WHERE p.evaluation_id = e.id "
+     " AND p.metric = 'launch.cover_us') AS cover_us, "
+     "(SELECT p.value FROM profiles p WHERE p.evaluation_id = e.id "
+     " AND p.metric = 'launch.outlasted') AS outlasted, "
+     "(SELECT p.value FROM profiles p WHERE p.evaluation_id = e.id "
+     " AND p.metric = 'launch.retaken') AS retaken, "
      "CASE WHEN instr(e.stderr, 'runner: timing: ') > 0 THEN "
      " substr(substr(e.stderr, instr(e.stderr, 'runner: timing: ') + 16), 1, "
      "  instr(substr(e.stderr, instr(e.stderr, 'runner: timing: ') + 16) || char(10), char(10)) - 1) "

@@ -333,6 +333,28 @@ EvalResult Evaluator::run_and_judge(const CompiledCandidate& c, EvalResult r,
   return out;
 }
 
+// A GPU runner's samples hold device time only where the flush and the
+// launch cover kept the GPU busy until the call reached it (launch.*
+// metrics). Where a tenth or more of the samples' calls outlasted them (a
+// launch slower on the host than the cover can grow to hide), the GPU idled
+// inside those samples: the diagnosis says so, beside the figure.
+namespace {
+void note_unhidden_launches(EvalResult& r) {
+  if (!r.timing || !r.diagnosis) return;
+  double outlasted = 0, host_us = 0;
+  for (const auto& m : r.profile) {
+    if (m.metric == "launch.outlasted") outlasted = m.value;
+    if (m.metric == "launch.host_us") host_us = m.value;
+  }
+  const double n = static_cast<double>(r.timing->samples_s.size());
+  if (n <= 0 || outlasted < 0.1 * n || outlasted <= 0) return;
+  r.diagnosis->why += fmt::format(
+      "; {:.0f} of {:.0f} samples' calls outlasted the launch cover ({} on the host a call): the "
+      "GPU idled inside them, so this time holds host time too",
+      outlasted, n, format_seconds(host_us * 1e-6));
+}
+}  // namespace
+
 EvalResult Evaluator::run_plan(const CompiledCandidate& c, EvalResult r, size_t shape,
                                const ProgressFn& stage) {
   const std::vector<RunPhase>& plan = plans_[shape];
@@ -489,6 +511,7 @@ EvalResult Evaluator::run_plan(const CompiledCandidate& c, EvalResult r, size_t 
   if (r.status == Status::suspect)
     r.detail = fmt::format("median {} is below the roofline floor {}: not a credible time",
                            format_seconds(r.timing->median_s), format_seconds(r.diagnosis->floor_s));
+  note_unhidden_launches(r);
   return r;
 }
 

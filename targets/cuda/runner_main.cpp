@@ -684,7 +684,12 @@ int run_kernel(const Job& job, bool profile_only) {
           {"after_end_s", after_end},
           {"fenced_s", fenced},
           {"host_call_s", host_us * 1e-6},
-          {"machine", machine}});
+          {"machine", machine},
+          {"launch",
+           {{"host_us", host_us},
+            {"cover_us", cover.cover_us()},
+            {"outlasted", outlasted},
+            {"retaken", cover.retaken()}}}});
     if (!hand_over(samples.back())) return 0;
   }
   emit({{"event", "done"}});

@@ -115,14 +115,22 @@ std::vector<ProfileMetric> machine_metrics(const nlohmann::json& timing_event) {
   static constexpr std::pair<std::string_view, std::string_view> kFields[] = {
       {"sm_mhz", "MHz"}, {"mem_mhz", "MHz"},   {"gpu_temp_c", "C"}, {"mem_temp_c", "C"},
       {"power_w", "W"},  {"throttle", "mask"}, {"load1", ""},       {"cpu_mhz", "MHz"}};
+  // The launch cover's figures: the call's host time (median), the cover at
+  // the end, the kept samples it did not hide and the samples taken again.
+  static constexpr std::pair<std::string_view, std::string_view> kLaunch[] = {
+      {"host_us", "us"}, {"cover_us", "us"}, {"outlasted", "samples"}, {"retaken", "samples"}};
   std::vector<ProfileMetric> out;
-  auto it = timing_event.find("machine");
-  if (it == timing_event.end() || !it->is_object()) return out;
-  for (const auto& [field, unit] : kFields) {
-    auto v = it->find(std::string(field));
-    if (v == it->end() || !v->is_number()) continue;
-    out.push_back({"machine." + std::string(field), v->get<double>(), std::string(unit), 0});
-  }
+  auto read = [&](const char* object, const auto& fields) {
+    auto it = timing_event.find(object);
+    if (it == timing_event.end() || !it->is_object()) return;
+    for (const auto& [field, unit] : fields) {
+      auto v = it->find(std::string(field));
+      if (v == it->end() || !v->is_number()) continue;
+      out.push_back({std::string(object) + "." + std::string(field), v->get<double>(), std::string(unit), 0});
+    }
+  };
+  read("machine", kFields);
+  read("launch", kLaunch);
   return out;
 }
 

@@ -76,6 +76,10 @@ std::vector<size_t> output_offsets(size_t n_inputs, const std::vector<DType>& dt
 // mem_temp_c (degrees C), power_w (W), throttle (clock-event reason bits other
 // than idle; 0: none), load1 (1-minute load average), cpu_mhz (MHz, the mean
 // over the CPUs). Unknown fields and values that are not numbers are dropped.
+// A GPU runner's launch cover goes beside it as {"launch": {"host_us": ...,
+// "cover_us": ..., "outlasted": ..., "retaken": ...}} (the call's median host
+// time, the cover at the end, the kept samples the flush and cover did not
+// hide, the samples taken again), stored as launch.<field>.
 std::vector<ProfileMetric> machine_metrics(const nlohmann::json& timing_event);
 
 // The host's part of that state, read now: load1 and cpu_mhz where the system

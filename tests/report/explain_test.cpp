@@ -327,15 +327,20 @@ TEST_F(Explain, NamedQueriesShowAReusedCandidateWithItsResult) {
 
 // `rounds CANDIDATE`: each evaluation of the candidate in order, with what
 // can tell two rounds apart: the medians of the first and last quarter of its
-// samples in measurement order, the machine's state and the runner's timing
-// line (the line alone, out of the rest of stderr); NULL where there is none.
+// samples in measurement order, the machine's state, the launch cover and the
+// runner's timing line (the line alone, out of the rest of stderr); NULL
+// where there is none.
 TEST_F(Explain, RoundsShowEachEvaluationsDriftStateAndTimingLine) {
   int64_t cand = 0;
   {
     Store s(db_);
     const std::string hash = s.put_source(kSource, "swiglu_vec.c", "c");
     cand = s.add_candidate(run_, hash, {{"VEC", 1}}, "swiglu_vec", "knob", {seed_});
-    EvalResult first = result(5e-6, {{"machine.sm_mhz", 1980, "MHz", 0}, {"machine.load1", 0.5, "", 0}});
+    EvalResult first = result(5e-6, {{"machine.sm_mhz", 1980, "MHz", 0},
+                                     {"machine.load1", 0.5, "", 0},
+                                     {"launch.cover_us", 45, "us", 0},
+                                     {"launch.outlasted", 0, "samples", 0},
+                                     {"launch.retaken", 1, "samples", 0}});
     // In measurement order: a fast start, a slow end.
     first.timing = TimingStats::from_samples({4e-6, 3e-6, 5e-6, 5e-6, 5e-6, 5e-6, 7e-6, 6e-6}, 1, 2);
     first.stderr_text =
@@ -356,6 +361,9 @@ TEST_F(Explain, RoundsShowEachEvaluationsDriftStateAndTimingLine) {
   EXPECT_DOUBLE_EQ(rows[0]["last_quarter_median_s"].get<double>(), 7e-6);
   EXPECT_DOUBLE_EQ(rows[0]["sm_mhz"].get<double>(), 1980);
   EXPECT_DOUBLE_EQ(rows[0]["load1"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(rows[0]["cover_us"].get<double>(), 45);
+  EXPECT_DOUBLE_EQ(rows[0]["outlasted"].get<double>(), 0);
+  EXPECT_DOUBLE_EQ(rows[0]["retaken"].get<double>(), 1);
   EXPECT_EQ(rows[0]["runner_timing"],
             "host time per call 12.0 us (median), 0 of 8 samples' calls outlasted the flush and "
             "cover (host at most 20 us), 1 taken again under a longer cover");

@@ -399,8 +399,9 @@ TEST(RunnerJob, CarriesEachTensorsDtype) {
   EXPECT_EQ(total, 192u + 64u);                       // z: 4 bf16 = 8 -> 64
 }
 
-// The machine's state in a runner's timing event becomes machine.* metrics:
-// known numeric fields only, each with its unit.
+// The machine's state in a runner's timing event becomes machine.* metrics,
+// and its launch cover's figures launch.* metrics: known numeric fields only,
+// each with its unit.
 TEST(RunnerJob, MachineStateBecomesMachineMetrics) {
   nlohmann::json event = {{"event", "timing"},
                           {"machine",
@@ -409,7 +410,8 @@ TEST(RunnerJob, MachineStateBecomesMachineMetrics) {
                             {"throttle", 4},
                             {"load1", 0.25},
                             {"power_w", "high"},
-                            {"fan", 3}}}};
+                            {"fan", 3}}},
+                          {"launch", {{"host_us", 14.5}, {"cover_us", 0}, {"outlasted", 2}, {"retaken", "x"}}}};
   std::map<std::string, std::pair<double, std::string>> got;
   for (const auto& m : runner::machine_metrics(event)) {
     EXPECT_EQ(m.source_line, 0) << m.metric;
@@ -419,9 +421,13 @@ TEST(RunnerJob, MachineStateBecomesMachineMetrics) {
       {"machine.sm_mhz", {1980, "MHz"}},
       {"machine.mem_temp_c", {61.5, "C"}},
       {"machine.throttle", {4, "mask"}},
-      {"machine.load1", {0.25, ""}}};
+      {"machine.load1", {0.25, ""}},
+      {"launch.host_us", {14.5, "us"}},
+      {"launch.cover_us", {0, "us"}},
+      {"launch.outlasted", {2, "samples"}}};
   EXPECT_EQ(got, want);
   event.erase("machine");
+  event.erase("launch");
   EXPECT_TRUE(runner::machine_metrics(event).empty());
   // This host says its load (Linux has getloadavg).
   nlohmann::json host = runner::host_state();
@@ -437,6 +443,29 @@ TEST_F(FakeCuda, WrongOutputsAreAMismatch) {
 
 // The outputs of the last timed call are checked: a kernel that skips work
 // on inputs it has seen (every timed call repeats them) is a mismatch there.
+// Samples whose call outlasted the launch cover hold idle GPU time: the
+// figure stands (ok), and its diagnosis says how many and the host time; the
+// launch cover's figures are kept as launch.* metrics. A kernel whose calls
+// were hidden has no such words.
+TEST_F(FakeCuda, SamplesTheLaunchCoverDidNotHideAreNamed) {
+  EvalResult r = eval("unhidden");
+  EXPECT_STATUS(r, Status::ok);
+  ASSERT_TRUE(r.diagnosis.has_value());
+  EXPECT_NE(r.diagnosis->why.find("9 of 12 samples' calls outlasted the launch cover (2 ms on the host"),
+            std::string::npos)
+      << r.diagnosis->why;
+  std::map<std::string, double> launch;
+  for (const auto& m : r.profile)
+    if (m.metric.rfind("launch.", 0) == 0) launch[m.metric] = m.value;
+  EXPECT_EQ(launch, (std::map<std::string, double>{{"launch.cover_us", 2000},
+                                                   {"launch.host_us", 2000},
+                                                   {"launch.outlasted", 9},
+                                                   {"launch.retaken", 3}}));
+  EvalResult ok = eval("ok");
+  EXPECT_STATUS(ok, Status::ok);
+  EXPECT_EQ(ok.diagnosis->why.find("outlasted"), std::string::npos) << ok.diagnosis->why;
+}
+
 TEST_F(FakeCuda, TheTimedCallsOutputsAreChecked) {
   EvalResult r = eval("skip_timed");
   EXPECT_STATUS(r, Status::mismatch);

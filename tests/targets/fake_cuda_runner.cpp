@@ -16,6 +16,8 @@
 //   skip_timed  as `ok`, but the last timed call's outputs are wrong
 //   hides_before  as `ok`, but its fenced samples (the device idle before the
 //             start event) take 3 ms: work ran before the samples' start event
+//   unhidden  as `ok`, but 9 of its 12 samples' calls outlasted the launch
+//             cover (2 ms of host time a call, the cover at its 2 ms cap)
 // Started with --files DIR --output FILE, as kevo starts the real one, it
 // reads only candidates in DIR and writes only FILE (a load_error or
 // setup_error otherwise); with FAKE_LANDLOCK_FAILS=1 in its environment it
@@ -143,8 +145,13 @@ int main(int argc, char** argv) {
               {"calls_per_sample", 1}, {"warmup_calls", 3},
               {"after_end_s", std::vector<double>(12, mode == "escaped" ? 5e-4 : 3e-6)},
               {"fenced_s", std::vector<double>(3, mode == "hides_before" ? 3e-3 : 1.01e-3)},
-              {"host_call_s", 5e-6},
-              {"machine", {{"sm_mhz", 1980}, {"gpu_temp_c", 41}, {"throttle", 0}}}});
+              {"host_call_s", mode == "unhidden" ? 2e-3 : 5e-6},
+              {"machine", {{"sm_mhz", 1980}, {"gpu_temp_c", 41}, {"throttle", 0}}},
+              {"launch",
+               {{"host_us", mode == "unhidden" ? 2000.0 : 5.0},
+                {"cover_us", mode == "unhidden" ? 2000.0 : 0.0},
+                {"outlasted", mode == "unhidden" ? 9 : 0},
+                {"retaken", mode == "unhidden" ? 3 : 0}}}});
         // The last sample's outputs are checked, as on the GPU; below.
       }
       // Inputs and the right outputs, as kevo's reference computes them.

@@ -603,7 +603,9 @@ class Runner:
         self.stage_s["timing"] += self.perf() - t_timing
         emit({"event": "timing", "phase": ph, "samples": samples, "calls_per_sample": 1,
               "warmup_calls": warm, "after_end_s": after_end, "fenced_s": fenced,
-              "host_call_s": median(fenced_host), "machine": host_state()})
+              "host_call_s": median(fenced_host), "machine": host_state(),
+              "launch": {"host_us": host_us, "cover_us": cover, "outlasted": outlasted,
+                         "retaken": retaken}})
         return hand_over(samples[-1])
 
     # ---- roof calibration ------------------------------------------------------------
