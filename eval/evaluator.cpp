@@ -347,7 +347,7 @@ void note_unhidden_launches(EvalResult& r) {
     if (m.metric == "launch.host_us") host_us = m.value;
   }
   const double n = static_cast<double>(r.timing->samples_s.size());
-  if (n <= 0 || outlasted < 0.1 * n || outlasted <= 0) return;
+  if (n <= 0 || outlasted < 0.1 * n) return;
   r.diagnosis->why += fmt::format(
       "; {:.0f} of {:.0f} samples' calls outlasted the launch cover ({} on the host a call): the "
       "GPU idled inside them, so this time holds host time too",
