@@ -851,7 +851,8 @@ def kevo_kernel(task, src, knobs, workdir, label):
            "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared",
            *[f"-D{k}={v}" for k, v in sorted(knobs.items())],
            *[f"-D{d}" for d in shape_defines(task)],
-           "-I" + os.path.join(root, "targets", "abi"), src]
+           "-I" + os.path.join(root, "targets", "abi"),
+           "-I" + os.path.join(root, "targets", "cuda", "include"), src]
     with open(src, "rb") as f:
         lib_path = os.path.join(workdir, kevo_lib_name(label, cmd, f.read()))
     cmd += ["-o", lib_path]

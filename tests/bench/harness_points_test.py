@@ -48,6 +48,32 @@ class HarnessPoints(unittest.TestCase):
                      "-DKEVO_LAST_w=4096", "-DKEVO_LAST_y=4096"):
             self.assertIn(want, args)
 
+    def test_a_familys_kevo_headers_are_found(self):
+        """Every quoted #include of a family that uses kevo's kernel headers
+        resolves in one of the -I directories the harness gives nvcc, as it
+        does in kevo's own compile."""
+        gemm = os.path.join(ROOT, "targets", "cuda", "kernels", "gemm", "wgmma.cu")
+        task = hp.tp.load_config(os.path.join(ROOT, "configs", "cuda", "gemm-4096.json"))
+        with tempfile.TemporaryDirectory() as d:
+            log = os.path.join(d, "args")
+            nvcc = os.path.join(d, "nvcc")
+            with open(nvcc, "w") as f:
+                f.write(f"#!/bin/sh\necho \"$@\" > {log}\nexit 1\n")
+            os.chmod(nvcc, 0o755)
+            os.environ["NVCC"] = nvcc
+            try:
+                with self.assertRaises(RuntimeError):
+                    hp.tp.kevo_kernel(task, gemm, {"BN": 256}, d, "g")
+            finally:
+                del os.environ["NVCC"]
+            dirs = [a[2:] for a in open(log).read().split() if a.startswith("-I")]
+        wanted = [line.split('"')[1] for line in open(gemm)
+                  if line.startswith("#include \"")]
+        self.assertIn("kevo_cuda_gemm_fallback.cuh", wanted)
+        for name in wanted:
+            self.assertTrue(any(os.path.exists(os.path.join(x, name)) for x in dirs),
+                            f"{name} is in none of {dirs}")
+
     def test_bad_input_is_one_line_and_exit_2(self):
         for argv in ([CONFIG, "--point", "x=/no/such.cu"],
                      [CONFIG, "--point", f"x={FAMILY}", "--flush", "boil"],
