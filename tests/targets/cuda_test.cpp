@@ -948,8 +948,9 @@ void expect_register_budget_edge(const std::string& op, const std::vector<KnobSe
 // 24 KB (the MLP's wgmma, BN 64), 20 of 10 KB (gemm swapab at M = 16) and 6 of
 // 32 KB with 128 accumulators a thread (swapab at M = 128), at a decode shape;
 // and the persistent start gemm wgmma gives the 4096^3 config (128 x 256
-// tiles with TMA stores, its staging beside the ring), as the start computes
-// it, with a persistent cluster of two beside it.
+// tiles with TMA stores, its staging beside the ring; and the ping-pong
+// start, whose consumers take alternate tiles), as the start computes them,
+// with a persistent cluster of two beside them.
 TEST(CudaCompile, TheStartsEdgesBuildWithoutSpills) {
   if (std::string why = cuda_unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
   auto target = make_target("cuda");
@@ -1009,16 +1010,22 @@ TEST(CudaCompile, TheStartsEdgesBuildWithoutSpills) {
   auto dims = dimension_values(big);
   ASSERT_EQ(dims.size(), 1u);
   dims[0]["SMS"] = 132;
-  std::optional<KnobValues> persistent;
+  std::vector<KnobValues> persistent;
   for (const KnobStart& st : f.space.starts()) {
     std::string why;
     std::optional<KnobValues> p = f.space.start_point(st, dims[0], f.origin.string(), &why);
-    if (p && p->at("PERSIST") == 1) persistent = p;
+    if (p && p->at("PERSIST") == 1) persistent.push_back(*p);
   }
-  ASSERT_TRUE(persistent.has_value()) << "no persistent start for 4096^3";
-  EXPECT_EQ(persistent->at("EPI"), 2);
-  EXPECT_EQ(persistent->at("BN"), 256);
-  build(big, "wgmma", *persistent);
+  // The cooperative start (both consumers on one 128 x 256 tile) and the
+  // ping-pong one (each consumer on alternate 128 x 128 tiles of its own).
+  ASSERT_EQ(persistent.size(), 2u) << "want two persistent starts for 4096^3";
+  EXPECT_EQ(persistent[0].at("EPI"), 2);
+  EXPECT_EQ(persistent[0].at("BN"), 256);
+  EXPECT_EQ(persistent[0].at("PING"), 0);
+  EXPECT_EQ(persistent[1].at("EPI"), 2);
+  EXPECT_EQ(persistent[1].at("PING"), 1);
+  EXPECT_EQ(persistent[1].at("WGM"), 128);
+  for (const KnobValues& p : persistent) build(big, "wgmma", p);
 }
 
 // kevo knobs --compile on a family whose points differ only in
@@ -1500,7 +1507,8 @@ TEST_F(OnGpu, SplitKIsRight) {
 // 2000 x 520 x 2056, 528 tiles of 128 x 64 or 144 of 128 x 256 over at most one
 // CTA per SM), with the last tile row and column partial and K not a multiple
 // of the k tile; one and two consumers, 128-row consumers, a cluster of two,
-// KEEP 0 and 1, and each epilogue. Then EPI 2 without persistence at the
+// KEEP 0 and 1, each epilogue, and ping-pong consumers (PING 1: alternate
+// tiles, the ring shared in tile order). Then EPI 2 without persistence at the
 // split-K test's ragged 33 x 1000 x 392, and PERSIST where the tiles are fewer
 // than the SMs.
 TEST_F(OnGpu, PersistentTilesAreRight) {
@@ -1511,13 +1519,19 @@ TEST_F(OnGpu, PersistentTilesAreRight) {
                 {{"PERSIST", 1}, {"EPI", 0}, {"BN", 64}, {"KEEP", 0}},
                 {{"PERSIST", 1}, {"EPI", 1}, {"BN", 128}, {"WGM", 128}, {"STAGES", 3}},
                 {{"PERSIST", 1}, {"EPI", 2}, {"BN", 128}, {"CLUSTER", 2}, {"STAGES", 3}},
-                {{"PERSIST", 1}, {"EPI", 1}, {"BN", 256}, {"CLUSTER", 2}, {"STAGES", 3}, {"GROUP_M", 1}}},
+                {{"PERSIST", 1}, {"EPI", 1}, {"BN", 256}, {"CLUSTER", 2}, {"STAGES", 3}, {"GROUP_M", 1}},
+                // ping-pong: the consumers take alternate tiles of their own
+                {{"PERSIST", 1}, {"PING", 1}, {"EPI", 2}, {"BN", 128}, {"WGM", 128}, {"STAGES", 5}},
+                {{"PERSIST", 1}, {"PING", 1}, {"EPI", 1}, {"BN", 128}, {"STAGES", 4}, {"KEEP", 0}},
+                {{"PERSIST", 1}, {"PING", 1}, {"EPI", 0}, {"BN", 64}, {"STAGES", 2}},
+                {{"PERSIST", 1}, {"PING", 1}, {"EPI", 2}, {"BN", 256}, {"CLUSTER", 2}, {"STAGES", 4}}},
                many);
   expect_right("gemm", "wgmma",
                {{{"EPI", 2}},
                 {{"EPI", 2}, {"NCONS", 1}, {"BN", 192}},
                 {{"EPI", 2}, {"CLUSTER", 2}},
-                {{"PERSIST", 1}, {"EPI", 2}, {"BN", 256}, {"STAGES", 3}}},
+                {{"PERSIST", 1}, {"EPI", 2}, {"BN", 256}, {"STAGES", 3}},
+                {{"PERSIST", 1}, {"PING", 1}, {"EPI", 2}, {"BN", 64}, {"STAGES", 3}}},
                {{"A", {33, 1000}}, {"B", {1000, 392}}});
 }
 

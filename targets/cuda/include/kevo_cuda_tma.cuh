@@ -29,6 +29,7 @@
  *   kv_cluster_rank()                 %cluster_ctarank
  *   kv_ld_cluster_f32x8(v, addr, r)   8 floats at local shared address addr of CTA r
  *   kv_named_barrier(id, count)       bar.sync id, count
+ *   kv_named_arrive(id, count)        bar.arrive id, count (signal without waiting)
  *   kv_wgmma_fence(), kv_wgmma_commit(), kv_wgmma_wait<N>()
  *   kv_fence_operand(x)               keep accumulator x in place across wgmma issue/wait
  *   kv_make_desc_sw128(addr, lbo, sbo)  shared-memory matrix descriptor, 128-byte swizzle
@@ -184,6 +185,9 @@ KV_DEV void kv_wgmma_wait() {
 KV_DEV void kv_fence_operand(float& x) { asm volatile("" : "+f"(x)::"memory"); }
 KV_DEV void kv_named_barrier(int id, int count) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+KV_DEV void kv_named_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
 
 // Shared-memory matrix descriptor, 128-byte swizzle (layout type 1 in bits 62-63).

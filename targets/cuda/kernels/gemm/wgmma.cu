@@ -63,16 +63,26 @@
  *            current tile's epilogue, and the ring stays full across tiles;
  *            the epilogue staging (EPI 1, 2) then has its own shared memory
  *            after the ring. 0: one CTA per tile. (Needs SPLIT 1.)
+ *   PING     1 (with PERSIST 1, NCONS 2): the two consumer warpgroups take
+ *            alternate tiles of their CTA, each a WGM x BN tile of its own
+ *            (BM = WGM), so one warpgroup's epilogue runs while the other's
+ *            wgmmas keep the tensor cores busy. The ring is shared in tile
+ *            order; a warpgroup starts a tile's main loop once the other has
+ *            waited for the last k tile of the tile before it (named
+ *            barriers 4 and 5), which keeps every full-barrier wait within
+ *            one phase of the barrier. 0: both consumers share each tile.
  *
  * Starts (besides the default; SMS is the GPU's multiprocessors, as its
  * runner reports them): for decode shapes, a BN 64 or 128 tile whose BM
  * covers M, the deepest ring that fits, and a split-K that fills the SMs:
  * weight streaming wants every SM loading. For large shapes, a persistent
- * 128 x 256 tile with TMA stores.
+ * 128 x 256 tile with TMA stores, and the same with the two consumers on
+ * alternate 128 x 128 tiles (PING).
  */
 // @kevo start BN = 64, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = SMS / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
 // @kevo start BN = 128, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = SMS / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
 // @kevo start BN = 256, WGM = 64, NCONS = 2, STAGES = 3, EPI = 2, PERSIST = 1, GROUP_M = 8
+// @kevo start BN = 128, WGM = 128, NCONS = 2, STAGES = 5, EPI = 2, PERSIST = 1, PING = 1, GROUP_M = 8
 // @kevo knob BN 128 {64, 128, 192, 256}
 // @kevo knob WGM 64 {64, 128}
 // @kevo knob NCONS 2 {1, 2}
@@ -84,14 +94,16 @@
 // @kevo knob SPLIT 1 {1, 2, 3, 4, 6, 8}
 // @kevo knob BHINT 0 {0, 1}
 // @kevo knob PERSIST 0 {0, 1}
+// @kevo knob PING 0 {0, 1}
 // @kevo require WGM / 64 * BN / 2 <= 128
-// @kevo require STAGES * (NCONS * WGM + BN) * 128 + PERSIST * (EPI > 0) * NCONS * WGM * (BN + 8 * (EPI == 1)) * 2 + 2048 <= 232448
+// @kevo require STAGES * ((NCONS - PING) * WGM + BN) * 128 + PERSIST * (EPI > 0) * NCONS * WGM * (BN + 8 * (EPI == 1)) * 2 + 2048 <= 232448
 // @kevo require EPI == 0 || NCONS * WGM * (BN + 8) * 2 + 2048 <= 232448
 // @kevo require (BN / 64) % CLUSTER == 0
 // @kevo require SPLIT == 1 || CLUSTER == 1
 // @kevo require SPLIT == 1 || EPI == 0
 // @kevo require SPLIT == 1 || NCONS * WGM * (BN + 4) * 4 + 2048 <= 232448
 // @kevo require PERSIST == 0 || SPLIT == 1
+// @kevo require PING == 0 || (PERSIST == 1 && NCONS == 2)
 #ifndef BN
 #define BN 128
 #endif
@@ -125,6 +137,9 @@
 #ifndef PERSIST
 #define PERSIST 0
 #endif
+#ifndef PING
+#define PING 0
+#endif
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -136,7 +151,8 @@
 
 namespace {
 
-constexpr int BM = NCONS * WGM;
+constexpr int BM = PING ? WGM : NCONS * WGM;  // rows of a tile (of one A stage)
+constexpr int kCRows = NCONS * WGM;           // rows the consumers hold at once (staging)
 constexpr int BK = 64;                      // one 128-byte swizzle span of bf16
 constexpr int kMT = WGM / 64;               // m64 wgmma tiles per consumer
 constexpr int kAcc = BN / 2;                // fp32 accumulators per thread per m64 tile
@@ -147,7 +163,7 @@ constexpr int kBStage = BK * BN * 2;
 constexpr int kStageBytes = kAStage + kBStage;
 constexpr int kPipeBytes = STAGES * kStageBytes;
 constexpr int kEpiLd = BN + 8;              // padded C-tile row (elements)
-constexpr int kEpiBytes = EPI == 1 ? BM * kEpiLd * 2 : EPI == 2 ? BM * BN * 2 : 0;
+constexpr int kEpiBytes = EPI == 1 ? kCRows * kEpiLd * 2 : EPI == 2 ? kCRows * BN * 2 : 0;
 constexpr int kPartLd = BN + 4;             // padded fp32 row of a split-K partial tile
 constexpr int kPartBytes = SPLIT > 1 ? BM * kPartLd * 4 : 0;
 constexpr int kOutBytes = kEpiBytes > kPartBytes ? kEpiBytes : kPartBytes;
@@ -171,6 +187,7 @@ static_assert(SPLIT >= 1 && SPLIT <= 8, "SPLIT must be 1..8 (portable cluster si
 static_assert(SPLIT == 1 || CLUSTER == 1, "split-K and the M cluster do not combine");
 static_assert(EPI >= 0 && EPI <= 2, "EPI must be 0, 1 or 2");
 static_assert(PERSIST == 0 || SPLIT == 1, "a persistent CTA does not split K");
+static_assert(PING == 0 || (PERSIST == 1 && NCONS == 2), "PING needs PERSIST 1 and NCONS 2");
 static_assert(kSmemBytes <= 232448, "shared memory over 227 KB");
 
 // ------------------------------------------------------------------ kernels
@@ -233,7 +250,8 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
 #pragma unroll
     for (int s = 0; s < STAGES; ++s) {
       kv_mbar_init(bar_full + 8 * s, 1);               // the producer's arrive.expect_tx
-      kv_mbar_init(bar_empty + 8 * s, CLUSTER * NCONS * 4);  // every consumer warp of the cluster
+      // every consumer warp of the cluster that reads the stage (with PING, one warpgroup's)
+      kv_mbar_init(bar_empty + 8 * s, CLUSTER * (PING ? 1 : NCONS) * 4);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -292,7 +310,8 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
     //    k16 step = +32 bytes inside the 128-byte row; m64 tile = +64 rows * 128 bytes.
     // B: N-major ("transposed"), 128B swizzle: 8-k-row groups 1024 bytes apart
     //    (SBO), 64-column blocks kBBox bytes apart (LBO); k16 step = +16 rows * 128 bytes.
-    const uint32_t a_row_off = (uint32_t)(cw * WGM) * 128u;
+    const uint32_t a_row_off = PING ? 0u : (uint32_t)(cw * WGM) * 128u;
+    const int crow = PING ? 0 : cw * WGM;  // this warpgroup's first row in the tile
     // One arrival per consumer warp on the stage's empty barrier of every CTA
     // of the cluster (each CTA's producer overwrites the stage in all of them).
     const bool lane0 = (tid_wg & 31) == 0;
@@ -315,7 +334,18 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
     int s = 0;
     uint32_t phase = 0;  // parity of the full-barrier phase to wait for
     float acc[kMT][kAcc];
-    for (int pid = pid_first; pid < tiles_c; pid += pid_step) {
+    for (int pid = pid_first, j = 0; pid < tiles_c; pid += pid_step, ++j) {
+      if constexpr (PING) {
+        // Tile j of this CTA is warpgroup j % 2's; its k tiles are the ring's
+        // j * ktiles, ... in order. Wait until the other warpgroup has waited
+        // for the last k tile of tile j - 1: then every stage has completed
+        // the phase before the one this tile waits for.
+        if (j % NCONS != cw) continue;
+        const int first = j * ktiles;
+        s = first % STAGES;
+        phase = (uint32_t)((first / STAGES) & 1);
+        if (j > 0) kv_named_barrier(4 + (j & 1), 2 * 128);
+      }
       int m0, n0;
       tile_origin(pid, m0, n0);
 #pragma unroll
@@ -325,6 +355,10 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
       int prev_s = 0;
       for (int kt = 0; kt < ktiles; ++kt) {
         kv_mbar_wait(bar_full + 8 * s, phase);
+        if constexpr (PING) {
+          // Tile j + 1 (the other warpgroup's) may start waiting on the ring.
+          if (kt == ktiles - 1 && pid + pid_step < tiles_c) kv_named_arrive(4 + ((j + 1) & 1), 2 * 128);
+        }
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
@@ -407,9 +441,9 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
 #pragma unroll 4
         for (int i = 0; i < kIters; ++i) {
           const int id = tid_wg + i * 128;
-          const int row = cw * WGM + id / kCpr;
+          const int row = cw * WGM + id / kCpr;  // in the staging
           const int ch = id % kCpr;
-          const int gm = m0 + row;
+          const int gm = m0 + crow + id / kCpr;
           const int gn = n0 + ch * 8;
           if (gm < M && gn < N)
             *reinterpret_cast<uint4*>(C + (size_t)gm * N + gn) =
@@ -442,7 +476,7 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
         kv_fence_async_smem();
         kv_named_barrier(2 + cw, 128);  // this warpgroup's boxes are written
         if (tid_wg == 0) {
-          const int gm = m0 + cw * WGM;
+          const int gm = m0 + crow;
           if (gm < M) {
 #pragma unroll
             for (int b = 0; b < BN / 64; ++b)
@@ -453,7 +487,7 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
       } else {
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt) {
-          const int gm = m0 + cw * WGM + mt * 64 + 16 * w + g;
+          const int gm = m0 + crow + mt * 64 + 16 * w + g;
 #pragma unroll
           for (int j = 0; j < BN / 8; ++j) {
             const int gn = n0 + 8 * j + 2 * t4;
