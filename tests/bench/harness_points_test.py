@@ -16,6 +16,25 @@ sys.path.insert(0, os.path.join(ROOT, "bench", "micro"))
 import harness_points as hp  # noqa: E402
 
 
+def nvcc_args(task, src, knobs, label):
+    """The arguments kevo_kernel gives nvcc, caught by a stand-in nvcc that
+    records them and fails; returns (the RuntimeError's text, the arguments)."""
+    with tempfile.TemporaryDirectory() as d:
+        log = os.path.join(d, "args")
+        nvcc = os.path.join(d, "nvcc")
+        with open(nvcc, "w") as f:
+            f.write(f"#!/bin/sh\necho \"$@\" > {log}\necho 'fake nvcc: no' >&2\nexit 1\n")
+        os.chmod(nvcc, 0o755)
+        os.environ["NVCC"] = nvcc
+        try:
+            hp.tp.kevo_kernel(task, src, knobs, d, label)
+        except RuntimeError as e:
+            return str(e), open(log).read().split()
+        finally:
+            del os.environ["NVCC"]
+    raise AssertionError("kevo_kernel did not fail with the failing nvcc")
+
+
 class HarnessPoints(unittest.TestCase):
     def test_a_point_is_a_source_and_its_knobs(self):
         self.assertEqual(hp.parse_point(f"h4={FAMILY}:HINT=4,MINB=2"),
@@ -26,21 +45,8 @@ class HarnessPoints(unittest.TestCase):
                 hp.parse_point(bad)
 
     def test_the_knobs_reach_nvcc_with_kevos_flags(self):
-        with tempfile.TemporaryDirectory() as d:
-            log = os.path.join(d, "args")
-            nvcc = os.path.join(d, "nvcc")
-            with open(nvcc, "w") as f:
-                f.write(f"#!/bin/sh\necho \"$@\" > {log}\necho 'fake nvcc: no' >&2\nexit 1\n")
-            os.chmod(nvcc, 0o755)
-            os.environ["NVCC"] = nvcc
-            try:
-                task = hp.tp.load_config(CONFIG)
-                with self.assertRaises(RuntimeError) as e:
-                    hp.tp.kevo_kernel(task, FAMILY, {"HINT": 4, "MINB": 2}, d, "h4")
-            finally:
-                del os.environ["NVCC"]
-            self.assertIn("fake nvcc: no", str(e.exception))
-            args = open(log).read().split()
+        err, args = nvcc_args(hp.tp.load_config(CONFIG), FAMILY, {"HINT": 4, "MINB": 2}, "h4")
+        self.assertIn("fake nvcc: no", err)
         # the task's shapes too, as kevo passes them (targets/target.h shape_defines)
         for want in ("-DHINT=4", "-DMINB=2", "-gencode=arch=compute_90a,code=sm_90a", "-O3",
                      "-lineinfo", FAMILY, "-DKEVO_RANK_x=2", "-DKEVO_DIM_x_0=16384",
@@ -54,19 +60,8 @@ class HarnessPoints(unittest.TestCase):
         does in kevo's own compile."""
         gemm = os.path.join(ROOT, "targets", "cuda", "kernels", "gemm", "wgmma.cu")
         task = hp.tp.load_config(os.path.join(ROOT, "configs", "cuda", "gemm-4096.json"))
-        with tempfile.TemporaryDirectory() as d:
-            log = os.path.join(d, "args")
-            nvcc = os.path.join(d, "nvcc")
-            with open(nvcc, "w") as f:
-                f.write(f"#!/bin/sh\necho \"$@\" > {log}\nexit 1\n")
-            os.chmod(nvcc, 0o755)
-            os.environ["NVCC"] = nvcc
-            try:
-                with self.assertRaises(RuntimeError):
-                    hp.tp.kevo_kernel(task, gemm, {"BN": 256}, d, "g")
-            finally:
-                del os.environ["NVCC"]
-            dirs = [a[2:] for a in open(log).read().split() if a.startswith("-I")]
+        _, args = nvcc_args(task, gemm, {"BN": 256}, "g")
+        dirs = [a[2:] for a in args if a.startswith("-I")]
         wanted = [line.split('"')[1] for line in open(gemm)
                   if line.startswith("#include \"")]
         self.assertIn("kevo_cuda_gemm_fallback.cuh", wanted)
