@@ -2,7 +2,8 @@
  *
  * C[M,N] = A[M,K] · B[K,N]; A, B, C row-major bf16, fp32 accumulation, bf16 out.
  *
- * One thread block computes a BM x BN tile of C, BM = NCONS * WGM. Warpgroup 0
+ * One thread block computes a BM x BN tile of C, BM = NCONS * WGM (WGM with
+ * PING: each consumer then has a tile of its own). Warpgroup 0
  * is the producer: one thread issues TMA (cp.async.bulk.tensor.2d) loads of a
  * BM x 64 slice of A and a 64 x BN slice of B (BN/64 boxes of 64 x 64) per k
  * tile into a STAGES-deep shared-memory ring, both with the 128-byte swizzle,
@@ -26,7 +27,7 @@
  *   BN       block tile width = wgmma N (64, 128, 192, 256).
  *   WGM      rows of C per consumer warpgroup: 64 (one m64 wgmma per k16 step)
  *            or 128 (two); WGM/64 * BN/2 fp32 accumulators per thread (<= 128).
- *   NCONS    consumer warpgroups per block (BM = NCONS * WGM).
+ *   NCONS    consumer warpgroups per block (BM = NCONS * WGM; WGM with PING).
  *   STAGES   depth of the TMA shared-memory ring ((BM + BN) * 128 bytes each).
  *   KEEP     wgmma groups left in flight when a k tile has been issued: 1 lets
  *            the next tile's wgmmas queue behind the current ones (its stage
