@@ -1016,15 +1016,19 @@ TEST(CudaCompile, TheStartsEdgesBuildWithoutSpills) {
     std::optional<KnobValues> p = f.space.start_point(st, dims[0], f.origin.string(), &why);
     if (p && p->at("PERSIST") == 1) persistent.push_back(*p);
   }
-  // The cooperative start (both consumers on one 128 x 256 tile) and the
-  // ping-pong one (each consumer on alternate 128 x 128 tiles of its own).
-  ASSERT_EQ(persistent.size(), 2u) << "want two persistent starts for 4096^3";
+  // The cooperative start (both consumers on one 128 x 256 tile), the
+  // ping-pong one (each consumer on alternate 128 x 128 tiles of its own) and
+  // the cooperative tile in clusters of two with stream-K for the last wave.
+  ASSERT_EQ(persistent.size(), 3u) << "want three persistent starts for 4096^3";
   EXPECT_EQ(persistent[0].at("EPI"), 2);
   EXPECT_EQ(persistent[0].at("BN"), 256);
   EXPECT_EQ(persistent[0].at("PING"), 0);
   EXPECT_EQ(persistent[1].at("EPI"), 2);
   EXPECT_EQ(persistent[1].at("PING"), 1);
   EXPECT_EQ(persistent[1].at("WGM"), 128);
+  EXPECT_EQ(persistent[2].at("SK"), 1);
+  EXPECT_EQ(persistent[2].at("CLUSTER"), 2);
+  EXPECT_EQ(persistent[2].at("BN"), 256);
   for (const KnobValues& p : persistent) build(big, "wgmma", p);
 }
 
@@ -1524,14 +1528,24 @@ TEST_F(OnGpu, PersistentTilesAreRight) {
                 {{"PERSIST", 1}, {"PING", 1}, {"EPI", 2}, {"BN", 128}, {"WGM", 128}, {"STAGES", 5}},
                 {{"PERSIST", 1}, {"PING", 1}, {"EPI", 1}, {"BN", 128}, {"STAGES", 4}, {"KEEP", 0}},
                 {{"PERSIST", 1}, {"PING", 1}, {"EPI", 0}, {"BN", 64}, {"STAGES", 2}},
-                {{"PERSIST", 1}, {"PING", 1}, {"EPI", 2}, {"BN", 256}, {"CLUSTER", 2}, {"STAGES", 4}}},
+                {{"PERSIST", 1}, {"PING", 1}, {"EPI", 2}, {"BN", 256}, {"CLUSTER", 2}, {"STAGES", 4}},
+                // stream-K for the last wave: 144 tiles of 128 x 256 (72 of
+                // clusters of two) over the SMs, 9 k tiles each
+                {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"BN", 256}, {"STAGES", 3}},
+                {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"BN", 256}, {"CLUSTER", 2}, {"STAGES", 3}},
+                {{"PERSIST", 1}, {"SK", 1}, {"EPI", 0}, {"BN", 128}, {"WGM", 128}, {"KEEP", 0}, {"STAGES", 3}},
+                {{"PERSIST", 1}, {"SK", 1}, {"EPI", 1}, {"BN", 256}, {"CLUSTER", 2}, {"STAGES", 3}, {"GROUP_M", 1}}},
                many);
   expect_right("gemm", "wgmma",
                {{{"EPI", 2}},
                 {{"EPI", 2}, {"NCONS", 1}, {"BN", 192}},
                 {{"EPI", 2}, {"CLUSTER", 2}},
                 {{"PERSIST", 1}, {"EPI", 2}, {"BN", 256}, {"STAGES", 3}},
-                {{"PERSIST", 1}, {"PING", 1}, {"EPI", 2}, {"BN", 64}, {"STAGES", 3}}},
+                {{"PERSIST", 1}, {"PING", 1}, {"EPI", 2}, {"BN", 64}, {"STAGES", 3}},
+                // fewer tiles than SMs: a CTA per k tile, up to 15 partials added to a tile
+                {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"BN", 256}, {"STAGES", 3}},
+                {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"BN", 128}, {"CLUSTER", 2}, {"STAGES", 4}},
+                {{"PERSIST", 1}, {"SK", 1}, {"EPI", 0}, {"BN", 64}, {"NCONS", 1}, {"STAGES", 6}}},
                {{"A", {33, 1000}}, {"B", {1000, 392}}});
 }
 

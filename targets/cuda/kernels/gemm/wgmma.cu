@@ -72,18 +72,36 @@
  *            waited for the last k tile of the tile before it (named
  *            barriers 4 and 5), which keeps every full-barrier wait within
  *            one phase of the barrier. 0: both consumers share each tile.
+ *   SK       1 (with PERSIST 1, PING 0): stream-K for the last wave. Where the
+ *            persistent CTAs (clusters) do not divide the tiles, the plain walk
+ *            leaves some of them a tile short in the last wave (4096^3 at
+ *            128 x 256: 512 tiles over 132 SMs, 3.88 waves timed as 4). With
+ *            SK the last T % G + G tiles' k tiles are shared out evenly
+ *            instead (kevo_cuda_tile_walk.cuh): a CTA that takes the start
+ *            of a tile but not its end leaves its fp32 partial in a static
+ *            workspace slot of its own (one per CTA, at most one per launch)
+ *            and raises a flag with the launch's number; the CTA with the
+ *            tile's end waits for the flags of the lower CTAs that hold the
+ *            rest, adds their partials in order (deterministic for a given
+ *            grid, i.e. GPU) and stores the tile. Fewer tiles than SMs
+ *            are shared out by their k tiles the same way (a CTA per k tile
+ *            at most). Two launches of this module must not run at the same
+ *            time (on two streams): they would share the workspace. 0: whole
+ *            tiles only.
  *
  * Starts (besides the default; SMS is the GPU's multiprocessors, as its
  * runner reports them): for decode shapes, a BN 64 or 128 tile whose BM
  * covers M, the deepest ring that fits, and a split-K that fills the SMs:
  * weight streaming wants every SM loading. For large shapes, a persistent
- * 128 x 256 tile with TMA stores, and the same with the two consumers on
- * alternate 128 x 128 tiles (PING).
+ * 128 x 256 tile with TMA stores, the same with the two consumers on
+ * alternate 128 x 128 tiles (PING), and the 128 x 256 tile in clusters of
+ * two with stream-K for the last wave (SK).
  */
 // @kevo start BN = 64, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = SMS / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
 // @kevo start BN = 128, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = SMS / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
 // @kevo start BN = 256, WGM = 64, NCONS = 2, STAGES = 3, EPI = 2, PERSIST = 1, GROUP_M = 8
 // @kevo start BN = 128, WGM = 128, NCONS = 2, STAGES = 5, EPI = 2, PERSIST = 1, PING = 1, GROUP_M = 8
+// @kevo start BN = 256, WGM = 64, NCONS = 2, STAGES = 3, EPI = 2, PERSIST = 1, CLUSTER = 2, SK = 1, GROUP_M = 8
 // @kevo knob BN 128 {64, 128, 192, 256}
 // @kevo knob WGM 64 {64, 128}
 // @kevo knob NCONS 2 {1, 2}
@@ -96,6 +114,7 @@
 // @kevo knob BHINT 0 {0, 1}
 // @kevo knob PERSIST 0 {0, 1}
 // @kevo knob PING 0 {0, 1}
+// @kevo knob SK 0 {0, 1}
 // @kevo require WGM / 64 * BN / 2 <= 128
 // @kevo require STAGES * ((NCONS - PING) * WGM + BN) * 128 + PERSIST * (EPI > 0) * NCONS * WGM * (BN + 8 * (EPI == 1)) * 2 + 2048 <= 232448
 // @kevo require EPI == 0 || NCONS * WGM * (BN + 8) * 2 + 2048 <= 232448
@@ -105,6 +124,7 @@
 // @kevo require SPLIT == 1 || NCONS * WGM * (BN + 4) * 4 + 2048 <= 232448
 // @kevo require PERSIST == 0 || SPLIT == 1
 // @kevo require PING == 0 || (PERSIST == 1 && NCONS == 2)
+// @kevo require SK == 0 || (PERSIST == 1 && PING == 0)
 #ifndef BN
 #define BN 128
 #endif
@@ -141,12 +161,16 @@
 #ifndef PING
 #define PING 0
 #endif
+#ifndef SK
+#define SK 0
+#endif
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 
 #include "kevo_cuda_gemm_fallback.cuh"
+#include "kevo_cuda_tile_walk.cuh"
 #include "kevo_cuda_tma.cuh"
 #include "kevo_kernel.h"
 
@@ -189,13 +213,22 @@ static_assert(SPLIT == 1 || CLUSTER == 1, "split-K and the M cluster do not comb
 static_assert(EPI >= 0 && EPI <= 2, "EPI must be 0, 1 or 2");
 static_assert(PERSIST == 0 || SPLIT == 1, "a persistent CTA does not split K");
 static_assert(PING == 0 || (PERSIST == 1 && NCONS == 2), "PING needs PERSIST 1 and NCONS 2");
+static_assert(SK == 0 || (PERSIST == 1 && PING == 0), "SK needs PERSIST 1 and PING 0");
+
+// Stream-K (SK 1): CTA c's partial tile, kMT * kAcc floats per consumer
+// thread laid out [i][thread] (each i one coalesced row), and its flag, which
+// holds the number of the launch whose partial is in the slot.
+constexpr int kSkSlots = 160;  // persistent CTAs at most (one per SM)
+constexpr int kConsThreads = NCONS * 128;
+__device__ float g_sk_part[SK ? kSkSlots * kConsThreads * kMT * kAcc : 1];
+__device__ unsigned g_sk_ready[SK ? kSkSlots : 1];
 static_assert(kSmemBytes <= 232448, "shared memory over 227 KB");
 
 // ------------------------------------------------------------------ kernels
 __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 1)
     gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
                       const __grid_constant__ CUtensorMap tmC, __nv_bfloat16* __restrict__ C, int M,
-                      int N, int K) {
+                      int N, int K, unsigned epoch) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   // Stage buffers must sit on 1024-byte boundaries (the 128-byte swizzle
   // pattern repeats every 8 rows of 128 bytes; descriptors assume base offset 0).
@@ -271,10 +304,12 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
       int s = 0;
       uint32_t phase = 0;  // parity of the empty-barrier phase to wait for
       int it = 0;          // k tiles issued so far, over all of this CTA's tiles
-      for (int pid = pid_first; pid < tiles_c; pid += pid_step) {
+      KvTileWalk walk = kv_tile_walk(tiles_c, ktiles, pid_step, pid_first, SK);
+      int pid, ka, kb;
+      while (kv_next_unit(walk, pid, ka, kb)) {
         int m0, n0;
         tile_origin(pid, m0, n0);
-        for (int kt = 0; kt < ktiles; ++kt, ++it) {
+        for (int kt = ka; kt < kb; ++kt, ++it) {
           if (it >= STAGES) kv_mbar_wait(bar_empty + 8 * s, phase);
           const uint32_t full = bar_full + 8 * s;
           const int k = (kt0 + kt) * BK;
@@ -335,7 +370,11 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
     int s = 0;
     uint32_t phase = 0;  // parity of the full-barrier phase to wait for
     float acc[kMT][kAcc];
-    for (int pid = pid_first, j = 0; pid < tiles_c; pid += pid_step, ++j) {
+    // The same walk as the producer's: unit j is k tiles [ka, kb) of tile pid
+    // (whole tiles but for SK's stream-K units).
+    KvTileWalk walk = kv_tile_walk(tiles_c, ktiles, pid_step, pid_first, SK);
+    int pid, ka, kb;
+    for (int j = 0; kv_next_unit(walk, pid, ka, kb); ++j) {
       if constexpr (PING) {
         // Tile j of this CTA is warpgroup j % 2's; its k tiles are the ring's
         // j * ktiles, ... in order. Wait until the other warpgroup has waited
@@ -354,7 +393,7 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
 #pragma unroll
         for (int i = 0; i < kAcc; ++i) acc[mt][i] = 0.0f;
       int prev_s = 0;
-      for (int kt = 0; kt < ktiles; ++kt) {
+      for (int kt = ka; kt < kb; ++kt) {
         kv_mbar_wait(bar_full + 8 * s, phase);
         if constexpr (PING) {
           // Tile j + 1 (the other warpgroup's) may start waiting on the ring.
@@ -383,7 +422,7 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
           for (int i = 0; i < kAcc; ++i) kv_fence_operand(acc[mt][i]);
         if constexpr (KEEP) {
           kv_wgmma_wait<1>();  // the previous tile's wgmmas are done: release its stage
-          if (kt > 0) release(prev_s);
+          if (kt > ka) release(prev_s);
         } else {
           kv_wgmma_wait<0>();
           release(s);
@@ -401,7 +440,43 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
         for (int i = 0; i < kAcc; ++i) kv_fence_operand(acc[mt][i]);
       // The last k tile's stage: the producer may need it for the next tile.
       if constexpr (KEEP) {
-        if (ktiles > 0) release(prev_s);
+        if (kb > ka) release(prev_s);
+      }
+      if constexpr (SK) {
+        const int ct = (int)threadIdx.x - 128;  // 0 .. kConsThreads - 1
+        if (kb < ktiles) {
+          // The start (or a middle part) of a tile whose end a higher CTA
+          // holds: the partial goes to this CTA's slot, then its flag.
+          const int slot = walk.w * CLUSTER + (int)crank;
+          float* part_out = g_sk_part + (size_t)slot * (kConsThreads * kMT * kAcc);
+#pragma unroll
+          for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+            for (int i = 0; i < kAcc; ++i)
+              __stcg(part_out + (size_t)(mt * kAcc + i) * kConsThreads + ct, acc[mt][i]);
+          __threadfence();
+          kv_named_barrier(1, kConsThreads);  // every consumer's share is written
+          if (ct == 0)
+            asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(g_sk_ready + slot), "r"(epoch) : "memory");
+          continue;
+        }
+        if (ka > 0) {
+          // The end of a tile whose earlier k tiles lower CTAs hold: add
+          // their partials, lowest first.
+          for (int q = kv_first_holder(walk, pid); q < walk.w; ++q) {
+            if (!kv_holds_sk(walk, q)) continue;
+            const int slot = q * CLUSTER + (int)crank;
+            unsigned ready = 0;
+            do {
+              asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(ready) : "l"(g_sk_ready + slot) : "memory");
+            } while (ready != epoch);
+            const float* part_in = g_sk_part + (size_t)slot * (kConsThreads * kMT * kAcc);
+#pragma unroll
+            for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+              for (int i = 0; i < kAcc; ++i) acc[mt][i] += __ldcg(part_in + (size_t)(mt * kAcc + i) * kConsThreads + ct);
+          }
+        }
       }
 
       // ------------------------------------------------------------ epilogue
@@ -592,13 +667,16 @@ extern "C" KEVO_EXPORT int kevo_launch(const kevo_tensor* in, int n_in, kevo_ten
     if (cudaFuncSetAttribute(gemm_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              kSmemBytes) != cudaSuccess)
       return KEVO_ERR_RUNTIME;
-    int64_t grid = tiles;
+    // With SK, a CTA (cluster) per k tile at most: fewer tiles than SMs are
+    // shared out by their k tiles too, as split-K would.
+    int64_t grid = SK ? tiles * ((K + BK - 1) / BK) : tiles;
     if (PERSIST) {
       // As many CTAs as can be resident at once (one per multiprocessor, in
       // whole clusters: a GPC whose SM count is odd leaves one SM out of
       // clusters of two), and no more than the tiles. A cluster that had to
       // wait for a resident one to finish all of its tiles would double the
-      // time of its own.
+      // time of its own (and with SK, a CTA waits for lower ones: all of them
+      // must be resident at once).
       static int resident_dev = -1, resident = 0;
       int dev = 0;
       if (cudaGetDevice(&dev) != cudaSuccess) return KEVO_ERR_RUNTIME;
@@ -618,9 +696,14 @@ extern "C" KEVO_EXPORT int kevo_launch(const kevo_tensor* in, int n_in, kevo_ten
         resident_dev = dev;
       }
       if (grid > resident) grid = resident;
+      if (SK && grid > kSkSlots) grid = kSkSlots / CLUSTER * CLUSTER;  // a workspace slot each
     }
+    // The launch's number: a stream-K flag raised by an earlier launch (one
+    // that was stopped half-way included) never passes for this one's.
+    static unsigned launches = 0;
+    if (++launches == 0) launches = 1;
     gemm_wgmma_kernel<<<dim3((unsigned)grid, SPLIT), kThreads, kSmemBytes, stream>>>(mapA, mapB, mapC, C, M,
-                                                                                     N, K);
+                                                                                     N, K, launches);
   } else {
     const int rc = kv_gemm_fallback(A, B, C, M, N, K, stream);
     if (rc != KEVO_OK) return rc;

@@ -1,0 +1,220 @@
+// The persistent GEMM schedule of targets/cuda/include/kevo_cuda_tile_walk.cuh,
+// compiled as plain C++: the walk the wgmma family's PERSIST/SK kernels take.
+// Every (tile, k tile) is taken once; stream-K evens the workers' loads; a
+// tile's partials are where its completing worker looks for them, and it only
+// waits on lower workers; and a GEMM summed along the walk, partials added as
+// the kernel adds them, is exact on integer data.
+#include "targets/cuda/include/kevo_cuda_tile_walk.cuh"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <vector>
+
+namespace kevo {
+namespace {
+
+struct Unit {
+  int tile, ka, kb;
+};
+
+std::vector<Unit> walk_of(int tiles, int ktiles, int workers, int w, bool streamk) {
+  KvTileWalk t = kv_tile_walk(tiles, ktiles, workers, w, streamk);
+  std::vector<Unit> out;
+  Unit u{};
+  while (kv_next_unit(t, u.tile, u.ka, u.kb)) out.push_back(u);
+  return out;
+}
+
+struct Case {
+  int tiles, ktiles, workers;
+};
+
+// 4096^3 at 128 x 256 tiles on 132 SMs (and 66 clusters of two), the GPU test's
+// 2000 x 520 x 2056, tiles that divide evenly, fewer tiles than workers, one k tile.
+const std::vector<Case> kCases = {{512, 64, 132}, {256, 64, 66}, {144, 9, 132}, {72, 9, 66},
+                                  {264, 5, 132},  {7, 13, 132},  {131, 1, 132}, {133, 1, 132},
+                                  {1, 1, 1},      {5, 3, 2},     {1000, 7, 96}, {17, 100, 16}};
+
+TEST(TileWalk, EveryKTileOfEveryTileIsTakenOnce) {
+  for (const Case& c : kCases)
+    for (bool sk : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << c.tiles << " tiles x " << c.ktiles << " over " << c.workers
+                                        << (sk ? " stream-K" : ""));
+      std::vector<int> seen(static_cast<size_t>(c.tiles) * c.ktiles, 0);
+      std::vector<int> stores(c.tiles, 0);
+      for (int w = 0; w < c.workers; ++w)
+        for (const Unit& u : walk_of(c.tiles, c.ktiles, c.workers, w, sk)) {
+          ASSERT_GE(u.tile, 0);
+          ASSERT_LT(u.tile, c.tiles);
+          ASSERT_GE(u.ka, 0);
+          ASSERT_LT(u.ka, u.kb);
+          ASSERT_LE(u.kb, c.ktiles);
+          for (int k = u.ka; k < u.kb; ++k) ++seen[static_cast<size_t>(u.tile) * c.ktiles + k];
+          stores[u.tile] += u.kb == c.ktiles;  // the unit that ends a tile stores it
+          if (!sk) {
+            EXPECT_EQ(u.ka, 0);
+            EXPECT_EQ(u.kb, c.ktiles);
+            EXPECT_EQ(u.tile % c.workers, w);
+          }
+        }
+      for (int v : seen) ASSERT_EQ(v, 1);
+      for (int v : stores) ASSERT_EQ(v, 1);
+    }
+}
+
+// The part-empty last wave is what stream-K is for: the busiest worker takes
+// at most one k tile more than the least busy, and no more than its share
+// rounded up; the plain walk's busiest takes a whole tile more.
+TEST(TileWalk, StreamKEvensTheLoads) {
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(::testing::Message() << c.tiles << " tiles x " << c.ktiles << " over " << c.workers);
+    auto load = [&](bool sk) {
+      std::vector<int64_t> k(c.workers, 0);
+      for (int w = 0; w < c.workers; ++w)
+        for (const Unit& u : walk_of(c.tiles, c.ktiles, c.workers, w, sk)) k[w] += u.kb - u.ka;
+      return k;
+    };
+    const std::vector<int64_t> sk = load(true), plain = load(false);
+    const int64_t total = static_cast<int64_t>(c.tiles) * c.ktiles;
+    const auto [lo, hi] = std::minmax_element(sk.begin(), sk.end());
+    EXPECT_LE(*hi - *lo, 1);
+    EXPECT_LE(*hi, (total + c.workers - 1) / c.workers);
+    // The hybrid: one wave fewer whole tiles than the plain walk's full
+    // waves, then the stream-K share (about 1 + (T % G) / G tiles' worth).
+    if (c.tiles % c.workers != 0 && c.tiles >= c.workers) {
+      for (int w = 0; w < c.workers; ++w) {
+        const KvTileWalk t = kv_tile_walk(c.tiles, c.ktiles, c.workers, w, true);
+        EXPECT_EQ(t.dp_tiles, (c.tiles / c.workers - 1) * c.workers);
+        EXPECT_EQ(t.sk_iters, int64_t{c.tiles % c.workers + c.workers} * c.ktiles);
+      }
+    }
+    const int64_t plain_max = *std::max_element(plain.begin(), plain.end());
+    if (c.tiles % c.workers != 0) {
+      EXPECT_EQ(plain_max, (c.tiles / c.workers + 1) * int64_t{c.ktiles});
+    }
+    EXPECT_LE(*hi, plain_max);
+  }
+}
+
+// A worker leaves at most one partial, its first stream-K unit; the worker
+// that completes a tile finds the tile's earlier k tiles in the partials of
+// workers kv_first_holder() .. w - 1, in k order and without a gap, and they
+// are all lower than it.
+TEST(TileWalk, PartialsAreWhereTheCompletingWorkerLooks) {
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(::testing::Message() << c.tiles << " tiles x " << c.ktiles << " over " << c.workers);
+    std::map<int, Unit> partial;  // by worker
+    for (int w = 0; w < c.workers; ++w) {
+      const std::vector<Unit> units = walk_of(c.tiles, c.ktiles, c.workers, w, true);
+      const KvTileWalk t = kv_tile_walk(c.tiles, c.ktiles, c.workers, w, true);
+      const size_t whole = static_cast<size_t>(std::max(0, t.dp_tiles - w + c.workers - 1) / c.workers);
+      for (size_t i = 0; i < units.size(); ++i)
+        if (units[i].kb < c.ktiles) {
+          EXPECT_EQ(i, whole) << "worker " << w << ": a partial that is not its first stream-K unit";
+          EXPECT_FALSE(partial.count(w)) << "worker " << w << " leaves two partials";
+          partial[w] = units[i];
+        }
+    }
+    int completing = 0;
+    for (int w = 0; w < c.workers; ++w) {
+      const KvTileWalk t = kv_tile_walk(c.tiles, c.ktiles, c.workers, w, true);
+      for (const Unit& u : walk_of(c.tiles, c.ktiles, c.workers, w, true)) {
+        if (u.kb < c.ktiles || u.ka == 0) continue;
+        ++completing;
+        const int first = kv_first_holder(t, u.tile);
+        ASSERT_LT(first, w);
+        int k = 0;
+        for (int q = first; q < w; ++q) {
+          if (!kv_holds_sk(t, q)) {
+            EXPECT_FALSE(partial.count(q));
+            continue;
+          }
+          ASSERT_TRUE(partial.count(q)) << "worker " << q << " holds no partial";
+          EXPECT_EQ(partial[q].tile, u.tile);
+          EXPECT_EQ(partial[q].ka, k);
+          k = partial[q].kb;
+        }
+        EXPECT_EQ(k, u.ka);
+      }
+    }
+    // Every partial is added by exactly one completing unit.
+    int added = 0;
+    for (const auto& [q, p] : partial) {
+      int by = 0;
+      for (int w = q + 1; w < c.workers; ++w) {
+        const KvTileWalk t = kv_tile_walk(c.tiles, c.ktiles, c.workers, w, true);
+        for (const Unit& u : walk_of(c.tiles, c.ktiles, c.workers, w, true))
+          by += u.tile == p.tile && u.kb == c.ktiles && u.ka > 0 && kv_first_holder(t, u.tile) <= q;
+      }
+      EXPECT_EQ(by, 1) << "worker " << q << "'s partial";
+      added += by;
+    }
+    EXPECT_EQ(added, static_cast<int>(partial.size()));
+    if (c.tiles % c.workers != 0 && c.ktiles > 1 && c.workers > 1) {
+      EXPECT_GT(completing, 0);
+    }
+  }
+}
+
+// A small GEMM computed as the kernel computes it: every worker sums its
+// units' k tiles into an accumulator, a partial goes to the worker's slot, the
+// completing unit adds the slots of its tile's lower holders in order, and
+// only a unit that ends its tile stores it. Integer data: the result is exact.
+TEST(TileWalk, AGemmSummedAlongTheWalkIsExact) {
+  constexpr int kTileM = 2, kTileN = 3, kBk = 4;
+  const int tm = 5, tn = 7, ktiles = 6;  // 35 tiles of 2 x 3, K = 24
+  const int M = tm * kTileM, N = tn * kTileN, K = ktiles * kBk;
+  std::mt19937 rng(29);
+  std::uniform_int_distribution<int> d(-3, 3);
+  std::vector<int64_t> A(static_cast<size_t>(M) * K), B(static_cast<size_t>(K) * N);
+  for (auto& x : A) x = d(rng);
+  for (auto& x : B) x = d(rng);
+  std::vector<int64_t> want(static_cast<size_t>(M) * N, 0);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j)
+      for (int k = 0; k < K; ++k) want[i * N + j] += A[i * K + k] * B[k * N + j];
+  const int tiles = tm * tn;
+  for (int workers : {4, 6, 8, 34, 35, 36, 300}) {
+    SCOPED_TRACE(::testing::Message() << workers << " workers");
+    std::vector<int64_t> C(want.size(), INT64_MIN);
+    std::vector<std::vector<int64_t>> slot(workers);
+    using Acc = std::vector<int64_t>;
+    auto sum = [&](int tile, int ka, int kb) {
+      Acc acc(kTileM * kTileN, 0);
+      const int m0 = (tile / tn) * kTileM, n0 = (tile % tn) * kTileN;
+      for (int r = 0; r < kTileM; ++r)
+        for (int c = 0; c < kTileN; ++c)
+          for (int k = ka * kBk; k < kb * kBk; ++k) acc[r * kTileN + c] += A[(m0 + r) * K + k] * B[k * N + n0 + c];
+      return acc;
+    };
+    // Workers in order: a completing unit reads only lower workers' slots.
+    for (int w = 0; w < workers; ++w) {
+      KvTileWalk t = kv_tile_walk(tiles, ktiles, workers, w, true);
+      int tile, ka, kb;
+      while (kv_next_unit(t, tile, ka, kb)) {
+        Acc acc = sum(tile, ka, kb);
+        if (kb < ktiles) {
+          slot[w] = acc;
+          continue;
+        }
+        if (ka > 0)
+          for (int q = kv_first_holder(t, tile); q < w; ++q) {
+            if (!kv_holds_sk(t, q)) continue;
+            ASSERT_EQ(slot[q].size(), acc.size()) << "worker " << q << " left no partial";
+            for (size_t i = 0; i < acc.size(); ++i) acc[i] += slot[q][i];
+          }
+        const int m0 = (tile / tn) * kTileM, n0 = (tile % tn) * kTileN;
+        for (int r = 0; r < kTileM; ++r)
+          for (int c = 0; c < kTileN; ++c) C[(m0 + r) * N + n0 + c] = acc[r * kTileN + c];
+      }
+    }
+    EXPECT_EQ(C, want);
+  }
+}
+
+}  // namespace
+}  // namespace kevo
