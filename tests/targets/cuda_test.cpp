@@ -1017,9 +1017,10 @@ TEST(CudaCompile, TheStartsEdgesBuildWithoutSpills) {
     if (p && p->at("PERSIST") == 1) persistent.push_back(*p);
   }
   // The cooperative start (both consumers on one 128 x 256 tile), the
-  // ping-pong one (each consumer on alternate 128 x 128 tiles of its own) and
-  // the cooperative tile in clusters of two with stream-K for the last wave.
-  ASSERT_EQ(persistent.size(), 3u) << "want three persistent starts for 4096^3";
+  // ping-pong one (each consumer on alternate 128 x 128 tiles of its own),
+  // the cooperative tile in clusters of two with stream-K for the last wave,
+  // and with a fourth stage where half the TMA-store staging was.
+  ASSERT_EQ(persistent.size(), 4u) << "want four persistent starts for 4096^3";
   EXPECT_EQ(persistent[0].at("EPI"), 2);
   EXPECT_EQ(persistent[0].at("BN"), 256);
   EXPECT_EQ(persistent[0].at("PING"), 0);
@@ -1029,6 +1030,9 @@ TEST(CudaCompile, TheStartsEdgesBuildWithoutSpills) {
   EXPECT_EQ(persistent[2].at("SK"), 1);
   EXPECT_EQ(persistent[2].at("CLUSTER"), 2);
   EXPECT_EQ(persistent[2].at("BN"), 256);
+  EXPECT_EQ(persistent[3].at("STAGES"), 4);
+  EXPECT_EQ(persistent[3].at("EPIB"), 2);
+  EXPECT_EQ(persistent[3].at("BN"), 256);
   for (const KnobValues& p : persistent) build(big, "wgmma", p);
 }
 
@@ -1534,7 +1538,11 @@ TEST_F(OnGpu, PersistentTilesAreRight) {
                 {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"BN", 256}, {"STAGES", 3}},
                 {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"BN", 256}, {"CLUSTER", 2}, {"STAGES", 3}},
                 {{"PERSIST", 1}, {"SK", 1}, {"EPI", 0}, {"BN", 128}, {"WGM", 128}, {"KEEP", 0}, {"STAGES", 3}},
-                {{"PERSIST", 1}, {"SK", 1}, {"EPI", 1}, {"BN", 256}, {"CLUSTER", 2}, {"STAGES", 3}, {"GROUP_M", 1}}},
+                {{"PERSIST", 1}, {"SK", 1}, {"EPI", 1}, {"BN", 256}, {"CLUSTER", 2}, {"STAGES", 3}, {"GROUP_M", 1}},
+                // TMA stores staged a few boxes at a time, a deeper ring in the room
+                {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 2}, {"BN", 256}, {"CLUSTER", 2}, {"STAGES", 4}},
+                {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 1}, {"BN", 192}, {"STAGES", 4}, {"SK", 1}},
+                {{"PERSIST", 1}, {"PING", 1}, {"EPI", 2}, {"EPIB", 1}, {"BN", 128}, {"WGM", 128}, {"STAGES", 5}}},
                many);
   expect_right("gemm", "wgmma",
                {{{"EPI", 2}},
@@ -1545,7 +1553,8 @@ TEST_F(OnGpu, PersistentTilesAreRight) {
                 // fewer tiles than SMs: a CTA per k tile, up to 15 partials added to a tile
                 {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"BN", 256}, {"STAGES", 3}},
                 {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"BN", 128}, {"CLUSTER", 2}, {"STAGES", 4}},
-                {{"PERSIST", 1}, {"SK", 1}, {"EPI", 0}, {"BN", 64}, {"NCONS", 1}, {"STAGES", 6}}},
+                {{"PERSIST", 1}, {"SK", 1}, {"EPI", 0}, {"BN", 64}, {"NCONS", 1}, {"STAGES", 6}},
+                {{"EPI", 2}, {"EPIB", 1}, {"BN", 256}, {"STAGES", 3}}},
                {{"A", {33, 1000}}, {"B", {1000, 392}}});
 }
 

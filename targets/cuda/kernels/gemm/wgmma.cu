@@ -39,6 +39,11 @@
  *            its rows as 64-column boxes in the 128-byte swizzle and one thread
  *            stores them with TMA (cp.async.bulk.tensor, clipped to C), so the
  *            warpgroup goes on to its next tile while the stores drain.
+ *   EPIB     with EPI 2: the 64-column boxes a warpgroup stages at a time
+ *            (0: all BN/64 at once). Fewer boxes, staged in turn once TMA has
+ *            read the ones before, take less shared memory, which a persistent
+ *            kernel can give to the ring: 128 x 256 tiles fit 4 stages with
+ *            EPIB 2 where they fit 3 with all boxes at once.
  *   CLUSTER  thread-block cluster size along M (1 or 2). With 2, the two CTAs
  *            of a cluster compute vertically adjacent tiles that share the same
  *            B slice: each loads half of the B boxes and multicasts them to
@@ -102,6 +107,7 @@
 // @kevo start BN = 256, WGM = 64, NCONS = 2, STAGES = 3, EPI = 2, PERSIST = 1, GROUP_M = 8
 // @kevo start BN = 128, WGM = 128, NCONS = 2, STAGES = 5, EPI = 2, PERSIST = 1, PING = 1, GROUP_M = 8
 // @kevo start BN = 256, WGM = 64, NCONS = 2, STAGES = 3, EPI = 2, PERSIST = 1, CLUSTER = 2, SK = 1, GROUP_M = 8
+// @kevo start BN = 256, WGM = 64, NCONS = 2, STAGES = 4, EPI = 2, EPIB = 2, PERSIST = 1, CLUSTER = 2, GROUP_M = 8
 // @kevo knob BN 128 {64, 128, 192, 256}
 // @kevo knob WGM 64 {64, 128}
 // @kevo knob NCONS 2 {1, 2}
@@ -109,6 +115,7 @@
 // @kevo knob KEEP 1 {0, 1}
 // @kevo knob GROUP_M 8 {1, 4, 8, 16}
 // @kevo knob EPI 0 {0, 1, 2}
+// @kevo knob EPIB 0 {0, 1, 2}
 // @kevo knob CLUSTER 1 {1, 2}
 // @kevo knob SPLIT 1 {1, 2, 3, 4, 6, 8}
 // @kevo knob BHINT 0 {0, 1}
@@ -116,7 +123,8 @@
 // @kevo knob PING 0 {0, 1}
 // @kevo knob SK 0 {0, 1}
 // @kevo require WGM / 64 * BN / 2 <= 128
-// @kevo require STAGES * ((NCONS - PING) * WGM + BN) * 128 + PERSIST * (EPI > 0) * NCONS * WGM * (BN + 8 * (EPI == 1)) * 2 + 2048 <= 232448
+// @kevo require STAGES * ((NCONS - PING) * WGM + BN) * 128 + PERSIST * (EPI == 1) * NCONS * WGM * (BN + 8) * 2 + PERSIST * (EPI == 2) * NCONS * WGM * (BN - (EPIB > 0) * (BN - 64 * EPIB)) * 2 + 2048 <= 232448
+// @kevo require EPIB == 0 || (EPI == 2 && (BN / 64) % EPIB == 0 && 64 * EPIB < BN)
 // @kevo require EPI == 0 || NCONS * WGM * (BN + 8) * 2 + 2048 <= 232448
 // @kevo require (BN / 64) % CLUSTER == 0
 // @kevo require SPLIT == 1 || CLUSTER == 1
@@ -145,6 +153,9 @@
 #endif
 #ifndef EPI
 #define EPI 0
+#endif
+#ifndef EPIB
+#define EPIB 0
 #endif
 #ifndef CLUSTER
 #define CLUSTER 1
@@ -188,7 +199,9 @@ constexpr int kBStage = BK * BN * 2;
 constexpr int kStageBytes = kAStage + kBStage;
 constexpr int kPipeBytes = STAGES * kStageBytes;
 constexpr int kEpiLd = BN + 8;              // padded C-tile row (elements)
-constexpr int kEpiBytes = EPI == 1 ? kCRows * kEpiLd * 2 : EPI == 2 ? kCRows * BN * 2 : 0;
+constexpr int kEpiBoxes = EPIB ? EPIB : BN / 64;  // EPI 2: boxes a warpgroup stages at a time
+constexpr int kEpiPasses = BN / 64 / kEpiBoxes;
+constexpr int kEpiBytes = EPI == 1 ? kCRows * kEpiLd * 2 : EPI == 2 ? kCRows * 64 * kEpiBoxes * 2 : 0;
 constexpr int kPartLd = BN + 4;             // padded fp32 row of a split-K partial tile
 constexpr int kPartBytes = SPLIT > 1 ? BM * kPartLd * 4 : 0;
 constexpr int kOutBytes = kEpiBytes > kPartBytes ? kEpiBytes : kPartBytes;
@@ -211,6 +224,8 @@ static_assert((BN / 64) % CLUSTER == 0, "B boxes must split evenly across the cl
 static_assert(SPLIT >= 1 && SPLIT <= 8, "SPLIT must be 1..8 (portable cluster size)");
 static_assert(SPLIT == 1 || CLUSTER == 1, "split-K and the M cluster do not combine");
 static_assert(EPI >= 0 && EPI <= 2, "EPI must be 0, 1 or 2");
+static_assert(EPIB == 0 || (EPI == 2 && (BN / 64) % EPIB == 0 && 64 * EPIB < BN),
+              "EPIB needs EPI 2 and must divide BN's boxes into several passes");
 static_assert(PERSIST == 0 || SPLIT == 1, "a persistent CTA does not split K");
 static_assert(PING == 0 || (PERSIST == 1 && NCONS == 2), "PING needs PERSIST 1 and NCONS 2");
 static_assert(SK == 0 || (PERSIST == 1 && PING == 0), "SK needs PERSIST 1 and PING 0");
@@ -529,36 +544,44 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
         // This warpgroup's WGM rows go to shared memory as BN/64 boxes of
         // WGM x 64 in the 128-byte swizzle (16-byte chunk c of row r at chunk
         // c ^ (r % 8): a warp's stores hit 32 distinct banks), and one thread
-        // stores the boxes with TMA, which clips rows and columns past C.
-        const uint32_t sCw = sOut + (uint32_t)(cw * WGM * BN * 2);
-        if constexpr (PERSIST) {
-          if (tid_wg == 0) kv_bulk_wait_read<0>();  // the previous tile's boxes have been read
-          kv_named_barrier(2 + cw, 128);
-        } else {
-          kv_named_barrier(1, NCONS * 128);  // all consumers are done reading the stages
-        }
+        // stores the boxes with TMA, which clips rows and columns past C;
+        // kEpiBoxes of them at a time (EPIB), each pass once TMA has read the
+        // boxes of the one before.
+        const uint32_t sCw = sOut + (uint32_t)(cw * WGM * 64 * kEpiBoxes * 2);
         unsigned char* box0 = smem_raw + (sCw - raw);
 #pragma unroll
-        for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-          for (int j = 0; j < BN / 8; ++j) {
-            const int r = mt * 64 + 16 * w + g;  // row in this warpgroup's rows; r % 8 == g
-            const uint32_t off = (uint32_t)((j / 8) * WGM * 128 + r * 128 + (((j % 8) ^ g) << 4) + t4 * 4);
-            *reinterpret_cast<__nv_bfloat162*>(box0 + off) =
-                __floats2bfloat162_rn(acc[mt][4 * j], acc[mt][4 * j + 1]);
-            *reinterpret_cast<__nv_bfloat162*>(box0 + off + 8 * 128) =
-                __floats2bfloat162_rn(acc[mt][4 * j + 2], acc[mt][4 * j + 3]);
+        for (int pass = 0; pass < kEpiPasses; ++pass) {
+          if (PERSIST || pass > 0) {
+            if (tid_wg == 0) kv_bulk_wait_read<0>();  // the boxes staged before have been read
+            kv_named_barrier(2 + cw, 128);
+          } else {
+            kv_named_barrier(1, NCONS * 128);  // all consumers are done reading the stages
           }
-        kv_fence_async_smem();
-        kv_named_barrier(2 + cw, 128);  // this warpgroup's boxes are written
-        if (tid_wg == 0) {
-          const int gm = m0 + crow;
-          if (gm < M) {
 #pragma unroll
-            for (int b = 0; b < BN / 64; ++b)
-              if (n0 + 64 * b < N) kv_tma_store_2d(&tmC, sCw + (uint32_t)(b * WGM * 128), n0 + 64 * b, gm);
+          for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+            for (int jj = 0; jj < 8 * kEpiBoxes; ++jj) {
+              const int j = pass * 8 * kEpiBoxes + jj;  // 8-column group of the tile
+              const int r = mt * 64 + 16 * w + g;       // row in this warpgroup's rows; r % 8 == g
+              const uint32_t off = (uint32_t)((jj / 8) * WGM * 128 + r * 128 + (((jj % 8) ^ g) << 4) + t4 * 4);
+              *reinterpret_cast<__nv_bfloat162*>(box0 + off) =
+                  __floats2bfloat162_rn(acc[mt][4 * j], acc[mt][4 * j + 1]);
+              *reinterpret_cast<__nv_bfloat162*>(box0 + off + 8 * 128) =
+                  __floats2bfloat162_rn(acc[mt][4 * j + 2], acc[mt][4 * j + 3]);
+            }
+          kv_fence_async_smem();
+          kv_named_barrier(2 + cw, 128);  // this warpgroup's boxes are written
+          if (tid_wg == 0) {
+            const int gm = m0 + crow;
+            if (gm < M) {
+#pragma unroll
+              for (int b = 0; b < kEpiBoxes; ++b) {
+                const int gn = n0 + 64 * (pass * kEpiBoxes + b);
+                if (gn < N) kv_tma_store_2d(&tmC, sCw + (uint32_t)(b * WGM * 128), gn, gm);
+              }
+            }
+            kv_bulk_commit();
           }
-          kv_bulk_commit();
         }
       } else {
 #pragma unroll
