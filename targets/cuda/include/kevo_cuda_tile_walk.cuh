@@ -1,33 +1,37 @@
 /* kevo_cuda_tile_walk.cuh — which output tiles, and which of their k tiles, a
  * persistent worker (a CTA, or a cluster of CTAs working as one) of a GEMM
- * takes: whole tiles in turn, or whole tiles and then a stream-K share of the
- * tiles that would leave the last wave part-empty. Shipped with kevo in
+ * takes: whole tiles in turn, or a stream-K share of the tiles that would
+ * leave the last wave part-empty and then whole tiles. Shipped with kevo in
  * targets/cuda/include; a kernel includes it by name and kevo inlines it.
  * Plain C++ as well as CUDA (every function is __host__ __device__ under
  * nvcc), so kevo's CPU tests check the schedule that its kernels run.
  *
  * The walk of worker w of G over T tiles of KT k tiles each:
  *
- *   - data-parallel: tiles w, w + G, w + 2G, ... below dp_tiles, each whole;
- *   - with stream-K, when G does not divide T: the last T % G + G tiles (all T
- *     when T < G) are not taken whole. Their k tiles, laid end to end (tile by
- *     tile, KT each), are cut into G ranges as even as integers allow; worker
- *     w takes range [S*w/G, S*(w+1)/G), S = (T % G + G) * KT. So every worker
- *     takes (T / G - 1) whole tiles and then about 1 + (T % G) / G tiles' worth
- *     of k tiles, where the plain walk gives some workers one whole tile more
- *     than others (the part-empty last wave).
+ *   - with stream-K, when G does not divide T, first: the last T % G + G
+ *     tiles (all T when T < G) are not taken whole. Their k tiles, laid end to
+ *     end (tile by tile, KT each), are cut into G ranges as even as integers
+ *     allow; worker w takes range [S*w/G, S*(w+1)/G), S = (T % G + G) * KT;
+ *   - then data-parallel: tiles w, w + G, w + 2G, ... below dp_tiles, each
+ *     whole.
+ *
+ * So every worker takes about 1 + (T % G) / G tiles' worth of k tiles and
+ * then (T / G - 1) whole tiles, where the plain walk gives some workers one
+ * whole tile more than others (the part-empty last wave). The stream-K part
+ * comes first so that a tile's fix-up (the wait, reading the partials) is
+ * hidden behind the loads of the whole tiles after it.
  *
  * A worker walks its stream-K range from its end down: first the start (or a
  * middle part) of the tile its range ends in, then whole tiles, then the end
  * of the tile its range starts in. A unit that stops short of its tile's end
  * (kb < KT) is a partial: the worker leaves it for a higher worker to add,
- * and a worker has at most one (the first unit of its range). A unit that
+ * and a worker has at most one (the first unit of its walk). A unit that
  * ends its tile but starts past its start (ka > 0) completes the tile: its
  * worker adds the partials of the workers kv_first_holder() .. w - 1 (those
  * of them that kv_holds_sk()), which hold the tile's earlier k tiles, then
- * stores the tile. A worker so only
- * waits on lower workers, and on their first stream-K unit: lower workers
- * start first, and nothing they do before that unit waits on anyone.
+ * stores the tile. A worker so only waits on lower workers, and on their
+ * first unit: lower workers start first, and nothing they do before that
+ * unit waits on anyone.
  *
  *   KvTileWalk walk = kv_tile_walk(T, KT, G, w, streamk);
  *   int tile, ka, kb;
@@ -76,6 +80,16 @@ KV_WALK_FN KvTileWalk kv_tile_walk(int tiles, int ktiles, int workers, int w, bo
 
 // The next unit of the walk: k tiles [ka, kb) of `tile`; false when done.
 KV_WALK_FN bool kv_next_unit(KvTileWalk& t, int& tile, int& ka, int& kb) {
+  const int64_t lo = kv_sk_begin(t, t.w);
+  if (t.end > lo) {
+    const int s = (int)((t.end - 1) / t.ktiles);  // among the stream-K tiles
+    const int64_t start = (int64_t)s * t.ktiles;
+    tile = t.dp_tiles + s;
+    kb = (int)(t.end - start);
+    ka = (int)((lo > start ? lo : start) - start);
+    t.end -= kb - ka;
+    return true;
+  }
   if (t.next_dp < t.dp_tiles) {
     tile = t.next_dp;
     ka = 0;
@@ -83,15 +97,7 @@ KV_WALK_FN bool kv_next_unit(KvTileWalk& t, int& tile, int& ka, int& kb) {
     t.next_dp += t.workers;
     return true;
   }
-  const int64_t lo = kv_sk_begin(t, t.w);
-  if (t.end <= lo) return false;
-  const int s = (int)((t.end - 1) / t.ktiles);  // among the stream-K tiles
-  const int64_t start = (int64_t)s * t.ktiles;
-  tile = t.dp_tiles + s;
-  kb = (int)(t.end - start);
-  ka = (int)((lo > start ? lo : start) - start);
-  t.end -= kb - ka;
-  return true;
+  return false;
 }
 
 // The lowest worker holding k tiles of stream-K tile `tile`, whose end this

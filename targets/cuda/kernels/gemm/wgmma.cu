@@ -82,9 +82,11 @@
  *            leaves some of them a tile short in the last wave (4096^3 at
  *            128 x 256: 512 tiles over 132 SMs, 3.88 waves timed as 4). With
  *            SK the last T % G + G tiles' k tiles are shared out evenly
- *            instead (kevo_cuda_tile_walk.cuh): a CTA that takes the start
- *            of a tile but not its end leaves its fp32 partial in a static
- *            workspace slot of its own (one per CTA, at most one per launch)
+ *            instead, before the whole tiles (kevo_cuda_tile_walk.cuh), so
+ *            that the fix-ups hide behind the loads of the whole tiles that
+ *            follow them: a CTA that takes the start of a tile but not its
+ *            end leaves its fp32 partial in a static workspace slot of its
+ *            own (one per CTA, at most one per launch)
  *            and raises a flag with the launch's number; the CTA with the
  *            tile's end waits for the flags of the lower CTAs that hold the
  *            rest, adds their partials in order (deterministic for a given
