@@ -1020,19 +1020,13 @@ TEST(CudaCompile, TheStartsEdgesBuildWithoutSpills) {
   // ping-pong one (each consumer on alternate 128 x 128 tiles of its own),
   // the cooperative tile in clusters of two with stream-K for the last wave,
   // and with a fourth stage where half the TMA-store staging was.
-  ASSERT_EQ(persistent.size(), 4u) << "want four persistent starts for 4096^3";
-  EXPECT_EQ(persistent[0].at("EPI"), 2);
-  EXPECT_EQ(persistent[0].at("BN"), 256);
-  EXPECT_EQ(persistent[0].at("PING"), 0);
-  EXPECT_EQ(persistent[1].at("EPI"), 2);
-  EXPECT_EQ(persistent[1].at("PING"), 1);
-  EXPECT_EQ(persistent[1].at("WGM"), 128);
-  EXPECT_EQ(persistent[2].at("SK"), 1);
-  EXPECT_EQ(persistent[2].at("CLUSTER"), 2);
-  EXPECT_EQ(persistent[2].at("BN"), 256);
-  EXPECT_EQ(persistent[3].at("STAGES"), 4);
-  EXPECT_EQ(persistent[3].at("EPIB"), 2);
-  EXPECT_EQ(persistent[3].at("BN"), 256);
+  const std::vector<KnobSet> want = {{{"EPI", 2}, {"BN", 256}, {"PING", 0}},
+                                     {{"EPI", 2}, {"PING", 1}, {"WGM", 128}},
+                                     {{"SK", 1}, {"CLUSTER", 2}, {"BN", 256}},
+                                     {{"STAGES", 4}, {"EPIB", 2}, {"BN", 256}}};
+  ASSERT_EQ(persistent.size(), want.size()) << "want four persistent starts for 4096^3";
+  for (size_t i = 0; i < want.size(); ++i)
+    for (const auto& [k, x] : want[i]) EXPECT_EQ(persistent[i].at(k), x) << "start " << i << " " << k;
   for (const KnobValues& p : persistent) build(big, "wgmma", p);
 }
 
