@@ -864,6 +864,7 @@ TEST(CudaFamilies, DecodeStartsGiveTheirPointsAtEveryDecodeConfig) {
     };
     if (task.op->name() == "gemm_swiglu" && !task.multi_shape()) {
       EXPECT_TRUE(has({{"NCONS", m > 64 ? 2 : 1}, {"SPLIT", 1}, {"WGM", 64}}));
+      EXPECT_TRUE(has({{"NCONS", m > 64 ? 2 : 1}, {"SPLIT", 1}, {"BN", 64}, {"SK", 1}}));
     }
     if (task.op->name() == "gemm" && !task.multi_shape()) {
       EXPECT_TRUE(has({{"BN", 64}, {"NCONS", m > 64 ? 2 : 1}, {"STAGES", m > 64 ? 8 : 12}}));
@@ -991,6 +992,8 @@ TEST(CudaCompile, TheStartsEdgesBuildWithoutSpills) {
        {{"TN", 128}, {"MT", 2}, {"SPLIT", 1}, {"STAGES", 6}}},
       {"gemm_swiglu", "wgmma", {{"A", {64, 4096}}, {"Wg", {4096, 14336}}},
        {{"BN", 64}, {"NCONS", 1}, {"SPLIT", 1}, {"STAGES", 8}}},
+      {"gemm_swiglu", "wgmma", {{"A", {128, 4096}}, {"Wg", {4096, 14336}}},
+       {{"BN", 64}, {"NCONS", 2}, {"SPLIT", 1}, {"SK", 1}, {"STAGES", 6}}},
       {"gemm", "wgmma", {{"A", {4096, 4096}}, {"B", {4096, 4096}}},
        {{"BN", 256}, {"NCONS", 2}, {"STAGES", 3}, {"EPI", 1}, {"PERSIST", 1}, {"CLUSTER", 2}}}};
   for (const Case& c : cases) {
@@ -1437,7 +1440,7 @@ TEST_F(OnGpu, TheTasksL2StatePicksTheFlush) {
 }
 
 // Split-K over a cluster (the SPLIT knob of the mma and wgmma families of gemm
-// and gemm_swiglu) and stream-K (gemm streamk): right against the reference at
+// and gemm_swiglu) and stream-K (gemm streamk, gemm_swiglu wgmma SK 1): right against the reference at
 // shapes where the k tiles do not divide evenly among the blocks (K = 1000: 32
 // tiles of 32 or 16 of 64, over 3 or 8 blocks), the last C tile is partial
 // (N = 392) and M is not a multiple of the tile (33), for small and larger
@@ -1474,6 +1477,16 @@ TEST_F(OnGpu, SplitKIsRight) {
          {{"SPLIT", 8}, {"BN", 64}, {"WGM", 128}},
          {{"SPLIT", 1}, {"NCONS", 1}, {"BN", 64}, {"STAGES", 8}},
          {{"SPLIT", 1}, {"NCONS", 2}, {"BN", 64}, {"STAGES", 6}}});
+  // The fused MLP's stream-K grid (gemm_swiglu wgmma SK 1): at 33 x 1000 x 392
+  // a CTA per k tile, each of the 7 or 4 tiles summed over 16 CTAs (g and u
+  // both); at 100 x 2000 x 1032 (2 x 17 tiles of 64 x 64 or 9 of 128 x 128)
+  // uneven shares over the persistent grid, partial last row and column.
+  const std::vector<KnobSet> swiglu_sk = {{{"SPLIT", 1}, {"SK", 1}},
+                                          {{"SPLIT", 1}, {"SK", 1}, {"NCONS", 2}, {"BN", 64}, {"STAGES", 6}},
+                                          {{"SPLIT", 1}, {"SK", 1}, {"WGM", 128}, {"BN", 64}, {"KEEP", 0}},
+                                          {{"SPLIT", 1}, {"SK", 1}, {"BN", 64}, {"BHINT", 0}, {"STAGES", 8}}};
+  check("gemm_swiglu", "wgmma", swiglu_sk);
+  check("gemm_swiglu", "wgmma", swiglu_sk, {{"A", {100, 2000}}, {"Wg", {2000, 1032}}});
   // Stream-K (gemm streamk): at 33 x 1000 x 392 every block holds one k tile,
   // so each of the 4 tiles is summed over 16 blocks; at 100 x 2000 x 1032 the
   // 18 tiles' 576 k tiles fall unevenly over the persistent grid (4-5 per

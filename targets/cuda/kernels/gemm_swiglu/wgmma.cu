@@ -26,6 +26,18 @@
  * (deterministic) through distributed shared memory, applies the epilogue
  * (silu needs the whole sum) and stores y. No workspace, no second pass.
  *
+ * SK 1 makes the grid persistent and stream-K instead: as many CTAs as are
+ * resident at once, each taking an even share of all the tiles' k tiles
+ * (kevo_cuda_tile_walk.cuh), where one CTA per tile (224 tiles of 128 x 64 at
+ * N = 14336) leaves the last wave part-empty and a tile per SM (112 of
+ * 128 x 128) leaves 20 SMs idle. A CTA that takes the start of a tile but not
+ * its end leaves its fp32 g and u partials in a static workspace slot of its
+ * own and raises a flag holding the launch's number; the CTA with the tile's
+ * end waits for the lower CTAs' flags, adds their partials in order
+ * (deterministic for a given grid, i.e. GPU), applies the epilogue and
+ * stores y. Two launches of this module must not run at the same time (on
+ * two streams): they would share the workspace.
+ *
  * Fast path (checked at launch): K % 8 == 0, N % 8 == 0 (TMA strides are
  * multiples of 16 bytes), 16-byte aligned pointers; TMA zero-fills the boxes
  * past M, N and K. Other shapes run a one-thread-per-output fallback.
@@ -40,16 +52,18 @@
  *   KEEP     1: the next k tile's wgmmas queue behind the current ones (a
  *            stage is released one tile later); 0: wait every tile.
  *   SPLIT    split-K cluster size (1 = none).
+ *   SK       1: the persistent stream-K grid above (needs SPLIT 1).
  *   BHINT    1: the weight loads carry an L2 evict-first policy; 0: none.
  *
  * Starts (besides the default): BM = NCONS * 64 covers M up to 128, so each
  * weight tile is streamed once, with BN 128 or 64 and the deepest ring that
  * fits. (The default, NCONS 1 with SPLIT 2, streams every weight tile twice
  * at M = 128, and a random move rarely reaches NCONS 2: SPLIT > 1 needs
- * NCONS 1.)
+ * NCONS 1.) And the same BM with BN 64 on the stream-K grid.
  */
 // @kevo start WGM = 64, NCONS = 1 + (DIM_A_0 > 64), BN = 128, SPLIT = 1, STAGES = 230000 / ((NCONS * WGM + 2 * BN) * 128)
 // @kevo start WGM = 64, NCONS = 1 + (DIM_A_0 > 64), BN = 64, SPLIT = 1, STAGES = 230000 / ((NCONS * WGM + 2 * BN) * 128)
+// @kevo start WGM = 64, NCONS = 1 + (DIM_A_0 > 64), BN = 64, SPLIT = 1, SK = 1, STAGES = 230000 / ((NCONS * WGM + 2 * BN) * 128)
 // @kevo knob BN 128 {64, 128}
 // @kevo knob WGM 64 {64, 128}
 // @kevo knob NCONS 1 {1, 2}
@@ -57,10 +71,12 @@
 // @kevo knob KEEP 1 {0, 1}
 // @kevo knob SPLIT 2 {1, 2, 3, 4, 6, 8}
 // @kevo knob BHINT 1 {0, 1}
+// @kevo knob SK 0 {0, 1}
 // @kevo require WGM / 64 * BN <= 128
 // @kevo require STAGES * (NCONS * WGM + 2 * BN) * 128 + 2048 <= 232448
 // @kevo require SPLIT == 1 || NCONS == 1
 // @kevo require SPLIT == 1 || 2 * NCONS * WGM * (BN + 4) * 4 + 2048 <= 232448
+// @kevo require SK == 0 || SPLIT == 1
 #ifndef BN
 #define BN 128
 #endif
@@ -82,11 +98,15 @@
 #ifndef BHINT
 #define BHINT 1
 #endif
+#ifndef SK
+#define SK 0
+#endif
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "kevo_cuda_tile_walk.cuh"
 #include "kevo_cuda_tma.cuh"
 #include "kevo_kernel.h"
 
@@ -117,12 +137,23 @@ static_assert(WGM == 64 || WGM == 128, "WGM must be 64 or 128");
 static_assert(2 * kMT * kAcc <= 128, "too many accumulators per thread");
 static_assert(SPLIT >= 1 && SPLIT <= 8, "SPLIT must be 1..8 (portable cluster size)");
 static_assert(kSmemBytes <= 232448, "shared memory over 227 KB");
+static_assert(SK == 0 || SPLIT == 1, "SK needs SPLIT 1");
+
+// Stream-K (SK 1): CTA c's g and u partials, 2 * kMT * kAcc floats per
+// consumer thread laid out [i][thread] (each i one coalesced row), and its
+// flag, which holds the number of the launch whose partials are in the slot.
+constexpr int kSkSlots = 264;  // persistent CTAs at most (two per SM of a 132-SM part)
+constexpr int kConsThreads = NCONS * 128;
+constexpr int kSkSlotFloats = 2 * kMT * kAcc * kConsThreads;
+__device__ float g_sk_part[SK ? kSkSlots * kSkSlotFloats : 1];
+__device__ unsigned g_sk_ready[SK ? kSkSlots : 1];
 
 __device__ __forceinline__ float silu_mul(float g, float u) { return g / (1.0f + __expf(-g)) * u; }
 
 __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
     gemm_swiglu_wgmma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmG,
-                             const __grid_constant__ CUtensorMap tmU, bf16* __restrict__ Y, int M, int N, int K) {
+                             const __grid_constant__ CUtensorMap tmU, bf16* __restrict__ Y, int M, int N, int K,
+                             unsigned epoch) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   // Stage buffers sit on 1024-byte boundaries (the swizzle pattern's period).
   const uint32_t raw = kv_smem_u32(smem_raw);
@@ -136,8 +167,12 @@ __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
   const int wg = threadIdx.x / 128;
   const int tid_wg = threadIdx.x % 128;
   const int tiles_m = (M + BM - 1) / BM;
-  const int m0 = (int)(blockIdx.x % tiles_m) * BM;  // M fastest: the weight columns are shared in L2
-  const int n0 = (int)(blockIdx.x / tiles_m) * BN;
+  const int tiles = tiles_m * ((N + BN - 1) / BN);
+  // Tile t's origin, M fastest: the weight columns are shared in L2.
+  auto origin = [&](int t, int& m0, int& n0) {
+    m0 = (t % tiles_m) * BM;
+    n0 = (t / tiles_m) * BN;
+  };
   const int ktiles_all = (K + BK - 1) / BK;
   const int split_rank = SPLIT > 1 ? (int)blockIdx.y : 0;
   const int kt0 = (int)((int64_t)ktiles_all * split_rank / SPLIT);
@@ -163,26 +198,34 @@ __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
       const uint64_t pol = BHINT ? kv_evict_first_policy() : 0;
       int s = 0;
       uint32_t phase = 0;  // parity of the empty-barrier phase to wait for
-      for (int kt = 0; kt < ktiles; ++kt) {
-        if (kt >= STAGES) kv_mbar_wait(bar_empty + 8 * s, phase);
-        const uint32_t full = bar_full + 8 * s;
-        const int k = (kt0 + kt) * BK;
-        kv_mbar_expect_tx(full, kStageBytes);
-        kv_tma_load_2d(sA + s * kAStage, &tmA, k, m0, full);
-        const uint32_t bg = sB + s * 2 * kBStage, bu = bg + kBStage;
+      int it = 0;          // k tiles issued so far, over all of this CTA's units
+      // One CTA per tile (and split rank), or with SK a persistent CTA's walk.
+      KvTileWalk walk = kv_tile_walk(tiles, ktiles, SK ? (int)gridDim.x : tiles, (int)blockIdx.x, SK);
+      int tile, ka, kb;
+      while (kv_next_unit(walk, tile, ka, kb)) {
+        int m0, n0;
+        origin(tile, m0, n0);
+        for (int kt = ka; kt < kb; ++kt, ++it) {
+          if (it >= STAGES) kv_mbar_wait(bar_empty + 8 * s, phase);
+          const uint32_t full = bar_full + 8 * s;
+          const int k = (kt0 + kt) * BK;
+          kv_mbar_expect_tx(full, kStageBytes);
+          kv_tma_load_2d(sA + s * kAStage, &tmA, k, m0, full);
+          const uint32_t bg = sB + s * 2 * kBStage, bu = bg + kBStage;
 #pragma unroll
-        for (int j = 0; j < BN / 64; ++j) {
-          if constexpr (BHINT) {
-            kv_tma_load_2d_hint(bg + j * kBBox, &tmG, n0 + 64 * j, k, full, pol);
-            kv_tma_load_2d_hint(bu + j * kBBox, &tmU, n0 + 64 * j, k, full, pol);
-          } else {
-            kv_tma_load_2d(bg + j * kBBox, &tmG, n0 + 64 * j, k, full);
-            kv_tma_load_2d(bu + j * kBBox, &tmU, n0 + 64 * j, k, full);
+          for (int j = 0; j < BN / 64; ++j) {
+            if constexpr (BHINT) {
+              kv_tma_load_2d_hint(bg + j * kBBox, &tmG, n0 + 64 * j, k, full, pol);
+              kv_tma_load_2d_hint(bu + j * kBBox, &tmU, n0 + 64 * j, k, full, pol);
+            } else {
+              kv_tma_load_2d(bg + j * kBBox, &tmG, n0 + 64 * j, k, full);
+              kv_tma_load_2d(bu + j * kBBox, &tmU, n0 + 64 * j, k, full);
+            }
           }
-        }
-        if (++s == STAGES) {
-          s = 0;
-          if (kt >= STAGES) phase ^= 1;
+          if (++s == STAGES) {
+            s = 0;
+            if (it >= STAGES) phase ^= 1;
+          }
         }
       }
     }
@@ -191,10 +234,6 @@ __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
     if constexpr (kConsumerRegs > 0) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
     const int cw = wg - 1;
     float accg[kMT][kAcc], accu[kMT][kAcc];
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-      for (int i = 0; i < kAcc; ++i) accg[mt][i] = accu[mt][i] = 0.0f;
     auto fence_all = [&]() {
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt)
@@ -209,82 +248,135 @@ __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
     // boxes kBBox apart (LBO); k16 step = +16 rows * 128 bytes.
     const uint32_t a_row_off = (uint32_t)(cw * WGM) * 128u;
     const bool lane0 = (tid_wg & 31) == 0;
-    int s = 0;
-    uint32_t phase = 0;  // parity of the full-barrier phase to wait for
-    int prev_s = 0;
-    for (int kt = 0; kt < ktiles; ++kt) {
-      kv_mbar_wait(bar_full + 8 * s, phase);
-      fence_all();
-      kv_wgmma_fence();
-      const uint32_t a_base = sA + s * kAStage + a_row_off;
-      const uint32_t g_base = sB + s * 2 * kBStage, u_base = g_base + kBStage;
-#pragma unroll
-      for (int ks = 0; ks < BK / 16; ++ks) {
-        const uint64_t dg = kv_make_desc_sw128(g_base + ks * 16 * 128, kBBox, 1024);
-        const uint64_t du = kv_make_desc_sw128(u_base + ks * 16 * 128, kBBox, 1024);
-#pragma unroll
-        for (int mt = 0; mt < kMT; ++mt) {
-          const uint64_t da = kv_make_desc_sw128(a_base + mt * 64 * 128 + ks * 32, 16, 1024);
-          kv_wgmma_bf16<BN>(accg[mt], da, dg, 1);
-          kv_wgmma_bf16<BN>(accu[mt], da, du, 1);
-        }
-      }
-      kv_wgmma_commit();
-      fence_all();
-      if constexpr (KEEP) {
-        kv_wgmma_wait<1>();  // the previous tile's wgmmas are done: release its stage
-        if (kt > 0 && lane0) kv_mbar_arrive(bar_empty + 8 * prev_s);
-      } else {
-        kv_wgmma_wait<0>();
-        if (lane0) kv_mbar_arrive(bar_empty + 8 * s);
-      }
-      prev_s = s;
-      if (++s == STAGES) {
-        s = 0;
-        phase ^= 1;
-      }
-    }
-    kv_wgmma_wait<0>();
-    fence_all();
-
-    // -------------------------------------------------------------- epilogue
     // d[4j + e]: row 16w + lane/4 + 8*(e/2), column 8j + 2*(lane%4) + e%2.
     const int w = tid_wg >> 5;
     const int lane = tid_wg & 31;
     const int g = lane >> 2;
     const int t4 = lane & 3;
-    if constexpr (SPLIT > 1) {
-      kv_named_barrier(1, NCONS * 128);  // every consumer is done reading the stages
-      float* pu = part + BM * kPartLd;
+    int s = 0;
+    uint32_t phase = 0;  // parity of the full-barrier phase to wait for
+    // The producer's walk: k tiles [ka, kb) of tile `tile` per unit.
+    KvTileWalk walk = kv_tile_walk(tiles, ktiles, SK ? (int)gridDim.x : tiles, (int)blockIdx.x, SK);
+    int tile, ka, kb;
+    while (kv_next_unit(walk, tile, ka, kb)) {
+      int m0, n0;
+      origin(tile, m0, n0);
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-          const int r = cw * WGM + mt * 64 + 16 * w + g;
-          const int c = 8 * j + 2 * t4;
-          *reinterpret_cast<float2*>(&part[r * kPartLd + c]) = make_float2(accg[mt][4 * j], accg[mt][4 * j + 1]);
-          *reinterpret_cast<float2*>(&part[(r + 8) * kPartLd + c]) =
-              make_float2(accg[mt][4 * j + 2], accg[mt][4 * j + 3]);
-          *reinterpret_cast<float2*>(&pu[r * kPartLd + c]) = make_float2(accu[mt][4 * j], accu[mt][4 * j + 1]);
-          *reinterpret_cast<float2*>(&pu[(r + 8) * kPartLd + c]) =
-              make_float2(accu[mt][4 * j + 2], accu[mt][4 * j + 3]);
+        for (int i = 0; i < kAcc; ++i) accg[mt][i] = accu[mt][i] = 0.0f;
+      int prev_s = 0;
+      for (int kt = ka; kt < kb; ++kt) {
+        kv_mbar_wait(bar_full + 8 * s, phase);
+        fence_all();
+        kv_wgmma_fence();
+        const uint32_t a_base = sA + s * kAStage + a_row_off;
+        const uint32_t g_base = sB + s * 2 * kBStage, u_base = g_base + kBStage;
+#pragma unroll
+        for (int ks = 0; ks < BK / 16; ++ks) {
+          const uint64_t dg = kv_make_desc_sw128(g_base + ks * 16 * 128, kBBox, 1024);
+          const uint64_t du = kv_make_desc_sw128(u_base + ks * 16 * 128, kBBox, 1024);
+#pragma unroll
+          for (int mt = 0; mt < kMT; ++mt) {
+            const uint64_t da = kv_make_desc_sw128(a_base + mt * 64 * 128 + ks * 32, 16, 1024);
+            kv_wgmma_bf16<BN>(accg[mt], da, dg, 1);
+            kv_wgmma_bf16<BN>(accu[mt], da, du, 1);
+          }
         }
-    } else {
+        kv_wgmma_commit();
+        fence_all();
+        if constexpr (KEEP) {
+          kv_wgmma_wait<1>();  // the previous tile's wgmmas are done: release its stage
+          if (kt > ka && lane0) kv_mbar_arrive(bar_empty + 8 * prev_s);
+        } else {
+          kv_wgmma_wait<0>();
+          if (lane0) kv_mbar_arrive(bar_empty + 8 * s);
+        }
+        prev_s = s;
+        if (++s == STAGES) {
+          s = 0;
+          phase ^= 1;
+        }
+      }
+      kv_wgmma_wait<0>();
+      fence_all();
+      // The last k tile's stage: the producer may need it for the next unit.
+      if (KEEP && kb > ka && lane0) kv_mbar_arrive(bar_empty + 8 * prev_s);
+
+      if constexpr (SK) {
+        const int ct = (int)threadIdx.x - 128;  // 0 .. kConsThreads - 1
+        if (kb < ktiles) {
+          // The start (or a middle part) of a tile whose end a higher CTA
+          // holds: g and u go to this CTA's slot, then its flag.
+          float* out_p = g_sk_part + (size_t)blockIdx.x * kSkSlotFloats;
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) {
-        const int gm = m0 + cw * WGM + mt * 64 + 16 * w + g;
+          for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-          const int gn = n0 + 8 * j + 2 * t4;
-          if (gn < N) {  // N % 8 == 0 and gn even: gn + 1 < N too
-            if (gm < M)
-              *reinterpret_cast<__nv_bfloat162*>(Y + (size_t)gm * N + gn) =
-                  __floats2bfloat162_rn(silu_mul(accg[mt][4 * j], accu[mt][4 * j]),
-                                        silu_mul(accg[mt][4 * j + 1], accu[mt][4 * j + 1]));
-            if (gm + 8 < M)
-              *reinterpret_cast<__nv_bfloat162*>(Y + (size_t)(gm + 8) * N + gn) =
-                  __floats2bfloat162_rn(silu_mul(accg[mt][4 * j + 2], accu[mt][4 * j + 2]),
-                                        silu_mul(accg[mt][4 * j + 3], accu[mt][4 * j + 3]));
+            for (int i = 0; i < kAcc; ++i) {
+              __stcg(out_p + (size_t)(mt * kAcc + i) * kConsThreads + ct, accg[mt][i]);
+              __stcg(out_p + (size_t)((kMT + mt) * kAcc + i) * kConsThreads + ct, accu[mt][i]);
+            }
+          __threadfence();
+          kv_named_barrier(1, kConsThreads);  // every consumer's share is written
+          if (ct == 0)
+            asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(g_sk_ready + blockIdx.x), "r"(epoch) : "memory");
+          continue;
+        }
+        if (ka > 0) {
+          // The end of a tile whose earlier k tiles lower CTAs hold: add
+          // their partials, lowest first.
+          for (int q = kv_first_holder(walk, tile); q < walk.w; ++q) {
+            if (!kv_holds_sk(walk, q)) continue;
+            unsigned ready = 0;
+            do {
+              asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(ready) : "l"(g_sk_ready + q) : "memory");
+            } while (ready != epoch);
+            const float* in_p = g_sk_part + (size_t)q * kSkSlotFloats;
+#pragma unroll
+            for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+              for (int i = 0; i < kAcc; ++i) {
+                accg[mt][i] += __ldcg(in_p + (size_t)(mt * kAcc + i) * kConsThreads + ct);
+                accu[mt][i] += __ldcg(in_p + (size_t)((kMT + mt) * kAcc + i) * kConsThreads + ct);
+              }
+          }
+        }
+      }
+
+      // ------------------------------------------------------------ epilogue
+      if constexpr (SPLIT > 1) {
+        kv_named_barrier(1, NCONS * 128);  // every consumer is done reading the stages
+        float* pu = part + BM * kPartLd;
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j) {
+            const int r = cw * WGM + mt * 64 + 16 * w + g;
+            const int c = 8 * j + 2 * t4;
+            *reinterpret_cast<float2*>(&part[r * kPartLd + c]) = make_float2(accg[mt][4 * j], accg[mt][4 * j + 1]);
+            *reinterpret_cast<float2*>(&part[(r + 8) * kPartLd + c]) =
+                make_float2(accg[mt][4 * j + 2], accg[mt][4 * j + 3]);
+            *reinterpret_cast<float2*>(&pu[r * kPartLd + c]) = make_float2(accu[mt][4 * j], accu[mt][4 * j + 1]);
+            *reinterpret_cast<float2*>(&pu[(r + 8) * kPartLd + c]) =
+                make_float2(accu[mt][4 * j + 2], accu[mt][4 * j + 3]);
+          }
+      } else {
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
+          const int gm = m0 + cw * WGM + mt * 64 + 16 * w + g;
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j) {
+            const int gn = n0 + 8 * j + 2 * t4;
+            if (gn < N) {  // N % 8 == 0 and gn even: gn + 1 < N too
+              if (gm < M)
+                *reinterpret_cast<__nv_bfloat162*>(Y + (size_t)gm * N + gn) =
+                    __floats2bfloat162_rn(silu_mul(accg[mt][4 * j], accu[mt][4 * j]),
+                                          silu_mul(accg[mt][4 * j + 1], accu[mt][4 * j + 1]));
+              if (gm + 8 < M)
+                *reinterpret_cast<__nv_bfloat162*>(Y + (size_t)(gm + 8) * N + gn) =
+                    __floats2bfloat162_rn(silu_mul(accg[mt][4 * j + 2], accu[mt][4 * j + 2]),
+                                          silu_mul(accg[mt][4 * j + 3], accu[mt][4 * j + 3]));
+            }
           }
         }
       }
@@ -295,6 +387,8 @@ __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
     // of the valid rows (8 columns each) over ranks 0..SPLIT-1 in order.
     kv_cluster_sync();
     if (wg > 0) {
+      int m0, n0;
+      origin((int)blockIdx.x, m0, n0);  // not persistent: this CTA's one tile
       const int rows = min(BM, M - m0);
       constexpr int kCpr = BN / 8;
       const int chunks = rows * kCpr;
@@ -382,8 +476,28 @@ extern "C" KEVO_EXPORT int kevo_launch(const kevo_tensor* in, int n_in, kevo_ten
     if (cudaFuncSetAttribute(gemm_swiglu_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes) !=
         cudaSuccess)
       return KEVO_ERR_RUNTIME;
-    gemm_swiglu_wgmma_kernel<<<dim3((unsigned)tiles, SPLIT), kThreads, kSmemBytes, stream>>>(mapA, mapG, mapU, Y,
-                                                                                            M, N, K);
+    int64_t grid = tiles;
+    if (SK) {
+      // As many CTAs as are resident at once (a CTA waits for lower ones: all
+      // must be), a workspace slot each, and a k tile each at least.
+      int dev = 0, sms = 0, fit = 0;
+      if (cudaGetDevice(&dev) != cudaSuccess ||
+          cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0 ||
+          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, gemm_swiglu_wgmma_kernel, kThreads, kSmemBytes) !=
+              cudaSuccess ||
+          fit <= 0)
+        return KEVO_ERR_RUNTIME;
+      grid = (int64_t)sms * fit;
+      if (grid > kSkSlots) grid = kSkSlots;
+      const int64_t work = tiles * ((K + BK - 1) / BK);
+      if (grid > work) grid = work;
+    }
+    // The launch's number: a stream-K flag raised by an earlier launch (one
+    // that was stopped half-way included) never passes for this one's.
+    static unsigned launches = 0;
+    if (++launches == 0) launches = 1;
+    gemm_swiglu_wgmma_kernel<<<dim3((unsigned)grid, SPLIT), kThreads, kSmemBytes, stream>>>(mapA, mapG, mapU, Y, M,
+                                                                                           N, K, launches);
   } else {
     const int64_t blocks = (M64 * N64 + 255) / 256;
     if (blocks > INT32_MAX) return KEVO_ERR_UNSUPPORTED;
