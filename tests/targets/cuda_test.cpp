@@ -435,6 +435,52 @@ TEST(RunnerJob, MachineStateBecomesMachineMetrics) {
   EXPECT_GE(host["load1"].get<double>(), 0);
 }
 
+// Each call's first output, as bytes, for three calls on the same inputs (the
+// task's main shape and seed) in each of two runners: false with the reason
+// in *why where a run did not finish.
+bool outputs_on_the_same_inputs(Target& target, const Task& task, const std::filesystem::path& artifact,
+                                std::vector<std::string>& outputs, std::string* why) {
+  const CheckFn keep = [&](size_t, const std::vector<ConstTensorView>& out) {
+    outputs.emplace_back(static_cast<const char*>(out.at(0).data), out.at(0).bytes());
+    CheckReport r;
+    r.label = "kept";
+    r.passed = true;
+    return r;
+  };
+  const RunPhase same{RunPhase::check, task.main, task.seed, "the same inputs"};
+  for (int runner = 0; runner < 2; ++runner) {
+    const RunOutcome out = target.run(task, artifact, {same, same, same}, keep, {});
+    if (out.kind != RunOutcome::finished) {
+      *why = out.detail;
+      return false;
+    }
+  }
+  return true;
+}
+
+// The harness of OnGpu.PartialSumsAreTheSameEveryRun, against the fake: the
+// same bits six times where the candidate is steady, and where it is not,
+// the calls after the first differ.
+TEST_F(FakeCuda, TheSameInputsGiveTheSameBitsOrTheTestSaysNot) {
+  for (const std::string mode : {"ok", "unsteady"}) {
+    const std::string text = "// FAKE_MODE=" + mode +
+                             "\nextern \"C\" int kevo_launch(const kevo_tensor* in, int n_in, "
+                             "kevo_tensor* out, int n_out, const double* s, int ns, cudaStream_t st) "
+                             "{ return 0; }\n";
+    const CompiledCandidate c = compiles_.get(*target_, task_, text, "fake_" + mode + ".cu", "cuda", {});
+    ASSERT_TRUE(c.ok) << c.log;
+    std::vector<std::string> outputs;
+    std::string why;
+    ASSERT_TRUE(outputs_on_the_same_inputs(*target_, task_, c.artifact, outputs, &why)) << why;
+    ASSERT_EQ(outputs.size(), 6u);
+    EXPECT_FALSE(outputs[0].empty());
+    int differ = 0;
+    for (size_t i = 1; i < outputs.size(); ++i) differ += outputs[i] != outputs[0];
+    // unsteady: phases 1 and 2 of each runner differ from phase 0
+    EXPECT_EQ(differ, mode == "ok" ? 0 : 4) << mode;
+  }
+}
+
 TEST_F(FakeCuda, WrongOutputsAreAMismatch) {
   EvalResult r = eval("wrong");
   EXPECT_STATUS(r, Status::mismatch);
@@ -1563,6 +1609,48 @@ TEST_F(OnGpu, PersistentTilesAreRight) {
                 {{"PERSIST", 1}, {"SK", 1}, {"EPI", 0}, {"BN", 64}, {"NCONS", 1}, {"STAGES", 6}},
                 {{"EPI", 2}, {"EPIB", 1}, {"BN", 256}, {"STAGES", 3}}},
                {{"A", {33, 1000}}, {"B", {1000, 392}}});
+}
+
+// Where a family sums partials in an order of its own (split-K over a
+// cluster, a stream-K workspace), it says the sum is the same in every run on
+// a GPU: so its output must be the same to the bit for the same inputs, call
+// after call in one runner (the stream-K flags carry over from launch to
+// launch) and in a fresh runner.
+TEST_F(OnGpu, PartialSumsAreTheSameEveryRun) {
+  struct Point {
+    std::string op, family;
+    KnobSet set;
+    nlohmann::json shapes;
+  };
+  const nlohmann::json small = {{"A", {33, 1000}}, {"B", {1000, 392}}};
+  const nlohmann::json small_mlp = {{"A", {33, 1000}}, {"Wg", {1000, 392}}};
+  const nlohmann::json many = {{"A", {2000, 520}}, {"B", {520, 2056}}};
+  const std::vector<Point> points = {
+      {"gemm", "wgmma", {{"SPLIT", 3}, {"NCONS", 1}}, small},
+      {"gemm", "wgmma", {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"BN", 256}, {"STAGES", 3}}, small},
+      {"gemm", "wgmma", {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"BN", 256}, {"STAGES", 3}}, many},
+      {"gemm", "wgmma", {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"BN", 256}, {"CLUSTER", 2}, {"STAGES", 3}}, many},
+      {"gemm", "streamk", {}, small},
+      {"gemm", "swapab", {{"SPLIT", 3}, {"MT", 1}}, small},
+      {"gemm_swiglu", "wgmma", {{"SPLIT", 3}}, small_mlp},
+      {"gemm_swiglu", "wgmma", {{"SPLIT", 1}, {"SK", 1}, {"BN", 64}}, small_mlp}};
+  for (const Point& p : points) {
+    Task task = test::quick_task(p.op, p.shapes, {{"target", "cuda"}, {"dtype", "bf16"}, {"limits", {{"timeout_s", 20}}}});
+    const auto src = test::repo_dir() / "targets" / "cuda" / "kernels" / p.op / (p.family + ".cu");
+    const SearchSpace space = load_space({src}, {}, [](const std::filesystem::path&) { return "cuda"; });
+    KnobValues v = space.family(0).space.defaults();
+    for (const auto& [k, x] : p.set) v[k] = x;
+    const std::string what = p.op + " " + p.family + " " + knobs_to_string(v) + " at " + p.shapes.dump();
+    ASSERT_TRUE(space.family(0).space.valid(v)) << what;
+    const CompiledCandidate c = compiles_.get(*target_, task, read_text_file(src), src, "cuda", v);
+    ASSERT_TRUE(c.ok) << what << "\n" << c.log;
+    std::vector<std::string> outputs;
+    std::string why;
+    ASSERT_TRUE(outputs_on_the_same_inputs(*target_, task, c.artifact, outputs, &why)) << what << ": " << why;
+    ASSERT_EQ(outputs.size(), 6u) << what;
+    for (size_t i = 1; i < outputs.size(); ++i)
+      EXPECT_TRUE(outputs[i] == outputs[0]) << what << ": call " << i << " of 6 differs from the first";
+  }
 }
 
 }  // namespace kevo

@@ -18,6 +18,8 @@
 //             start event) take 3 ms: work ran before the samples' start event
 //   unhidden  as `ok`, but 9 of its 12 samples' calls outlasted the launch
 //             cover (2 ms of host time a call, the cover at its 2 ms cap)
+//   unsteady  as `ok`, but phase k's first output element is k more: the
+//             same inputs do not give the same bits from call to call
 // Started with --files DIR --output FILE, as kevo starts the real one, it
 // reads only candidates in DIR and writes only FILE (a load_error or
 // setup_error otherwise); with FAKE_LANDLOCK_FAILS=1 in its environment it
@@ -174,6 +176,9 @@ int main(int argc, char** argv) {
       if (mode == "wrong" || (mode == "skip_timed" && phase.timed))
         store_element(job.dtypes[n_in], bufs[n_in].data(), 0,
                       1 + load_element(job.dtypes[n_in], bufs[n_in].data(), 0));
+      if (mode == "unsteady")
+        store_element(job.dtypes[n_in], bufs[n_in].data(), 0,
+                      static_cast<double>(ph) + load_element(job.dtypes[n_in], bufs[n_in].data(), 0));
       size_t total = 0;
       auto offsets = runner::output_offsets(n_in, job.dtypes, phase.shapes, &total);
       int fd = open(job.output_path.c_str(), O_RDWR | O_CREAT, 0600);

@@ -36,6 +36,18 @@
  *   KvTileWalk walk = kv_tile_walk(T, KT, G, w, streamk);
  *   int tile, ka, kb;
  *   while (kv_next_unit(walk, tile, ka, kb)) { ... k tiles [ka, kb) of tile ... }
+ *
+ * Under nvcc, the flags that say a partial is written (device functions):
+ *
+ *   kv_flag_raise(flag, value)  after the partial's stores and a
+ *                               __threadfence() by every thread that wrote
+ *                               it, and a barrier: one thread stores value
+ *                               with release semantics (GPU scope)
+ *   kv_flag_wait(flag, value)   spins until the flag holds value (acquire,
+ *                               GPU scope); then the partial may be read
+ *
+ * A kernel gives each launch a value of its own (a launch counter), so a flag
+ * left by an earlier launch, one stopped half-way included, never passes.
  */
 #ifndef KEVO_CUDA_TILE_WALK_CUH
 #define KEVO_CUDA_TILE_WALK_CUH
@@ -112,6 +124,18 @@ KV_WALK_FN int kv_first_holder(const KvTileWalk& t, int tile) {
   while (q > 0 && kv_sk_begin(t, q) > start) --q;
   return q;
 }
+
+#if defined(__CUDACC__)
+__device__ __forceinline__ void kv_flag_raise(unsigned* flag, unsigned value) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(flag), "r"(value) : "memory");
+}
+__device__ __forceinline__ void kv_flag_wait(const unsigned* flag, unsigned value) {
+  unsigned seen = 0;
+  do {
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(seen) : "l"(flag) : "memory");
+  } while (seen != value);
+}
+#endif
 
 #undef KV_WALK_FN
 

@@ -473,8 +473,7 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
               __stcg(part_out + (size_t)(mt * kAcc + i) * kConsThreads + ct, acc[mt][i]);
           __threadfence();
           kv_named_barrier(1, kConsThreads);  // every consumer's share is written
-          if (ct == 0)
-            asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(g_sk_ready + slot), "r"(epoch) : "memory");
+          if (ct == 0) kv_flag_raise(g_sk_ready + slot, epoch);
           continue;
         }
         if (ka > 0) {
@@ -483,10 +482,7 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
           for (int q = kv_first_holder(walk, pid); q < walk.w; ++q) {
             if (!kv_holds_sk(walk, q)) continue;
             const int slot = q * CLUSTER + (int)crank;
-            unsigned ready = 0;
-            do {
-              asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(ready) : "l"(g_sk_ready + slot) : "memory");
-            } while (ready != epoch);
+            kv_flag_wait(g_sk_ready + slot, epoch);
             const float* part_in = g_sk_part + (size_t)slot * (kConsThreads * kMT * kAcc);
 #pragma unroll
             for (int mt = 0; mt < kMT; ++mt)

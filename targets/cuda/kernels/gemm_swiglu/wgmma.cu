@@ -318,8 +318,7 @@ __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
             }
           __threadfence();
           kv_named_barrier(1, kConsThreads);  // every consumer's share is written
-          if (ct == 0)
-            asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(g_sk_ready + blockIdx.x), "r"(epoch) : "memory");
+          if (ct == 0) kv_flag_raise(g_sk_ready + blockIdx.x, epoch);
           continue;
         }
         if (ka > 0) {
@@ -327,10 +326,7 @@ __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
           // their partials, lowest first.
           for (int q = kv_first_holder(walk, tile); q < walk.w; ++q) {
             if (!kv_holds_sk(walk, q)) continue;
-            unsigned ready = 0;
-            do {
-              asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(ready) : "l"(g_sk_ready + q) : "memory");
-            } while (ready != epoch);
+            kv_flag_wait(g_sk_ready + q, epoch);
             const float* in_p = g_sk_part + (size_t)q * kSkSlotFloats;
 #pragma unroll
             for (int mt = 0; mt < kMT; ++mt)
