@@ -71,6 +71,12 @@ Method (kevo's):
   as the flush left it. Default 0, i.e. kevo's method as is; 300 is enough
   for every task here on an H200 (the figures then match
   triton.testing.do_bench's, which never leaves the GPU idle).
+* The GPU's state: at the end of each round's samples, the SM and memory
+  clocks, power and temperature as the driver's NVML reads them
+  (libnvidia-ml.so.1 through ctypes; nothing where there is none), in the
+  round's "machine" and on its line. kevo's runner stores the same figures
+  with every evaluation (machine.sm_mhz, ...), so a gap between the two
+  harnesses can be held against the clocks each ran at.
 * Before timing: one first call (for the compile peer it compiles; its wall
   time is reported as first_call_s), the correctness check on its output,
   then warm-up calls, done exactly like timed calls, until both
@@ -660,6 +666,56 @@ class Timer:
         return host, host
 
 
+class GpuState:
+    """The GPU's clocks, power and temperature now, through the driver's NVML
+    (libnvidia-ml.so.1, loaded with ctypes), as kevo's runner reads them for
+    its samples: read() gives {} where there is no NVML or no such device."""
+
+    CLOCK_SM, CLOCK_MEM, TEMP_GPU = 1, 2, 0  # nvmlClockType_t, nvmlTemperatureSensors_t
+
+    def __init__(self, uuid=None, index=0, lib_name="libnvidia-ml.so.1"):
+        self.lib, self.handle = None, None
+        if not lib_name:
+            return
+        try:
+            lib = ctypes.CDLL(lib_name)
+            if lib.nvmlInit_v2() != 0:
+                return
+            handle = ctypes.c_void_p()
+            found = False
+            if uuid:
+                found = lib.nvmlDeviceGetHandleByUUID(uuid.encode(), ctypes.byref(handle)) == 0
+            if not found:
+                found = lib.nvmlDeviceGetHandleByIndex_v2(ctypes.c_uint(index), ctypes.byref(handle)) == 0
+            if found:
+                self.lib, self.handle = lib, handle
+        except (OSError, AttributeError):
+            pass
+
+    def read(self):
+        if self.handle is None:
+            return {}
+        out, v = {}, ctypes.c_uint()
+        if self.lib.nvmlDeviceGetClockInfo(self.handle, self.CLOCK_SM, ctypes.byref(v)) == 0:
+            out["sm_mhz"] = v.value
+        if self.lib.nvmlDeviceGetClockInfo(self.handle, self.CLOCK_MEM, ctypes.byref(v)) == 0:
+            out["mem_mhz"] = v.value
+        if self.lib.nvmlDeviceGetPowerUsage(self.handle, ctypes.byref(v)) == 0:
+            out["power_w"] = v.value / 1000.0
+        if self.lib.nvmlDeviceGetTemperature(self.handle, self.TEMP_GPU, ctypes.byref(v)) == 0:
+            out["gpu_temp_c"] = v.value
+        return out
+
+
+def gpu_state_of(device):
+    """The GpuState of a torch device (matched by its UUID where torch gives one)."""
+    if device.type != "cuda":
+        return GpuState(lib_name=None)
+    uuid = getattr(torch.cuda.get_device_properties(device), "uuid", None)
+    uuid = f"GPU-{uuid}" if uuid is not None and not str(uuid).startswith("GPU-") else uuid
+    return GpuState(str(uuid) if uuid is not None else None, device.index or 0)
+
+
 def measure(timer, fn, args, opts):
     warm_calls = 0
     t0 = time.perf_counter()
@@ -682,8 +738,10 @@ def measure(timer, fn, args, opts):
         for _ in range(opts.profile_calls):
             timer.call(fn, args)
         torch.cuda.cudart().cudaProfilerStop()
+    machine = timer.gpu_state.read() if getattr(timer, "gpu_state", None) else {}
     ordered = sorted(samples)
     return {
+        "machine": machine,
         "median_us": quantile(ordered, 0.5) * 1e6,
         "p20_us": quantile(ordered, 0.2) * 1e6,
         "p80_us": quantile(ordered, 0.8) * 1e6,
@@ -976,9 +1034,11 @@ def run_task(task, device, opts, timer):
                 m["round"] = r + 1
                 rec["rounds"].append(m)
                 if opts.rounds > 1:
+                    clocks = m["machine"]
                     say(f"   {peer:8s} round {r + 1}/{opts.rounds}: median {m['median_us']:9.2f} us"
                         f"  p20 {m['p20_us']:9.2f}  p80 {m['p80_us']:9.2f}  n={m['n']}"
-                        f"  host {m['host_median_us']:.0f} us")
+                        f"  host {m['host_median_us']:.0f} us"
+                        + (f"  SM {clocks['sm_mhz']} MHz" if "sm_mhz" in clocks else ""))
             except Exception as e:  # noqa: BLE001
                 rec.update(status="error", error=f"{type(e).__name__}: {e}",
                            traceback=traceback.format_exc())
@@ -1143,6 +1203,7 @@ def main(argv=None):
             device = torch.device("cuda", torch.cuda.current_device())
         torch.cuda.set_device(device)
     timer = Timer(device, opts.launch_cover_us, opts.flush or "write")
+    timer.gpu_state = gpu_state_of(device)
     if "kevo" in opts.peers or "kevo_cuda" in opts.peers:
         import tempfile  # noqa: PLC0415
         opts.workdir = tempfile.mkdtemp(prefix="kevo-peer-")

@@ -2,11 +2,15 @@
 """bench/peers/torch_peers.py reads every GPU task config kevo ships (the anchor
 suite and configs/cuda/decode/), derives the shapes and tolerances kevo binds,
 and draws each input from the same range as kevo's operator definition (no GPU
-or torch needed)."""
+or torch needed), and reads the GPU's clocks through NVML as kevo's runner does
+(against a stand-in libnvidia-ml built here)."""
 import glob
 import json
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import unittest
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -117,6 +121,73 @@ class TorchPeers(unittest.TestCase):
                 d = tensors[name].get("distribution")
                 if d and "lo" in d:
                     self.assertEqual((law[0], law[1]), (d["lo"], d["hi"]), f"{op}.{name}")
+
+
+# A stand-in for the driver's NVML: one device, "GPU-fake" or index 0, whose
+# SM clock is 1755 MHz, memory clock 3201 MHz, power 512.345 W, 47 C.
+FAKE_NVML = r"""
+#include <string.h>
+static int dev;
+int nvmlInit_v2(void) { return 0; }
+int nvmlDeviceGetHandleByUUID(const char* uuid, void** h) {
+  if (strcmp(uuid, "GPU-fake") != 0) return 13;  /* NVML_ERROR_NOT_FOUND */
+  *h = &dev; return 0;
+}
+int nvmlDeviceGetHandleByIndex_v2(unsigned i, void** h) {
+  if (i != 0) return 2;  /* NVML_ERROR_INVALID_ARGUMENT */
+  *h = &dev; return 0;
+}
+int nvmlDeviceGetClockInfo(void* h, int type, unsigned* mhz) {
+  if (h != &dev) return 2;
+  if (type == 1) { *mhz = 1755; return 0; }
+  if (type == 2) { *mhz = 3201; return 0; }
+  return 3;  /* NVML_ERROR_NOT_SUPPORTED */
+}
+int nvmlDeviceGetPowerUsage(void* h, unsigned* mw) { *mw = 512345; return h == &dev ? 0 : 2; }
+int nvmlDeviceGetTemperature(void* h, int sensor, unsigned* c) { *c = 47; return h == &dev && sensor == 0 ? 0 : 2; }
+"""
+
+
+class GpuStateThroughNvml(unittest.TestCase):
+    def setUp(self):
+        cc = shutil.which("cc") or shutil.which("gcc")
+        if not cc:
+            self.skipTest("no C compiler to build the stand-in libnvidia-ml")
+        self.dir = tempfile.mkdtemp(prefix="fake-nvml-")
+        src = os.path.join(self.dir, "nvml.c")
+        with open(src, "w", encoding="utf-8") as f:
+            f.write(FAKE_NVML)
+        self.lib = os.path.join(self.dir, "libnvidia-ml.so.1")
+        subprocess.run([cc, "-shared", "-fPIC", "-o", self.lib, src], check=True)
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_the_clocks_power_and_temperature_of_the_device(self):
+        want = {"sm_mhz": 1755, "mem_mhz": 3201, "power_w": 512.345, "gpu_temp_c": 47}
+        self.assertEqual(tp.GpuState("GPU-fake", 0, self.lib).read(), want)
+        # A UUID NVML does not know: the device by its index instead.
+        self.assertEqual(tp.GpuState("GPU-other", 0, self.lib).read(), want)
+        # Neither: nothing, as without NVML at all.
+        self.assertEqual(tp.GpuState("GPU-other", 3, self.lib).read(), {})
+        self.assertEqual(tp.GpuState(None, 0, os.path.join(self.dir, "missing.so")).read(), {})
+        self.assertEqual(tp.GpuState(lib_name=None).read(), {})
+
+    def test_a_round_carries_the_state_read_after_its_samples(self):
+        class Timer:  # the CPU's timer's interface: (seconds timed, host seconds) a call
+            cuda = False
+            gpu_state = tp.GpuState("GPU-fake", 0, self.lib)
+
+            def call(self, fn, args):
+                fn(*args)
+                return 1e-6, 1e-6
+
+        class Opts:
+            min_warmup, warmup_ms, min_samples, min_time_ms, max_samples, profile_calls = 1, 0, 3, 0, 3, 0
+
+        m = tp.measure(Timer(), lambda: None, (), Opts())
+        self.assertEqual(m["machine"]["sm_mhz"], 1755)
+        self.assertEqual(m["n"], 3)
 
 
 if __name__ == "__main__":
