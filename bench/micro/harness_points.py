@@ -154,8 +154,10 @@ def main(argv=None):
             status = 1
     del ref
     results = {f: {label: [] for label in calls} for f in flushes}
+    clocks = {f: {label: [] for label in calls} for f in flushes}  # SM MHz after each round's samples
     for f in flushes:
         timer = FlushTimer(device, f, o.launch_cover_us)
+        timer.gpu_state = tp.gpu_state_of(device)
         labels = list(calls)
         for r in range(o.rounds):
             k = r % len(labels)
@@ -165,6 +167,7 @@ def main(argv=None):
             for label in order:
                 m = tp.measure(timer, calls[label], inputs, opts)
                 results[f][label].append(m["median_us"])
+                clocks[f][label].append(m["machine"].get("sm_mhz"))
         if o.profile_calls:
             for label in labels:
                 tp.torch.cuda.synchronize()
@@ -180,11 +183,14 @@ def main(argv=None):
             med = statistics.median(results[f][label])
             ratio = f"  {base / med:.3f}x" if base else ""
             rounds = " ".join(f"{v:.2f}" for v in results[f][label])
-            print(f"   {label:14s} {med:9.2f}{ratio}   [{rounds}]", flush=True)
+            mhz = [c for c in clocks[f][label] if c is not None]
+            sm = f"  SM {min(mhz)}-{max(mhz)} MHz" if mhz else ""
+            print(f"   {label:14s} {med:9.2f}{ratio}   [{rounds}]{sm}", flush=True)
     if o.json:
         with open(o.json, "w", encoding="utf-8") as fh:
             json.dump({"config": o.config, "points": [[l, s, k] for l, s, k in points],
-                       "round_medians_us": results, "checks": checks}, fh, indent=1, default=str)
+                       "round_medians_us": results, "round_sm_mhz": clocks, "checks": checks}, fh, indent=1,
+                      default=str)
     return status
 
 
