@@ -157,7 +157,6 @@ def main(argv=None):
     clocks = {f: {label: [] for label in calls} for f in flushes}  # SM MHz after each round's samples
     for f in flushes:
         timer = FlushTimer(device, f, o.launch_cover_us)
-        timer.gpu_state = tp.gpu_state_of(device)
         labels = list(calls)
         for r in range(o.rounds):
             k = r % len(labels)

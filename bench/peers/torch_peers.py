@@ -584,6 +584,7 @@ class Timer:
         self.device = device
         self.flush_mode = flush_mode
         self.cuda = device.type == "cuda"
+        self.gpu_state = gpu_state_of(device)  # read after each round's samples
         if self.cuda:
             props = torch.cuda.get_device_properties(device)
             self.l2_bytes = int(getattr(props, "L2_cache_size", 0) or 0)
@@ -738,10 +739,9 @@ def measure(timer, fn, args, opts):
         for _ in range(opts.profile_calls):
             timer.call(fn, args)
         torch.cuda.cudart().cudaProfilerStop()
-    machine = timer.gpu_state.read() if getattr(timer, "gpu_state", None) else {}
     ordered = sorted(samples)
     return {
-        "machine": machine,
+        "machine": timer.gpu_state.read(),
         "median_us": quantile(ordered, 0.5) * 1e6,
         "p20_us": quantile(ordered, 0.2) * 1e6,
         "p80_us": quantile(ordered, 0.8) * 1e6,
@@ -1203,7 +1203,6 @@ def main(argv=None):
             device = torch.device("cuda", torch.cuda.current_device())
         torch.cuda.set_device(device)
     timer = Timer(device, opts.launch_cover_us, opts.flush or "write")
-    timer.gpu_state = gpu_state_of(device)
     if "kevo" in opts.peers or "kevo_cuda" in opts.peers:
         import tempfile  # noqa: PLC0415
         opts.workdir = tempfile.mkdtemp(prefix="kevo-peer-")
