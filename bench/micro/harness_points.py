@@ -30,6 +30,7 @@ Exit status: 0, 1 when a kernel failed its check or errored, 2 for bad input.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import ctypes
 import json
 import os
@@ -133,12 +134,17 @@ def main(argv=None):
         fn = tp.peer_function(task)
         calls["compile"] = tp.torch.compile(fn, mode=tp.COMPILE_MODE, dynamic=False,
                                             fullgraph=True)
-    for label, src, knobs in points:
-        try:
-            calls[label] = tp.kevo_kernel(task, src, knobs, work, label)
-        except Exception as e:  # noqa: BLE001
-            print(f"{label}: ERROR {type(e).__name__}: {str(e)[:300]}", flush=True)
-            status = 1
+    # nvcc runs for each point at once (a wgmma family takes half a minute to build); the
+    # kernels are loaded and listed in the order given.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+        built = [(label, pool.submit(tp.kevo_kernel, task, src, knobs, work, label))
+                 for label, src, knobs in points]
+        for label, future in built:
+            try:
+                calls[label] = future.result()
+            except Exception as e:  # noqa: BLE001
+                print(f"{label}: ERROR {type(e).__name__}: {str(e)[:300]}", flush=True)
+                status = 1
     checks = {}
     for label, fn in list(calls.items()):
         try:
