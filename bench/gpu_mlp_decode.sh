@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The split-K families and the fused decode MLP on a GPU host, in one device call:
+#  1. OnGpu.SplitKIsRight, OnGpu.PartialSumsAreTheSameEveryRun (the same bits
+#     on every call) and OnGpu.HostileSetIsClassified;
+#  2. a kevo search of configs/cuda/decode/gemm_swiglu-${M}x4096x14336.json in
+#     the time left, then its best beside PyTorch eager, torch.compile and a
+#     copy of the same bytes (the yardstick) in one harness, 2 rounds.
+#   M=128 LIMIT=570 bench/gpu_mlp_decode.sh   (M: 16, 64 or 128; results in $OUT or build/gpu-mlp)
+# Binaries built on the CPU machine: carry build/bin and build/tests/cuda_tests.
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-build/gpu-mlp}; mkdir -p "$OUT"
+LIMIT=${LIMIT:-570}; M=${M:-128}
+export KEVO_CACHE_DIR=/tmp/kevo-cache KEVO_HOME=$PWD KEVO_DB=/tmp/mlp/kevo.db PYTHONUNBUFFERED=1
+w=/tmp/mlp; rm -rf $w; mkdir -p $w
+t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }; left() { echo $(( LIMIT - $(el) )); }
+c=configs/cuda/decode/gemm_swiglu-${M}x4096x14336.json; n=$(basename $c .json)
+[ -f $c ] || { echo "gpu_mlp_decode: no config $c (M: 16, 64 or 128)" >&2; exit 2; }
+{
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu --format=csv,noheader
+timeout 150 build/tests/cuda_tests --gtest_filter='OnGpu.SplitKIsRight:OnGpu.PartialSumsAreTheSameEveryRun' > $OUT/tests.txt 2>&1
+echo "split-K and same-bits tests rc=$? at $(el) s"
+timeout 70 build/tests/cuda_tests --gtest_filter='OnGpu.HostileSetIsClassified' >> $OUT/tests.txt 2>&1
+echo "hostile test rc=$? at $(el) s"
+grep -E "^\[ +(OK|FAILED|PASSED) |Failure|Expected|Which is|Value of" $OUT/tests.txt | head -40
+s=$(( $(left) - 150 )); [ $s -gt 200 ] && s=200
+if [ $s -ge 50 ]; then
+  mins=$(python3 -c "print(round(($s - 20) / 60, 2))")
+  timeout $s build/bin/kevo run $c --max-minutes $mins -o $w/$n.best.cu --json > $w/$n.run.json 2> $w/run.log
+  echo "search ($mins min) rc=$? at $(el) s"; tail -10 $w/run.log
+  cp $w/$n.best.cu $w/$n.run.json $OUT/ 2>/dev/null
+  timeout $(( $(left) - 5 )) python3 bench/peers/torch_peers.py $c --peers eager,compile,kevo_cuda,copy \
+    --kevo-cuda-dir $w --rounds 2 --launch-cover-us 300 2>&1 \
+    | grep -v "AUTOTUNE\|SingleProcess\|Ignoring this choice\|^  [a-z_]\|^$"
+  echo "harness rc=${PIPESTATUS[0]} at $(el) s"
+else
+  echo "no time left for the search"
+fi
+} 2>&1 | tee $OUT/log.txt
+tar czf $OUT/r.tgz -C $w kevo.db run.log 2>/dev/null; ls -la $OUT
