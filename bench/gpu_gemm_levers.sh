@@ -20,16 +20,18 @@ LIMIT=${LIMIT:-570}
 export KEVO_CACHE_DIR=/tmp/kevo-cache KEVO_HOME=$PWD KEVO_DB=/tmp/levers/kevo.db PYTHONUNBUFFERED=1
 w=/tmp/levers; rm -rf $w; mkdir -p $w
 t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }; left() { echo $(( LIMIT - $(el) )); }
+# a step's timeout: N s, or what is left of LIMIT if less (at least 1: timeout 0 would wait for ever)
+upto() { local l=$(( $(left) - 5 )); [ $l -gt $1 ] && l=$1; [ $l -lt 1 ] && l=1; echo $l; }
 W=targets/cuda/kernels/gemm/wgmma.cu
 BEST="BN=256,WGM=64,NCONS=2,STAGES=3,EPI=2,PERSIST=1,CLUSTER=2,GROUP_M=8,KEEP=0"
 C1="BN=256,WGM=64,NCONS=2,STAGES=3,EPI=2,PERSIST=1,CLUSTER=1,GROUP_M=8,KEEP=0"
 S4="BN=256,WGM=64,NCONS=2,STAGES=4,EPI=2,EPIB=2,PERSIST=1,CLUSTER=2,GROUP_M=8,KEEP=0"
 {
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu --format=csv,noheader
-timeout 110 build/tests/cuda_tests --gtest_filter='OnGpu.PersistentTilesAreRight' > $OUT/tests.txt 2>&1
+timeout $(upto 110) build/tests/cuda_tests --gtest_filter='OnGpu.PersistentTilesAreRight' > $OUT/tests.txt 2>&1
 echo "persistent test rc=$? at $(el) s"
 grep -E "^\[ +(OK|FAILED|PASSED) |Failure|Expected|Which is|Value of|point|knob" $OUT/tests.txt | head -40
-timeout 210 python3 bench/micro/harness_points.py configs/cuda/gemm-4096.json --flush fill --rounds 3 \
+timeout $(upto 210) python3 bench/micro/harness_points.py configs/cuda/gemm-4096.json --flush fill --rounds 3 \
   --json $OUT/points4096.json \
   --point best_before=$W:$BEST --point sk_c2=$W:$BEST,SK=1 --point sk_c1=$W:$C1,SK=1 \
   --point s4_epib2=$W:$S4 --point s4_epib2_sk=$W:$S4,SK=1 \
@@ -46,7 +48,7 @@ if [ $s -ge 50 ]; then
     --json > $w/gemm-4096.run.json 2> $w/run.log
   echo "search ($mins min) rc=$? at $(el) s"; tail -14 $w/run.log
   cp $w/gemm-4096.best.cu $w/gemm-4096.run.json $OUT/ 2>/dev/null
-  timeout $(( $(left) - 5 )) python3 bench/peers/torch_peers.py configs/cuda/gemm-4096.json \
+  timeout $(upto 600) python3 bench/peers/torch_peers.py configs/cuda/gemm-4096.json \
     --peers eager,kevo_cuda --kevo-cuda-dir $w --rounds 3 --launch-cover-us 300 2>&1 | grep -v "AUTOTUNE\|^  [a-z_]\|^$"
   echo "harness rc=${PIPESTATUS[0]} at $(el) s"
 else

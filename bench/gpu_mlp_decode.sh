@@ -14,13 +14,15 @@ LIMIT=${LIMIT:-570}; M=${M:-128}
 export KEVO_CACHE_DIR=/tmp/kevo-cache KEVO_HOME=$PWD KEVO_DB=/tmp/mlp/kevo.db PYTHONUNBUFFERED=1
 w=/tmp/mlp; rm -rf $w; mkdir -p $w
 t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }; left() { echo $(( LIMIT - $(el) )); }
+# a step's timeout: N s, or what is left of LIMIT if less (at least 1: timeout 0 would wait for ever)
+upto() { local l=$(( $(left) - 5 )); [ $l -gt $1 ] && l=$1; [ $l -lt 1 ] && l=1; echo $l; }
 c=configs/cuda/decode/gemm_swiglu-${M}x4096x14336.json; n=$(basename $c .json)
 [ -f $c ] || { echo "gpu_mlp_decode: no config $c (M: 16, 64 or 128)" >&2; exit 2; }
 {
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu --format=csv,noheader
-timeout 150 build/tests/cuda_tests --gtest_filter='OnGpu.SplitKIsRight:OnGpu.PartialSumsAreTheSameEveryRun' > $OUT/tests.txt 2>&1
+timeout $(upto 150) build/tests/cuda_tests --gtest_filter='OnGpu.SplitKIsRight:OnGpu.PartialSumsAreTheSameEveryRun' > $OUT/tests.txt 2>&1
 echo "split-K and same-bits tests rc=$? at $(el) s"
-timeout 70 build/tests/cuda_tests --gtest_filter='OnGpu.HostileSetIsClassified' >> $OUT/tests.txt 2>&1
+timeout $(upto 70) build/tests/cuda_tests --gtest_filter='OnGpu.HostileSetIsClassified' >> $OUT/tests.txt 2>&1
 echo "hostile test rc=$? at $(el) s"
 grep -E "^\[ +(OK|FAILED|PASSED) |Failure|Expected|Which is|Value of" $OUT/tests.txt | head -40
 s=$(( $(left) - 150 )); [ $s -gt 200 ] && s=200
@@ -29,7 +31,7 @@ if [ $s -ge 50 ]; then
   timeout $s build/bin/kevo run $c --max-minutes $mins -o $w/$n.best.cu --json > $w/$n.run.json 2> $w/run.log
   echo "search ($mins min) rc=$? at $(el) s"; tail -10 $w/run.log
   cp $w/$n.best.cu $w/$n.run.json $OUT/ 2>/dev/null
-  timeout $(( $(left) - 5 )) python3 bench/peers/torch_peers.py $c --peers eager,compile,kevo_cuda,copy \
+  timeout $(upto 600) python3 bench/peers/torch_peers.py $c --peers eager,compile,kevo_cuda,copy \
     --kevo-cuda-dir $w --rounds 2 --launch-cover-us 300 2>&1 \
     | grep -v "AUTOTUNE\|SingleProcess\|Ignoring this choice\|^  [a-z_]\|^$"
   echo "harness rc=${PIPESTATUS[0]} at $(el) s"

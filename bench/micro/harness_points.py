@@ -95,6 +95,24 @@ def parse_point(text):
     return label, src, knobs
 
 
+def build_points(task, points, work):
+    """Each point's kernel built by kevo_kernel, nvcc running for every point at
+    once (a wgmma family takes half a minute to build). Returns ({label: kernel}
+    in the order given, leaving out the points that failed; the labels that
+    failed), each failure printed as one ERROR line."""
+    kernels, failed = {}, []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+        built = [(label, pool.submit(tp.kevo_kernel, task, src, knobs, work, label))
+                 for label, src, knobs in points]
+        for label, future in built:
+            try:
+                kernels[label] = future.result()
+            except Exception as e:  # noqa: BLE001
+                print(f"{label}: ERROR {type(e).__name__}: {str(e)[:300]}", flush=True)
+                failed.append(label)
+    return kernels, failed
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("config")
@@ -134,17 +152,9 @@ def main(argv=None):
         fn = tp.peer_function(task)
         calls["compile"] = tp.torch.compile(fn, mode=tp.COMPILE_MODE, dynamic=False,
                                             fullgraph=True)
-    # nvcc runs for each point at once (a wgmma family takes half a minute to build); the
-    # kernels are loaded and listed in the order given.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
-        built = [(label, pool.submit(tp.kevo_kernel, task, src, knobs, work, label))
-                 for label, src, knobs in points]
-        for label, future in built:
-            try:
-                calls[label] = future.result()
-            except Exception as e:  # noqa: BLE001
-                print(f"{label}: ERROR {type(e).__name__}: {str(e)[:300]}", flush=True)
-                status = 1
+    kernels, failed = build_points(task, points, work)
+    calls.update(kernels)
+    status = 1 if failed else status
     checks = {}
     for label, fn in list(calls.items()):
         try:

@@ -3,6 +3,7 @@
 nvcc as -D defines with kevo's own flags, and bad input is one line with exit status 2 (no GPU
 or torch needed for either)."""
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -68,6 +69,38 @@ class HarnessPoints(unittest.TestCase):
         for name in wanted:
             self.assertTrue(any(os.path.exists(os.path.join(x, name)) for x in dirs),
                             f"{name} is in none of {dirs}")
+
+    def test_the_points_build_at_once_and_keep_their_order(self):
+        """build_points: every point's kernel, built by a stand-in nvcc that
+        makes a real shared library with cc (and fails on -DFAIL=1), comes back
+        in the order given; a failing point is left out and named."""
+        cc = shutil.which("cc") or shutil.which("gcc")
+        if not cc:
+            self.skipTest("no C compiler for the stand-in nvcc")
+        with tempfile.TemporaryDirectory() as d:
+            src = os.path.join(d, "k.c")
+            with open(src, "w") as f:
+                f.write("int kevo_launch(void) { return 0; }\n")
+            nvcc = os.path.join(d, "nvcc")
+            with open(nvcc, "w") as f:
+                f.write("#!/bin/sh\nout=\n"
+                        "while [ $# -gt 0 ]; do\n"
+                        "  case \"$1\" in -DFAIL=1) echo 'fake nvcc: FAIL' >&2; exit 1;;\n"
+                        "  -o) out=$2; shift;; esac; shift\ndone\n"
+                        f"exec {cc} -shared -fPIC -x c {src} -o \"$out\"\n")
+            os.chmod(nvcc, 0o755)
+            os.environ["NVCC"] = nvcc
+            try:
+                task = hp.tp.load_config(CONFIG)
+                labels = [f"p{i}" for i in range(6)]
+                points = [(label, FAMILY, {"HINT": i, "FAIL": int(label == "p3")})
+                          for i, label in enumerate(labels)]
+                kernels, failed = hp.build_points(task, points, d)
+            finally:
+                del os.environ["NVCC"]
+        self.assertEqual(list(kernels), ["p0", "p1", "p2", "p4", "p5"])
+        self.assertEqual(failed, ["p3"])
+        self.assertTrue(all(callable(k) for k in kernels.values()))
 
     def test_bad_input_is_one_line_and_exit_2(self):
         for argv in ([CONFIG, "--point", "x=/no/such.cu"],
