@@ -7,11 +7,14 @@
 #     --profile-calls), each after an L2 flush;
 #  3. torch.compile's generated code (TORCH_LOGS=output_code).
 #   BEST_DIR=DIR bench/gpu_diag.sh TASK...   (TASK: a name in configs/cuda/, e.g. rmsnorm-16384x4096)
+# The peer is torch.compile's Triton kernel unless PEER and KERNELS say otherwise:
+#   PEER=eager KERNELS='nvjet|gemm|xmma|cutlass' ...   (cuBLAS's kernel, for a GEMM)
 # Writes $OUT/diag.txt (ncu details), $OUT/end_event.txt, $OUT/inductor.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/gpu-diag}; mkdir -p "$OUT"
 BEST_DIR=${BEST_DIR:?BEST_DIR: a folder with TASK.best.cu files}
+PEER=${PEER:-compile}; KERNELS=${KERNELS:-triton}
 export KEVO_CACHE_DIR=${KEVO_CACHE_DIR:-/tmp/kevo-cache} KEVO_HOME=$PWD
 w=/tmp/diag; rm -rf "$w"; mkdir -p "$w"
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
@@ -38,8 +41,8 @@ for task in "$@"; do
   echo "== $task"
   DIAG_TASK=$task KEVO_NCU=$w/ncu-wrap KEVO_DB=$w/kevo.db build/bin/kevo eval --task "$cfg" \
     "$BEST_DIR/$task.best.cu" 2>&1 | tail -4
-  TORCH_LOGS=output_code "$NCU" --clock-control none --profile-from-start off $SECTIONS -k regex:triton \
-    -f -o "$w/torch-$task" python3 bench/peers/torch_peers.py "$cfg" --peers compile --profile-calls 2 \
+  TORCH_LOGS=output_code "$NCU" --clock-control none --profile-from-start off $SECTIONS -k "regex:$KERNELS" \
+    -f -o "$w/torch-$task" python3 bench/peers/torch_peers.py "$cfg" --peers "$PEER" --profile-calls 2 \
     --launch-cover-us 300 --min-time-ms 30 > "$w/torch-$task.log" 2>&1
   grep "median\|compile " "$w/torch-$task.log" | tail -3
   for who in kevo torch; do
