@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import unittest.mock
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 SCRIPT = os.path.join(ROOT, "bench", "micro", "harness_points.py")
@@ -73,10 +74,14 @@ class HarnessPoints(unittest.TestCase):
     def test_the_points_build_at_once_and_keep_their_order(self):
         """build_points: every point's kernel, built by a stand-in nvcc that
         makes a real shared library with cc (and fails on -DFAIL=1), comes back
-        in the order given; a failing point is left out and named."""
+        in the order given; a failing point is left out and named. The builds
+        run at once: each stand-in nvcc waits (20 s at most) until another one
+        has started, so builds one after another fail the first point."""
         cc = shutil.which("cc") or shutil.which("gcc")
         if not cc:
             self.skipTest("no C compiler for the stand-in nvcc")
+        if (os.cpu_count() or 1) < 2:
+            self.skipTest("one CPU: build_points runs one nvcc at a time here")
         with tempfile.TemporaryDirectory() as d:
             src = os.path.join(d, "k.c")
             with open(src, "w") as f:
@@ -87,17 +92,18 @@ class HarnessPoints(unittest.TestCase):
                         "while [ $# -gt 0 ]; do\n"
                         "  case \"$1\" in -DFAIL=1) echo 'fake nvcc: FAIL' >&2; exit 1;;\n"
                         "  -o) out=$2; shift;; esac; shift\ndone\n"
+                        "touch \"$out.started\"; n=0\n"
+                        f"while [ $(ls {d}/*.started 2>/dev/null | wc -l) -lt 2 ]; do\n"
+                        "  n=$((n + 1)); [ $n -gt 200 ] && { echo 'fake nvcc: alone' >&2; exit 1; }\n"
+                        "  sleep 0.1\ndone\n"
                         f"exec {cc} -shared -fPIC -x c {src} -o \"$out\"\n")
             os.chmod(nvcc, 0o755)
-            os.environ["NVCC"] = nvcc
-            try:
+            with unittest.mock.patch.dict(os.environ, {"NVCC": nvcc}):
                 task = hp.tp.load_config(CONFIG)
                 labels = [f"p{i}" for i in range(6)]
                 points = [(label, FAMILY, {"HINT": i, "FAIL": int(label == "p3")})
                           for i, label in enumerate(labels)]
                 kernels, failed = hp.build_points(task, points, d)
-            finally:
-                del os.environ["NVCC"]
         self.assertEqual(list(kernels), ["p0", "p1", "p2", "p4", "p5"])
         self.assertEqual(failed, ["p3"])
         self.assertTrue(all(callable(k) for k in kernels.values()))
