@@ -122,6 +122,18 @@ class TorchPeers(unittest.TestCase):
                 if d and "lo" in d:
                     self.assertEqual((law[0], law[1]), (d["lo"], d["hi"]), f"{op}.{name}")
 
+    def test_the_copy_yardstick_passes_without_a_check(self):
+        # The copy peer computes nothing: its check is None, and a run whose peers all
+        # passed must exit 0 with it (it once raised AttributeError at the end instead).
+        ok = {"status": "ok", "check": {"ok": True}}
+        copy = {"status": "ok", "check": None}
+        self.assertTrue(tp.task_passed({"peers": {"eager": ok, "copy": copy}}))
+        self.assertFalse(tp.task_passed({"peers": {"eager": {"status": "ok", "check": {"ok": False}},
+                                                   "copy": copy}}))
+        self.assertFalse(tp.task_passed({"peers": {"eager": {"status": "error", "error": "x"}}}))
+        self.assertFalse(tp.task_passed({"peers": {"eager": {"status": "ok"}}}))
+        self.assertFalse(tp.task_passed({"error": "no inputs", "peers": {}}))
+
 
 # A stand-in for the driver's NVML: one device, "GPU-fake" or index 0, whose
 # SM clock is 1755 MHz, memory clock 3201 MHz, power 512.345 W, 47 C.
