@@ -6,7 +6,9 @@
 #     runner's profile mode, and on torch.compile's Triton kernel (torch_peers.py
 #     --profile-calls), each after an L2 flush;
 #  3. torch.compile's generated code (TORCH_LOGS=output_code).
-#   BEST_DIR=DIR bench/gpu_diag.sh TASK...   (TASK: a name in configs/cuda/, e.g. rmsnorm-16384x4096)
+#   BEST_DIR=DIR bench/gpu_diag.sh TASK...   (TASK: a config under configs/cuda/ without .json,
+#   e.g. rmsnorm-16384x4096 or decode/gemm_swiglu-128x4096x14336; DIR holds NAME.best.cu, NAME
+#   being the config's file name without .json)
 # The peer is torch.compile's Triton kernel unless PEER and KERNELS say otherwise:
 #   PEER=eager KERNELS='nvjet|gemm|xmma|cutlass' ...   (cuBLAS's kernel, for a GEMM)
 # Writes $OUT/diag.txt (ncu details), $OUT/end_event.txt, $OUT/inductor.txt.
@@ -22,24 +24,26 @@ SECTIONS="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occu
 
 nvcc -O3 -arch=sm_90a bench/micro/end_event.cu -o "$w/end_event" && "$w/end_event" | tee "$OUT/end_event.txt"
 
-# kevo eval calls $KEVO_NCU as: ncu ARGS... RUNNER --device D --profile JOB (and
-# ncu --import ... to read it); this wrapper profiles the same job with the
-# sections above first.
-cat > "$w/ncu-wrap" <<WRAP
+for task in "$@"; do
+  cfg=configs/cuda/$task.json
+  [ -f "$cfg" ] || { echo "gpu_diag: no config $cfg" >&2; continue; }
+  echo "== $task"
+  task=$(basename "$task")   # the name of its files here and in BEST_DIR
+  # kevo eval calls $KEVO_NCU as: ncu ARGS... RUNNER --device D --profile JOB (and
+  # ncu --import ... to read it); this wrapper profiles the same job with the
+  # sections above first. kevo starts ncu with the runner's environment only, so the
+  # task's name is written into the wrapper, one wrapper per task.
+  cat > "$w/ncu-wrap" <<WRAP
 #!/usr/bin/env bash
 if [ "\$1" != "--import" ]; then
   args=("\$@"); n=\${#args[@]}
-  "$NCU" --clock-control none --profile-from-start off $SECTIONS -f -o "$w/kevo-\$DIAG_TASK" \
-    "\${args[n-5]}" --device "\${args[n-3]}" --profile "\${args[n-1]}" > "$w/kevo-\$DIAG_TASK.log" 2>&1
+  "$NCU" --clock-control none --profile-from-start off $SECTIONS -f -o "$w/kevo-$task" \
+    "\${args[n-5]}" --device "\${args[n-3]}" --profile "\${args[n-1]}" > "$w/kevo-$task.log" 2>&1
 fi
 exec "$NCU" "\$@"
 WRAP
-chmod +x "$w/ncu-wrap"
-
-for task in "$@"; do
-  cfg=configs/cuda/$task.json
-  echo "== $task"
-  DIAG_TASK=$task KEVO_NCU=$w/ncu-wrap KEVO_DB=$w/kevo.db build/bin/kevo eval --task "$cfg" \
+  chmod +x "$w/ncu-wrap"
+  KEVO_NCU=$w/ncu-wrap KEVO_DB=$w/kevo.db build/bin/kevo eval --task "$cfg" \
     "$BEST_DIR/$task.best.cu" 2>&1 | tail -4
   TORCH_LOGS=output_code "$NCU" --clock-control none --profile-from-start off $SECTIONS -k "regex:$KERNELS" \
     -f -o "$w/torch-$task" python3 bench/peers/torch_peers.py "$cfg" --peers "$PEER" --profile-calls 2 \
