@@ -20,11 +20,14 @@ c=configs/cuda/decode/gemm_swiglu-${M}x4096x14336.json; n=$(basename $c .json)
 [ -f $c ] || { echo "gpu_mlp_decode: no config $c (M: 16, 64 or 128)" >&2; exit 2; }
 {
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu --format=csv,noheader
-timeout $(upto 150) build/tests/cuda_tests --gtest_filter='OnGpu.SplitKIsRight:OnGpu.PartialSumsAreTheSameEveryRun' > $OUT/tests.txt 2>&1
+if [ "${TESTS:-1}" != 0 ]; then
+# SplitKIsRight builds its points one after another: 149 s on an H100 (2026-12-05)
+timeout $(upto 240) build/tests/cuda_tests --gtest_filter='OnGpu.SplitKIsRight:OnGpu.PartialSumsAreTheSameEveryRun' > $OUT/tests.txt 2>&1
 echo "split-K and same-bits tests rc=$? at $(el) s"
 timeout $(upto 70) build/tests/cuda_tests --gtest_filter='OnGpu.HostileSetIsClassified' >> $OUT/tests.txt 2>&1
 echo "hostile test rc=$? at $(el) s"
 grep -E "^\[ +(OK|FAILED|PASSED) |Failure|Expected|Which is|Value of" $OUT/tests.txt | head -40
+fi
 s=$(( $(left) - 150 )); [ $s -gt 200 ] && s=200
 if [ $s -ge 50 ]; then
   mins=$(python3 -c "print(round(($s - 20) / 60, 2))")
