@@ -1068,12 +1068,14 @@ TEST(CudaCompile, TheStartsEdgesBuildWithoutSpills) {
   // The cooperative start (both consumers on one 128 x 256 tile), the
   // ping-pong one (each consumer on alternate 128 x 128 tiles of its own),
   // the cooperative tile in clusters of two with stream-K for the last wave,
-  // and with a fourth stage where half the TMA-store staging was.
+  // with a fourth stage where half the TMA-store staging was, and cuBLAS's
+  // 256 x 128 tile with four stages, one 64-column box staged at a time.
   const std::vector<KnobSet> want = {{{"EPI", 2}, {"BN", 256}, {"PING", 0}},
                                      {{"EPI", 2}, {"PING", 1}, {"WGM", 128}},
                                      {{"SK", 1}, {"CLUSTER", 2}, {"BN", 256}},
-                                     {{"STAGES", 4}, {"EPIB", 2}, {"BN", 256}}};
-  ASSERT_EQ(persistent.size(), want.size()) << "want four persistent starts for 4096^3";
+                                     {{"STAGES", 4}, {"EPIB", 2}, {"BN", 256}},
+                                     {{"STAGES", 4}, {"EPIB", 1}, {"BN", 128}, {"WGM", 128}, {"CLUSTER", 2}}};
+  ASSERT_EQ(persistent.size(), want.size()) << "want five persistent starts for 4096^3";
   for (size_t i = 0; i < want.size(); ++i)
     for (const auto& [k, x] : want[i]) EXPECT_EQ(persistent[i].at(k), x) << "start " << i << " " << k;
   for (const KnobValues& p : persistent) build(big, "wgmma", p);
@@ -1595,7 +1597,9 @@ TEST_F(OnGpu, PersistentTilesAreRight) {
                 // TMA stores staged a few boxes at a time, a deeper ring in the room
                 {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 2}, {"BN", 256}, {"CLUSTER", 2}, {"STAGES", 4}},
                 {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 1}, {"BN", 192}, {"STAGES", 4}, {"SK", 1}},
-                {{"PERSIST", 1}, {"PING", 1}, {"EPI", 2}, {"EPIB", 1}, {"BN", 128}, {"WGM", 128}, {"STAGES", 5}}},
+                {{"PERSIST", 1}, {"PING", 1}, {"EPI", 2}, {"EPIB", 1}, {"BN", 128}, {"WGM", 128}, {"STAGES", 5}},
+                // cuBLAS's 4096^3 shape: 256 x 128 tiles, 4 stages, one box staged at a time
+                {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 1}, {"BN", 128}, {"WGM", 128}, {"CLUSTER", 2}, {"STAGES", 4}}},
                many);
   expect_right("gemm", "wgmma",
                {{{"EPI", 2}},

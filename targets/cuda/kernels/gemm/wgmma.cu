@@ -101,8 +101,12 @@
  * covers M, the deepest ring that fits, and a split-K that fills the SMs:
  * weight streaming wants every SM loading. For large shapes, a persistent
  * 128 x 256 tile with TMA stores, the same with the two consumers on
- * alternate 128 x 128 tiles (PING), and the 128 x 256 tile in clusters of
- * two with stream-K for the last wave (SK).
+ * alternate 128 x 128 tiles (PING), the 128 x 256 tile in clusters of
+ * two with stream-K for the last wave (SK), the same with a fourth stage
+ * in the room EPIB 2 frees, and a 256 x 128 tile (WGM 128) with four
+ * stages and one box staged at a time, the tile cuBLAS takes at 4096^3 on
+ * an H100. Measured there (bench/results/2026-12-05-h100-decode-gemm-7.md):
+ * the fourth stage +0.4%, SK -6 to -7%, PING -11% and worse.
  */
 // @kevo start BN = 64, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = SMS / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
 // @kevo start BN = 128, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = SMS / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
@@ -110,6 +114,7 @@
 // @kevo start BN = 128, WGM = 128, NCONS = 2, STAGES = 5, EPI = 2, PERSIST = 1, PING = 1, GROUP_M = 8
 // @kevo start BN = 256, WGM = 64, NCONS = 2, STAGES = 3, EPI = 2, PERSIST = 1, CLUSTER = 2, SK = 1, GROUP_M = 8
 // @kevo start BN = 256, WGM = 64, NCONS = 2, STAGES = 4, EPI = 2, EPIB = 2, PERSIST = 1, CLUSTER = 2, GROUP_M = 8
+// @kevo start BN = 128, WGM = 128, NCONS = 2, STAGES = 4, EPI = 2, EPIB = 1, PERSIST = 1, CLUSTER = 2, GROUP_M = 8
 // @kevo knob BN 128 {64, 128, 192, 256}
 // @kevo knob WGM 64 {64, 128}
 // @kevo knob NCONS 2 {1, 2}
