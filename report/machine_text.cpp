@@ -1,6 +1,7 @@
 #include "report/machine_text.h"
 
 #include <cstdint>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -70,6 +71,28 @@ std::string machine_change_text(const nlohmann::json& before, const nlohmann::js
     if (!known(metric) && after.contains(metric))
       append(text, fmt::format("{} {:.4g} -> {:.4g}", metric, value.get<double>(),
                                after[metric].get<double>()));
+  return text;
+}
+
+std::string throttle_reasons_text(uint64_t mask) {
+  // nvml.h's nvmlClocksEventReason* bits (GpuIdle, 0x1, is left out by the runners).
+  static constexpr std::pair<uint64_t, const char*> kNames[] = {
+      {0x2, "the applications clocks setting"},
+      {0x4, "the software power cap"},
+      {0x8, "hardware slowdown"},
+      {0x10, "sync boost"},
+      {0x20, "software thermal slowdown"},
+      {0x40, "hardware thermal slowdown"},
+      {0x80, "the hardware power brake"},
+      {0x100, "the display clock setting"}};
+  std::string text;
+  uint64_t rest = mask;
+  for (const auto& [bit, name] : kNames)
+    if (mask & bit) {
+      append(text, name);
+      rest &= ~bit;
+    }
+  if (rest != 0) append(text, fmt::format("mask {:#x}", rest));
   return text;
 }
 

@@ -3,6 +3,7 @@
 // machine line and what kevo run's drift line says moved.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -17,5 +18,10 @@ std::string machine_text(const nlohmann::json& state);
 // Two states, only the figures both have: "SM clock 1980 -> 1980 MHz, HBM
 // 45 -> 61 C, 350 -> 362 W"; empty when they share none.
 std::string machine_change_text(const nlohmann::json& before, const nlohmann::json& after);
+
+// NVML's clock-event reasons (machine.throttle's bits) in words, for a
+// reader: 0x4 -> "the software power cap", 0x24 -> "the software power cap,
+// software thermal slowdown"; bits without a name as "mask 0x...".
+std::string throttle_reasons_text(uint64_t mask);
 
 }  // namespace kevo

@@ -5,9 +5,11 @@
 #include <ctime>
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 #include <map>
 #include <optional>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -333,6 +335,45 @@ json time_section(Store& store, int64_t run, const json& summary) {
   return t;
 }
 
+// The GPU's clocks over the run's evaluations, as each runner read them at the
+// end of its timing (machine.sm_mhz, machine.throttle: NVML's clock-event
+// reasons, idle left out): how many evaluations ran with the clocks held
+// back, and the SM clock's range. Null when no evaluation has a GPU's state
+// (a CPU run).
+json machine_section(Store& store, int64_t run) {
+  int64_t states = 0, with_mask = 0, throttled = 0;
+  uint64_t mask = 0;
+  std::vector<double> mhz;
+  for (const auto& [candidate, evaluations] : store.evaluations_of_run(run)) {
+    (void)candidate;
+    for (const int64_t e : evaluations) {
+      const std::map<std::string, double> m = store.machine_state(e);
+      const auto clock = m.find("machine.sm_mhz");
+      const auto reasons = m.find("machine.throttle");
+      if (clock == m.end() && reasons == m.end()) continue;
+      ++states;
+      if (clock != m.end()) mhz.push_back(clock->second);
+      if (reasons != m.end()) {
+        ++with_mask;
+        const auto bits = static_cast<uint64_t>(reasons->second);
+        if (bits != 0) ++throttled;
+        mask |= bits;
+      }
+    }
+  }
+  if (states == 0) return nullptr;
+  json j = {{"evaluations", states},
+            {"with_throttle", with_mask},
+            {"throttled", throttled},
+            {"throttle_mask", mask},
+            {"sm_mhz", nullptr}};
+  if (!mhz.empty()) {
+    std::sort(mhz.begin(), mhz.end());
+    j["sm_mhz"] = {{"min", mhz.front()}, {"median", mhz[(mhz.size() - 1) / 2]}, {"max", mhz.back()}};
+  }
+  return j;
+}
+
 }  // namespace
 
 json run_report(Store& store, int64_t run, int top_k) {
@@ -410,6 +451,9 @@ json run_report(Store& store, int64_t run, int top_k) {
   // How the family defaults' figures moved between the search and the
   // confirmation: the machine's drift over the run (see Engine::summary).
   r["drift"] = summary.is_object() && summary.contains("drift") ? summary["drift"] : json::array();
+  // Whether the GPU's clocks were held back while the run timed (a power or
+  // thermal cap): then a compute-bound kernel's figures are the capped ones.
+  r["machine"] = machine_section(store, run);
   // A multi-shape task: per timed shape, the chosen kernel and the fastest
   // of the run at that shape alone (see Engine::shapes_summary).
   r["shapes"] = summary.is_object() && summary.contains("shapes") ? summary["shapes"] : json::array();

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "eval/roofline.h"
+#include "report/machine_text.h"
 #include "report/report.h"
 #include "report/svg.h"
 
@@ -288,6 +289,34 @@ std::vector<std::string> best_lines(const json& r) {
         "drift: the family defaults re-measured {:+.1f}% .. {:+.1f}% from their search figures "
         "({} famil{}; the machine's drift and noise over the run, not the winner's curse)",
         100 * lo, 100 * hi, drift.size(), drift.size() == 1 ? "y" : "ies"));
+  }
+  // The GPU's clocks held back while the run timed: its figures are the
+  // capped clock's, which a short timing elsewhere (a peer harness, a fresh
+  // GPU) need not see. Shown where any evaluation was throttled or the SM
+  // clock moved by 5% or more.
+  const json& m = r.value("machine", json());
+  if (m.is_object()) {
+    const int64_t throttled = m.value("throttled", int64_t{0});
+    const json& mhz = m["sm_mhz"];
+    const bool moved = mhz.is_object() && mhz["min"].get<double>() < 0.95 * mhz["max"].get<double>();
+    if (throttled > 0 || moved) {
+      std::string clock =
+          mhz.is_object()
+              ? fmt::format("SM clock {:.0f}-{:.0f} MHz (median {:.0f})", mhz["min"].get<double>(),
+                            mhz["max"].get<double>(), mhz["median"].get<double>())
+              : std::string("SM clock not read");
+      std::string held =
+          throttled > 0
+              ? fmt::format("the GPU's clocks were held back ({}) in {} of {} evaluations",
+                            throttle_reasons_text(m["throttle_mask"].get<uint64_t>()), throttled,
+                            m["with_throttle"].get<int64_t>())
+              : std::string("the GPU's SM clock moved over the run");
+      lines.push_back(fmt::format(
+          "machine: {}; {}. A compute-bound kernel's time follows the clock: this run's figures "
+          "are at the clocks it had, and a shorter timing elsewhere may read faster. The "
+          "confirmation re-measured the leaders in alternating rounds, under the same conditions",
+          held, clock));
+    }
   }
   return lines;
 }

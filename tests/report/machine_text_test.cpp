@@ -29,6 +29,15 @@ TEST(MachineText, ShowsWhatThereIs) {
   EXPECT_EQ(machine_text(nlohmann::json::object()), "");
 }
 
+TEST(MachineText, ThrottleReasonsInWords) {
+  EXPECT_EQ(throttle_reasons_text(0x4), "the software power cap");
+  EXPECT_EQ(throttle_reasons_text(0x24), "the software power cap, software thermal slowdown");
+  EXPECT_EQ(throttle_reasons_text(0x48), "hardware slowdown, hardware thermal slowdown");
+  // A bit this kevo has no name for is still shown.
+  EXPECT_EQ(throttle_reasons_text(0x804), "the software power cap, mask 0x800");
+  EXPECT_EQ(throttle_reasons_text(0), "");
+}
+
 TEST(MachineText, ChangeShowsOnlyWhatBothHave) {
   nlohmann::json later = kGpu;
   later["machine.mem_temp_c"] = 61;

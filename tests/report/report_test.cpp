@@ -554,6 +554,70 @@ TEST(ReportSeed, MeasuredAndFailedSeedsSayHowTheyFailed) {
   EXPECT_EQ(md.out.find("not measured"), std::string::npos) << md.out;
 }
 
+// Where the GPU's clocks were held back while a run timed (a power cap), the
+// report says so beside the figures, with the reasons in words and the SM
+// clock's range; a run whose evaluations carry no GPU state has no such line.
+TEST(ReportMachine, ThrottledClocksAreShownBesideTheFigures) {
+  const fs::path dir = test::temp_dir("report-machine");
+  const std::string db = (dir / "kevo.db").string();
+  test::store_cpu_roof(db);
+  const std::string naive =
+      (test::repo_dir() / "targets" / "cpu" / "kernels" / "swiglu" / "naive.c").string();
+  std::ofstream(dir / "task.json") << R"({"operator": "swiglu", "shapes": {"g": [64, 1000]},
+      "timing": {"min_time_ms": 2, "min_samples": 3}, "knobs": {"THREADS": [1, 2]},
+      "kernels": [")" + naive + R"("],
+      "search": {"strategy": "grid", "stop": {"max_evals": 2}}})";
+  auto run = test::run_kevo(dir, db, {"run", "task.json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string id = std::to_string(std::stoll(run.out.substr(run.out.find("kevo run ") + 9)));
+  auto report = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"report", id};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = test::run_kevo(dir, db, args, {}, 1 << 22);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  };
+  // A CPU run: no GPU state, no machine line.
+  EXPECT_TRUE(json::parse(report({"--format", "json"}))["machine"].is_null());
+  EXPECT_EQ(report({}).find("- machine: "), std::string::npos);
+
+  // The runner's state at the end of each evaluation, as a GPU runner stores
+  // it: the first evaluation at full clock, the others under the power cap
+  // and, once, thermal slowdown as well.
+  std::vector<int64_t> evaluations;
+  {
+    Store s(db);
+    for (const auto& [candidate, evs] : s.evaluations_of_run(std::stoll(id)))
+      for (const int64_t e : evs) evaluations.push_back(e);
+  }
+  ASSERT_GE(evaluations.size(), 2u);
+  {
+    Store s(db);
+    for (size_t i = 0; i < evaluations.size(); ++i) {
+      const double mhz = i == 0 ? 1980 : 1620 + 10.0 * static_cast<double>(i);
+      const int mask = i == 0 ? 0 : (i == 1 ? 0x24 : 0x4);
+      s.query("INSERT INTO profiles(evaluation_id, metric, value, unit) VALUES (?, 'machine.sm_mhz', ?, 'MHz'), "
+              "(?, 'machine.throttle', ?, 'mask')",
+              {SqlValue(evaluations[i]), SqlValue(mhz), SqlValue(evaluations[i]), SqlValue(static_cast<double>(mask))});
+    }
+  }
+  const json m = json::parse(report({"--format", "json"}))["machine"];
+  ASSERT_TRUE(m.is_object()) << m.dump();
+  const auto n = static_cast<int64_t>(evaluations.size());
+  EXPECT_EQ(m["evaluations"], n);
+  EXPECT_EQ(m["with_throttle"], n);
+  EXPECT_EQ(m["throttled"], n - 1);
+  EXPECT_EQ(m["throttle_mask"], 0x24);
+  EXPECT_EQ(m["sm_mhz"]["min"], 1630);
+  EXPECT_EQ(m["sm_mhz"]["max"], 1980);
+  const std::string md = report({});
+  EXPECT_NE(md.find(fmt::format("- machine: the GPU's clocks were held back (the software power cap, "
+                                "software thermal slowdown) in {} of {} evaluations; SM clock 1630-1980 MHz",
+                                n - 1, n)),
+            std::string::npos)
+      << md;
+}
+
 // T4 results of failed points carry kevo's status and what went wrong, in one
 // short line; a correct point's carries its status and no error.
 TEST(ReportT4, FailedPointsCarryTheirStatusAndAOneLineError) {
