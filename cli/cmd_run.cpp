@@ -188,6 +188,9 @@ void print_summary(const Engine& engine, const Task& task, const nlohmann::json&
                             : "",
                machine);
   }
+  if (j.contains("machine"))
+    if (const std::string held = clocks_held_text(j["machine"]); !held.empty())
+      fmt::print("{:<12}{}: this run's figures are at those clocks\n", "machine", held);
   fmt::print("{:<12}{} measured ({}), {} answered from earlier runs, {} repeated proposals\n",
              "evaluations", s.evaluations, failures_text(s), s.reused, s.duplicates);
   fmt::print("{:<12}{} on the budget clock; this process {}: compile {}, run {}, searcher {} + "
@@ -345,6 +348,10 @@ int cmd_run(const Argv& argv) {
   const SearchSpace& space = engine.space();
 
   nlohmann::json summary = engine.summary(reason);
+  // Whether the GPU's clocks were held back while it timed (null on a CPU):
+  // the figures above are then the capped clock's.
+  if (nlohmann::json m = machine_over_run(store, engine.run_id()); !m.is_null())
+    summary["machine"] = std::move(m);
   std::string best_file;
   if (auto out = a.value("-o")) {
     if (auto best = engine.best()) {

@@ -96,4 +96,25 @@ std::string throttle_reasons_text(uint64_t mask) {
   return text;
 }
 
+std::string clocks_held_text(const nlohmann::json& m) {
+  if (!m.is_object()) return "";
+  const int64_t throttled = m.value("throttled", int64_t{0});
+  const nlohmann::json& mhz = m["sm_mhz"];
+  const bool moved =
+      mhz.is_object() && mhz["min"].get<double>() < 0.95 * mhz["max"].get<double>();
+  if (throttled == 0 && !moved) return "";
+  const std::string clock =
+      mhz.is_object()
+          ? fmt::format("SM clock {:.0f}-{:.0f} MHz (median {:.0f})", mhz["min"].get<double>(),
+                        mhz["max"].get<double>(), mhz["median"].get<double>())
+          : std::string("SM clock not read");
+  const std::string held =
+      throttled > 0
+          ? fmt::format("the GPU's clocks were held back ({}) in {} of {} evaluations",
+                        throttle_reasons_text(m["throttle_mask"].get<uint64_t>()), throttled,
+                        m["with_throttle"].get<int64_t>())
+          : std::string("the GPU's SM clock moved over the run");
+  return held + "; " + clock;
+}
+
 }  // namespace kevo

@@ -24,4 +24,10 @@ std::string machine_change_text(const nlohmann::json& before, const nlohmann::js
 // software thermal slowdown"; bits without a name as "mask 0x...".
 std::string throttle_reasons_text(uint64_t mask);
 
+// What machine_over_run() found, in one sentence for a reader, where any
+// evaluation was throttled or the SM clock moved by 5% or more: "the GPU's
+// clocks were held back (the software power cap) in 59 of 75 evaluations;
+// SM clock 1620-1980 MHz (median 1845)"; "" otherwise (and for null).
+std::string clocks_held_text(const nlohmann::json& machine);
+
 }  // namespace kevo

@@ -31,6 +31,12 @@ nlohmann::json run_report(Store& store, int64_t run, int top_k = 10);
 // is no such batch.
 nlohmann::json batch_report(Store& store, int64_t batch);
 
+// The GPU's clocks over a run's evaluations, as each runner read them at the
+// end of its timing: {"evaluations", "with_throttle", "throttled",
+// "throttle_mask", "sm_mhz": {"min", "median", "max"} or null}; null when no
+// evaluation has a GPU's state (a CPU run).
+nlohmann::json machine_over_run(Store& store, int64_t run);
+
 // Counts by status as text, most first: "2 mismatch, 1 compile_error"
 // ("" for none). Statuses whose count is not a positive number are left out.
 std::string failure_counts_text(const nlohmann::json& counts);

@@ -335,12 +335,9 @@ json time_section(Store& store, int64_t run, const json& summary) {
   return t;
 }
 
-// The GPU's clocks over the run's evaluations, as each runner read them at the
-// end of its timing (machine.sm_mhz, machine.throttle: NVML's clock-event
-// reasons, idle left out): how many evaluations ran with the clocks held
-// back, and the SM clock's range. Null when no evaluation has a GPU's state
-// (a CPU run).
-json machine_section(Store& store, int64_t run) {
+}  // namespace
+
+json machine_over_run(Store& store, int64_t run) {
   int64_t states = 0, with_mask = 0, throttled = 0;
   uint64_t mask = 0;
   std::vector<double> mhz;
@@ -373,8 +370,6 @@ json machine_section(Store& store, int64_t run) {
   }
   return j;
 }
-
-}  // namespace
 
 json run_report(Store& store, int64_t run, int top_k) {
   const std::optional<RunRecord> stored = store.run(run);
@@ -453,7 +448,7 @@ json run_report(Store& store, int64_t run, int top_k) {
   r["drift"] = summary.is_object() && summary.contains("drift") ? summary["drift"] : json::array();
   // Whether the GPU's clocks were held back while the run timed (a power or
   // thermal cap): then a compute-bound kernel's figures are the capped ones.
-  r["machine"] = machine_section(store, run);
+  r["machine"] = machine_over_run(store, run);
   // A multi-shape task: per timed shape, the chosen kernel and the fastest
   // of the run at that shape alone (see Engine::shapes_summary).
   r["shapes"] = summary.is_object() && summary.contains("shapes") ? summary["shapes"] : json::array();

@@ -294,30 +294,12 @@ std::vector<std::string> best_lines(const json& r) {
   // capped clock's, which a short timing elsewhere (a peer harness, a fresh
   // GPU) need not see. Shown where any evaluation was throttled or the SM
   // clock moved by 5% or more.
-  const json& m = r.value("machine", json());
-  if (m.is_object()) {
-    const int64_t throttled = m.value("throttled", int64_t{0});
-    const json& mhz = m["sm_mhz"];
-    const bool moved = mhz.is_object() && mhz["min"].get<double>() < 0.95 * mhz["max"].get<double>();
-    if (throttled > 0 || moved) {
-      std::string clock =
-          mhz.is_object()
-              ? fmt::format("SM clock {:.0f}-{:.0f} MHz (median {:.0f})", mhz["min"].get<double>(),
-                            mhz["max"].get<double>(), mhz["median"].get<double>())
-              : std::string("SM clock not read");
-      std::string held =
-          throttled > 0
-              ? fmt::format("the GPU's clocks were held back ({}) in {} of {} evaluations",
-                            throttle_reasons_text(m["throttle_mask"].get<uint64_t>()), throttled,
-                            m["with_throttle"].get<int64_t>())
-              : std::string("the GPU's SM clock moved over the run");
-      lines.push_back(fmt::format(
-          "machine: {}; {}. A compute-bound kernel's time follows the clock: this run's figures "
-          "are at the clocks it had, and a shorter timing elsewhere may read faster. The "
-          "confirmation re-measured the leaders in alternating rounds, under the same conditions",
-          held, clock));
-    }
-  }
+  if (const std::string held = clocks_held_text(r.value("machine", json())); !held.empty())
+    lines.push_back(fmt::format(
+        "machine: {}. A compute-bound kernel's time follows the clock: this run's figures are "
+        "at the clocks it had, and a shorter timing elsewhere may read faster. The confirmation "
+        "re-measured the leaders in alternating rounds, under the same conditions",
+        held));
   return lines;
 }
 

@@ -38,6 +38,28 @@ TEST(MachineText, ThrottleReasonsInWords) {
   EXPECT_EQ(throttle_reasons_text(0), "");
 }
 
+TEST(MachineText, ClocksHeldOnlyWhereTheyWere) {
+  const nlohmann::json steady = {{"evaluations", 10}, {"with_throttle", 10}, {"throttled", 0},
+                                 {"throttle_mask", 0},
+                                 {"sm_mhz", {{"min", 1950}, {"median", 1980}, {"max", 1980}}}};
+  EXPECT_EQ(clocks_held_text(nullptr), "");
+  EXPECT_EQ(clocks_held_text(steady), "");  // 1.5% apart, never throttled
+  nlohmann::json capped = steady;
+  capped["throttled"] = 7;
+  capped["throttle_mask"] = 4;
+  capped["sm_mhz"] = {{"min", 1620}, {"median", 1845}, {"max", 1980}};
+  EXPECT_EQ(clocks_held_text(capped),
+            "the GPU's clocks were held back (the software power cap) in 7 of 10 evaluations; "
+            "SM clock 1620-1980 MHz (median 1845)");
+  nlohmann::json moved = steady;  // no reason given, but the clock fell 10%
+  moved["sm_mhz"]["min"] = 1782;
+  EXPECT_EQ(clocks_held_text(moved),
+            "the GPU's SM clock moved over the run; SM clock 1782-1980 MHz (median 1980)");
+  nlohmann::json no_clock = capped;
+  no_clock["sm_mhz"] = nullptr;
+  EXPECT_NE(clocks_held_text(no_clock).find("; SM clock not read"), std::string::npos);
+}
+
 TEST(MachineText, ChangeShowsOnlyWhatBothHave) {
   nlohmann::json later = kGpu;
   later["machine.mem_temp_c"] = 61;
