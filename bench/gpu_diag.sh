@@ -29,20 +29,10 @@ for task in "$@"; do
   [ -f "$cfg" ] || { echo "gpu_diag: no config $cfg" >&2; continue; }
   echo "== $task"
   task=$(basename "$task")   # the name of its files here and in BEST_DIR
-  # kevo eval calls $KEVO_NCU as: ncu ARGS... RUNNER --device D --profile JOB (and
-  # ncu --import ... to read it); this wrapper profiles the same job with the
-  # sections above first. kevo starts ncu with the runner's environment only, so the
-  # task's name is written into the wrapper, one wrapper per task.
-  cat > "$w/ncu-wrap" <<WRAP
-#!/usr/bin/env bash
-if [ "\$1" != "--import" ]; then
-  args=("\$@"); n=\${#args[@]}
-  "$NCU" --clock-control none --profile-from-start off $SECTIONS -f -o "$w/kevo-$task" \
-    "\${args[n-5]}" --device "\${args[n-3]}" --profile "\${args[n-1]}" > "$w/kevo-$task.log" 2>&1
-fi
-exec "$NCU" "\$@"
-WRAP
-  chmod +x "$w/ncu-wrap"
+  # kevo's own profile goes through this ncu, which first profiles the same job
+  # with the sections above into $w/kevo-$task.ncu-rep.
+  bench/micro/ncu_wrap.sh "$w/ncu-wrap" "$NCU" "$w/kevo-$task" --clock-control none \
+    --profile-from-start off $SECTIONS
   KEVO_NCU=$w/ncu-wrap KEVO_DB=$w/kevo.db build/bin/kevo eval --task "$cfg" \
     "$BEST_DIR/$task.best.cu" 2>&1 | tail -4
   TORCH_LOGS=output_code "$NCU" --clock-control none --profile-from-start off $SECTIONS -k "regex:$KERNELS" \
