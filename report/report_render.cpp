@@ -298,7 +298,8 @@ std::vector<std::string> best_lines(const json& r) {
     lines.push_back(fmt::format(
         "machine: {}. A compute-bound kernel's time follows the clock: this run's figures are "
         "at the clocks it had, and a shorter timing elsewhere may read faster. The confirmation "
-        "re-measured the leaders in alternating rounds, under the same conditions",
+        "timed the leaders in alternating rounds, so a clock that moved between rounds moved "
+        "for both",
         held));
   return lines;
 }
