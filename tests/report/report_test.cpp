@@ -521,18 +521,29 @@ TEST(ReportRoof, OneLinePairPerThreadCountAsMeasured) {
   EXPECT_DOUBLE_EQ((lines[{"compute", 2}]), 100.5e3);
 }
 
+// A grid search of at most two points of swiglu at 64 x 1000 over `kernels`
+// (THREADS from `threads`, a JSON list), in a store of its own in `dir` with
+// the CPU roof: what kevo run printed.
+ProcessResult small_swiglu_run(const fs::path& dir, const std::string& db,
+                               const std::vector<std::string>& kernels, const std::string& threads) {
+  test::store_cpu_roof(db);
+  std::string list;
+  for (const auto& k : kernels) list += (list.empty() ? "\"" : ", \"") + k + "\"";
+  std::ofstream(dir / "task.json") << R"({"operator": "swiglu", "shapes": {"g": [64, 1000]},
+      "timing": {"min_time_ms": 2, "min_samples": 3}, "knobs": {"THREADS": )" + threads + R"(},
+      "kernels": [)" + list + R"(],
+      "search": {"strategy": "grid", "stop": {"max_evals": 2}}})";
+  return test::run_kevo(dir, db, {"run", "task.json"});
+}
+
+const std::string kNaiveSwiglu =
+    (test::repo_dir() / "targets" / "cpu" / "kernels" / "swiglu" / "naive.c").string();
+
 TEST(ReportSeed, MeasuredAndFailedSeedsSayHowTheyFailed) {
   const fs::path dir = test::temp_dir("report-seed");
   const std::string db = (dir / "kevo.db").string();
-  test::store_cpu_roof(db);
-  const std::string naive =
-      (test::repo_dir() / "targets" / "cpu" / "kernels" / "swiglu" / "naive.c").string();
   const std::string wrong = (test::source_dir() / "eval" / "kernels" / "wrong.c").string();
-  std::ofstream(dir / "task.json") << R"({"operator": "swiglu", "shapes": {"g": [64, 1000]},
-      "timing": {"min_time_ms": 2, "min_samples": 3}, "knobs": {"THREADS": [1]},
-      "kernels": [")" + naive + R"(", ")" + wrong + R"("],
-      "search": {"strategy": "grid", "stop": {"max_evals": 2}}})";
-  auto run = test::run_kevo(dir, db, {"run", "task.json"});
+  auto run = small_swiglu_run(dir, db, {kNaiveSwiglu, wrong}, "[1]");
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_NE(run.out.find("failed (1 mismatch)"), std::string::npos) << run.out;
   EXPECT_EQ(run.out.find("not measured"), std::string::npos) << run.out;
@@ -560,14 +571,7 @@ TEST(ReportSeed, MeasuredAndFailedSeedsSayHowTheyFailed) {
 TEST(ReportMachine, ThrottledClocksAreShownBesideTheFigures) {
   const fs::path dir = test::temp_dir("report-machine");
   const std::string db = (dir / "kevo.db").string();
-  test::store_cpu_roof(db);
-  const std::string naive =
-      (test::repo_dir() / "targets" / "cpu" / "kernels" / "swiglu" / "naive.c").string();
-  std::ofstream(dir / "task.json") << R"({"operator": "swiglu", "shapes": {"g": [64, 1000]},
-      "timing": {"min_time_ms": 2, "min_samples": 3}, "knobs": {"THREADS": [1, 2]},
-      "kernels": [")" + naive + R"("],
-      "search": {"strategy": "grid", "stop": {"max_evals": 2}}})";
-  auto run = test::run_kevo(dir, db, {"run", "task.json"});
+  auto run = small_swiglu_run(dir, db, {kNaiveSwiglu}, "[1, 2]");
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const std::string id = std::to_string(std::stoll(run.out.substr(run.out.find("kevo run ") + 9)));
   auto report = [&](const std::vector<std::string>& extra) {
