@@ -2,11 +2,14 @@
 # The 4096^3 GEMM's levers on a GPU host, in one device call:
 #  1. OnGpu.PersistentTilesAreRight (the persistent, ping-pong, stream-K and
 #     EPIB points of gemm wgmma against the CPU reference);
-#  2. nine wgmma points in one harness beside torch.compile
+#  2. seven wgmma points in one harness beside torch.compile
 #     (bench/micro/harness_points.py, L2 flushed by a fill, 3 rounds): the
-#     persistent cluster-of-two kernel that was best before, with stream-K
-#     (SK, in clusters of two and one), with a fourth stage (EPIB 2, with and
-#     without SK), and the ping-pong and 128-row cooperative kernels;
+#     two best of 2026-12-05 (the persistent cluster-of-two kernel, and it
+#     with a fourth stage and EPIB 2), and the 256 x 128 four-stage start
+#     (cuBLAS's tile) with its neighbours: one CTA per cluster, GROUP_M 16,
+#     KEEP 0, and the three-stage 256 x 128 kernel of before. (The SK and
+#     PING points lost there by 4-30%:
+#     bench/results/2026-12-05-h100-decode-gemm-7.md.)
 #  3. a kevo search of configs/cuda/gemm-4096.json in the time left, then its
 #     best against cuBLAS (torch eager) in one harness, 3 rounds.
 #   LIMIT=570 bench/gpu_gemm_levers.sh       (seconds; results in $OUT or build/gpu-levers)
@@ -26,6 +29,8 @@ W=targets/cuda/kernels/gemm/wgmma.cu
 BEST="BN=256,WGM=64,NCONS=2,STAGES=3,EPI=2,PERSIST=1,CLUSTER=2,GROUP_M=8,KEEP=0"
 C1="BN=256,WGM=64,NCONS=2,STAGES=3,EPI=2,PERSIST=1,CLUSTER=1,GROUP_M=8,KEEP=0"
 S4="BN=256,WGM=64,NCONS=2,STAGES=4,EPI=2,EPIB=2,PERSIST=1,CLUSTER=2,GROUP_M=8,KEEP=0"
+# the start line at cuBLAS's 4096^3 tile (wgmma.cu)
+W128="BN=128,WGM=128,NCONS=2,STAGES=4,EPI=2,EPIB=1,PERSIST=1,CLUSTER=2,GROUP_M=8"
 {
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu --format=csv,noheader
 timeout $(upto 110) build/tests/cuda_tests --gtest_filter='OnGpu.PersistentTilesAreRight' > $OUT/tests.txt 2>&1
@@ -33,11 +38,9 @@ echo "persistent test rc=$? at $(el) s"
 grep -E "^\[ +(OK|FAILED|PASSED) |Failure|Expected|Which is|Value of|point|knob" $OUT/tests.txt | head -40
 timeout $(upto 210) python3 bench/micro/harness_points.py configs/cuda/gemm-4096.json --flush fill --rounds 3 \
   --json $OUT/points4096.json \
-  --point best_before=$W:$BEST --point sk_c2=$W:$BEST,SK=1 --point sk_c1=$W:$C1,SK=1 \
-  --point s4_epib2=$W:$S4 --point s4_epib2_sk=$W:$S4,SK=1 \
-  --point ping=$W:BN=128,WGM=128,NCONS=2,STAGES=5,EPI=2,PERSIST=1,PING=1,GROUP_M=8 \
-  --point ping_c2=$W:BN=128,WGM=128,NCONS=2,STAGES=5,EPI=2,PERSIST=1,PING=1,CLUSTER=2,GROUP_M=8 \
-  --point ping_n256=$W:BN=256,WGM=64,NCONS=2,STAGES=4,EPI=2,PERSIST=1,PING=1,CLUSTER=2,GROUP_M=8 \
+  --point best_before=$W:$BEST --point s4_epib2=$W:$S4 \
+  --point w128s4=$W:$W128 --point w128s4_c1=$W:${W128/CLUSTER=2/CLUSTER=1} \
+  --point w128s4_g16=$W:${W128/GROUP_M=8/GROUP_M=16} --point w128s4_keep0=$W:$W128,KEEP=0 \
   --point coop_w128=$W:BN=128,WGM=128,NCONS=2,STAGES=3,EPI=2,PERSIST=1,CLUSTER=2,GROUP_M=8,KEEP=0 \
   2>&1 | grep -v "AUTOTUNE\|SingleProcess\|Ignoring this choice\|^  [a-z_]"
 echo "points rc=${PIPESTATUS[0]} at $(el) s"
