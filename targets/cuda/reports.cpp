@@ -298,7 +298,7 @@ struct Stall {
 const Stall kStalls[] = {
     {"long_scoreboard", "long scoreboard (waiting on global/local memory)"},
     {"short_scoreboard", "short scoreboard (shared memory, special functions)"},
-    {"barrier", "barrier (__syncthreads)"},
+    {"barrier", "barrier (warps waiting for others at __syncthreads, a named or a cluster barrier)"},
     {"mio_throttle", "MIO throttle (shared-memory instruction queue)"},
     {"lg_throttle", "LG throttle (too many global/local instructions)"},
     {"math_pipe_throttle", "math pipe throttle"},

@@ -131,6 +131,24 @@ TEST(CudaReports, NcuRawScaledUnits) {
   EXPECT_NE(cuda::classify(k[0], {}).kind, "launch");
 }
 
+// ncu's barrier stall counts every warp waiting for others at a CTA-wide,
+// named or cluster barrier. A warp-specialized kernel's are mostly named
+// barriers: the diagnosis must not send the reader to look for __syncthreads.
+TEST(CudaReports, BarrierStallsAreNotOnlySyncthreads) {
+  const std::string csv =
+      "\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\","
+      "\"smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio\","
+      "\"smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio\"\n"
+      "\"\",\"\",\"nsecond\",\"\",\"\"\n"
+      "\"0\",\"k\",\"180000\",\"8.2\",\"1.5\"\n";
+  auto k = cuda::parse_ncu_raw(csv);
+  ASSERT_EQ(k.size(), 1u);
+  auto b = cuda::classify(k[0], {});
+  EXPECT_NE(b.why.find("top stall barrier (warps waiting for others at __syncthreads, a named or a cluster barrier)"),
+            std::string::npos)
+      << b.why;
+}
+
 TEST(CudaReports, NcuRawRejectsOtherText) {
   EXPECT_THROW(cuda::parse_ncu_raw("==ERROR== The application returned an error code (1).\n"),
                UserError);
