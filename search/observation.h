@@ -28,6 +28,7 @@ struct Observation {
   bool reused = false;  // answered from an earlier measurement, not measured now
   int64_t duplicate_of = 0;  // the candidate of this run that already has this point
   double measure_s = 0;  // how long its evaluation ran (the runner's time): what re-measuring it costs
+  double sm_mhz = 0;     // the GPU's SM clock when it was timed (machine.sm_mhz; 0: not known)
 
   bool ok() const { return status == Status::ok; }
 };
@@ -43,6 +44,8 @@ inline Observation observation_of(const EvalResult& r) {
     o.spread = r.timing->median_s > 0 ? (r.timing->p80_s - r.timing->p20_s) / r.timing->median_s
                                       : 0;
   }
+  for (const auto& m : r.profile)
+    if (m.metric == "machine.sm_mhz") o.sm_mhz = m.value;
   if (r.diagnosis) {
     o.roof_fraction = r.diagnosis->roof_fraction;
     o.bound = r.diagnosis->bound;

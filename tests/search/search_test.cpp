@@ -95,6 +95,15 @@ class FakeBackend final : public ImmediateBackend {
                      {"ptxas.registers", 32, "register/thread", 0}};
       Diagnosis d;
       d.bound = "memory";
+      // A compute-bound task on a GPU under its power cap: capped_key's first
+      // measurement ran at 1500 MHz, so it took 1980/1500 as long; every
+      // other measurement ran at 1980 MHz.
+      if (!capped_key.empty()) {
+        d.bound = "compute";
+        const bool capped = key == capped_key && ++capped_calls == 1;
+        if (capped) r.timing = TimingStats::from_samples({t * 1.32 * 0.99, t * 1.32, t * 1.32 * 1.01}, 1, 2);
+        r.profile.push_back({"machine.sm_mhz", capped ? 1500.0 : 1980.0, "MHz", 0});
+      }
       d.roof_fraction = 1e-3 / r.timing->median_s;
       d.floor_s = 1e-3;
       r.diagnosis = d;
@@ -111,6 +120,8 @@ class FakeBackend final : public ImmediateBackend {
   double drift = 0;       // each call after drift_after is this much slower than the last
   int drift_after = 0;
   int machine_from = 0;  // the call from which results carry the machine's state (0: none)
+  std::string capped_key;  // its first measurement ran at a lower SM clock (see answer)
+  int capped_calls = 0;
   int lucky_calls = 0;
   int invalid = 0;
   int calls = 0;
@@ -400,6 +411,44 @@ TEST(Search, MeasurementsOfAnotherKevoAreNotReused) {
   e.run();
   EXPECT_EQ(e.stats().reused, 0);
   EXPECT_EQ(e.stats().evaluations, 30);
+}
+
+// A compute-bound candidate timed while the GPU's power cap held the clock
+// back lost only its clock: it is re-measured beside the fastest, and the
+// alternating rounds make it the best, at the time they measured.
+TEST(Search, ACandidateTimedAtALowerClockIsConfirmedBesideTheLeaders) {
+  Fixture f("capped-clock");
+  const Family& fast = f.space.family(0);
+  ASSERT_EQ(fast.name, "fast");
+  f.backend.capped_key = fast.source_hash + "|" + knobs_to_json({{"A", 5}, {"B", 2}, {"C", 3}});
+  SearchConfig c = config("grid", 100000);
+  c.confirm = 1;
+  c.confirm_rounds = 3;
+  Engine e(f.task, f.space, f.store, f.backend, c, this_machine());
+  e.begin({});
+  e.run();
+  // By the search's figures A=5 B=2 C=2 led (1.3 ms against the optimum's
+  // 1.32 ms at 1500 MHz); at 1980 MHz the optimum would have taken 1.0 ms.
+  ASSERT_TRUE(e.best());
+  EXPECT_TRUE(found_optimum(e));
+  EXPECT_TRUE(e.best()->confirmed);
+  EXPECT_NEAR(e.best()->obs.seconds, 1e-3, 1e-6);  // the rounds' median, not a scaled time
+  // The leader, the clock-held one and the two family defaults, 3 rounds each.
+  EXPECT_EQ(e.stats().confirmations, 4 * 3);
+}
+
+// With every candidate timed at one clock the picks are the fastest alone.
+TEST(Search, OneClockAddsNoPicks) {
+  Fixture f("one-clock");
+  f.backend.capped_key = "none";  // compute-bound, every measurement at 1980 MHz
+  SearchConfig c = config("grid", 100000);
+  c.confirm = 1;
+  c.confirm_rounds = 3;
+  Engine e(f.task, f.space, f.store, f.backend, c, this_machine());
+  e.begin({});
+  e.run();
+  EXPECT_TRUE(found_optimum(e));
+  EXPECT_EQ(e.stats().confirmations, 3 * 3);
 }
 
 // A point an earlier run confirmed is reused with the measurement that stood
