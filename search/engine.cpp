@@ -604,7 +604,7 @@ std::string Engine::run() {
 // round, and each candidate's figure is the median of its rounds: a machine
 // that drifts while they are timed (clocks, temperature, a neighbour) moves
 // every candidate alike instead of favouring whichever went first.
-std::vector<const Observation*> Engine::confirmation_picks() const {
+std::vector<const Observation*> Engine::confirmation_picks(int64_t* by_clock) const {
   std::vector<const Observation*> pick;
   if (config_.confirm <= 0 || backend_.name() == "replay") return pick;
   std::vector<const Observation*> ok;
@@ -635,7 +635,9 @@ std::vector<const Observation*> Engine::confirmation_picks() const {
     std::stable_sort(scaled.begin(), scaled.end(), [&](const Observation* a, const Observation* b) {
       return at_top_clock(a) < at_top_clock(b);
     });
+    const size_t before = pick.size();
     for (size_t i = 0; i < scaled.size() && i < static_cast<size_t>(config_.confirm); ++i) add(scaled[i]);
+    if (by_clock) *by_clock = static_cast<int64_t>(pick.size() - before);
   }
   // Every family's default point too, so that best, seeds and naive are all
   // compared by measurements of the same kind.
@@ -663,7 +665,7 @@ double Engine::confirmation_estimate_s() const {
 }
 
 void Engine::confirm() {
-  const std::vector<const Observation*> pick = confirmation_picks();
+  const std::vector<const Observation*> pick = confirmation_picks(&stats_.confirm_by_clock);
   if (pick.empty()) return;
   std::vector<std::vector<double>> rounds(pick.size());
   std::vector<bool> failed(pick.size(), false);
@@ -692,7 +694,11 @@ void Engine::confirm() {
     std::vector<EvalJob> jobs;
     for (size_t i : order) jobs.push_back({&space_.family(pick[i]->point.family), pick[i]->point.knobs});
     if (on_stage)
-      on_stage(fmt::format("re-measuring the best {} to confirm them (round {} of {}{})", jobs.size(),
+      on_stage(fmt::format("re-measuring the best {} to confirm them{} (round {} of {}{})", jobs.size(),
+                           stats_.confirm_by_clock > 0
+                               ? fmt::format(", {} of them for their time at the run's highest GPU clock",
+                                             stats_.confirm_by_clock)
+                               : "",
                            round + 1, n_rounds,
                            n_rounds < config_.confirm_rounds
                                ? fmt::format("; {} asked, the time budget holds {}", config_.confirm_rounds, n_rounds)
@@ -881,6 +887,7 @@ nlohmann::json Engine::summary(const std::string& stop_reason) const {
   j["invalid_proposals"] = stats_.invalid;
   j["confirmations"] = stats_.confirmations;
   j["confirm_rounds_run"] = stats_.confirm_rounds_run;
+  j["confirm_by_clock"] = stats_.confirm_by_clock;
   if (llm_)
     j["llm"] = {{"sources", stats_.llm_sources},      {"unusable_replies", stats_.llm_unusable},
                 {"calls", llm_->calls()},            {"cached", llm_->cached_calls()},

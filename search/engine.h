@@ -71,6 +71,7 @@ struct EngineStats {
   int64_t invalid = 0;      // proposals outside the space (a strategy bug; never evaluated)
   int64_t confirmations = 0;  // re-measurements of the best at the end (in the time budget)
   int64_t confirm_rounds_run = 0;  // confirmation rounds planned (fewer than asked where the budget held fewer)
+  int64_t confirm_by_clock = 0;  // candidates re-measured for their time at the run's highest GPU clock
   int64_t llm_sources = 0;    // new kernels the LLM synthesizer wrote
   int64_t llm_unusable = 0;   // its replies that gave no kernel (or one that cannot be searched)
   std::map<std::string, int64_t> by_status;
@@ -182,7 +183,8 @@ class Engine {
   std::optional<std::string> should_stop() const;
   // What the confirmation would re-measure now (the best `confirm` and every
   // family's default point), and how long that would take by their last runs.
-  std::vector<const Observation*> confirmation_picks() const;
+  // by_clock: how many were picked for their time at the run's highest GPU clock.
+  std::vector<const Observation*> confirmation_picks(int64_t* by_clock = nullptr) const;
   double confirmation_estimate_s() const;  // all rounds; kept per history length (asked per job)
   void confirm();
   std::optional<Best> make_best(const Observation& o) const;

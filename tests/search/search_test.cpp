@@ -435,6 +435,7 @@ TEST(Search, ACandidateTimedAtALowerClockIsConfirmedBesideTheLeaders) {
   EXPECT_NEAR(e.best()->obs.seconds, 1e-3, 1e-6);  // the rounds' median, not a scaled time
   // The leader, the clock-held one and the two family defaults, 3 rounds each.
   EXPECT_EQ(e.stats().confirmations, 4 * 3);
+  EXPECT_EQ(e.stats().confirm_by_clock, 1);
 }
 
 // With every candidate timed at one clock the picks are the fastest alone.
@@ -449,6 +450,7 @@ TEST(Search, OneClockAddsNoPicks) {
   e.run();
   EXPECT_TRUE(found_optimum(e));
   EXPECT_EQ(e.stats().confirmations, 3 * 3);
+  EXPECT_EQ(e.stats().confirm_by_clock, 0);
 }
 
 // A point an earlier run confirmed is reused with the measurement that stood
