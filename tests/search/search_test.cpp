@@ -413,44 +413,56 @@ TEST(Search, MeasurementsOfAnotherKevoAreNotReused) {
   EXPECT_EQ(e.stats().evaluations, 30);
 }
 
+// A grid search of the synthetic space with one candidate confirmed in 3
+// rounds, compute-bound; capped_key's first measurement at a lower clock.
+struct ConfirmedRun {
+  bool optimum = false, confirmed = false;
+  double seconds = 0;
+  int64_t confirmations = 0, by_clock = 0;
+};
+ConfirmedRun confirm_one(const std::string& name, const std::string& capped_key) {
+  Fixture f(name);
+  f.backend.capped_key = capped_key;
+  SearchConfig c = config("grid", 100000);
+  c.confirm = 1;
+  c.confirm_rounds = 3;
+  Engine e(f.task, f.space, f.store, f.backend, c, this_machine());
+  e.begin({});
+  e.run();
+  ConfirmedRun r;
+  if (!e.best()) return r;
+  r.optimum = found_optimum(e);
+  r.confirmed = e.best()->confirmed;
+  r.seconds = e.best()->obs.seconds;
+  r.confirmations = e.stats().confirmations;
+  r.by_clock = e.stats().confirm_by_clock;
+  return r;
+}
+
 // A compute-bound candidate timed while the GPU's power cap held the clock
 // back lost only its clock: it is re-measured beside the fastest, and the
 // alternating rounds make it the best, at the time they measured.
 TEST(Search, ACandidateTimedAtALowerClockIsConfirmedBesideTheLeaders) {
-  Fixture f("capped-clock");
-  const Family& fast = f.space.family(0);
-  ASSERT_EQ(fast.name, "fast");
-  f.backend.capped_key = fast.source_hash + "|" + knobs_to_json({{"A", 5}, {"B", 2}, {"C", 3}});
-  SearchConfig c = config("grid", 100000);
-  c.confirm = 1;
-  c.confirm_rounds = 3;
-  Engine e(f.task, f.space, f.store, f.backend, c, this_machine());
-  e.begin({});
-  e.run();
-  // By the search's figures A=5 B=2 C=2 led (1.3 ms against the optimum's
+  const SearchSpace space = synthetic_space();
+  ASSERT_EQ(space.family(0).name, "fast");
+  // By the search's figures A=5 B=2 C=2 leads (1.3 ms against the optimum's
   // 1.32 ms at 1500 MHz); at 1980 MHz the optimum would have taken 1.0 ms.
-  ASSERT_TRUE(e.best());
-  EXPECT_TRUE(found_optimum(e));
-  EXPECT_TRUE(e.best()->confirmed);
-  EXPECT_NEAR(e.best()->obs.seconds, 1e-3, 1e-6);  // the rounds' median, not a scaled time
+  auto r = confirm_one("capped-clock",
+                       space.family(0).source_hash + "|" + knobs_to_json({{"A", 5}, {"B", 2}, {"C", 3}}));
+  EXPECT_TRUE(r.optimum);
+  EXPECT_TRUE(r.confirmed);
+  EXPECT_NEAR(r.seconds, 1e-3, 1e-6);  // the rounds' median, not a scaled time
   // The leader, the clock-held one and the two family defaults, 3 rounds each.
-  EXPECT_EQ(e.stats().confirmations, 4 * 3);
-  EXPECT_EQ(e.stats().confirm_by_clock, 1);
+  EXPECT_EQ(r.confirmations, 4 * 3);
+  EXPECT_EQ(r.by_clock, 1);
 }
 
 // With every candidate timed at one clock the picks are the fastest alone.
 TEST(Search, OneClockAddsNoPicks) {
-  Fixture f("one-clock");
-  f.backend.capped_key = "none";  // compute-bound, every measurement at 1980 MHz
-  SearchConfig c = config("grid", 100000);
-  c.confirm = 1;
-  c.confirm_rounds = 3;
-  Engine e(f.task, f.space, f.store, f.backend, c, this_machine());
-  e.begin({});
-  e.run();
-  EXPECT_TRUE(found_optimum(e));
-  EXPECT_EQ(e.stats().confirmations, 3 * 3);
-  EXPECT_EQ(e.stats().confirm_by_clock, 0);
+  auto r = confirm_one("one-clock", "none");  // compute-bound, every measurement at 1980 MHz
+  EXPECT_TRUE(r.optimum);
+  EXPECT_EQ(r.confirmations, 3 * 3);
+  EXPECT_EQ(r.by_clock, 0);
 }
 
 // A point an earlier run confirmed is reused with the measurement that stood
