@@ -181,7 +181,8 @@ class Engine {
 
  private:
   std::optional<std::string> should_stop() const;
-  // What the confirmation would re-measure now (the best `confirm` and every
+  // What the confirmation would re-measure now (the best `confirm`, the best
+  // `confirm` at the run's highest GPU clock where it moved, and every
   // family's default point), and how long that would take by their last runs.
   // by_clock: how many were picked for their time at the run's highest GPU clock.
   std::vector<const Observation*> confirmation_picks(int64_t* by_clock = nullptr) const;
