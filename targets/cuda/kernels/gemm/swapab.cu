@@ -153,6 +153,9 @@ __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
   if (wg == 0) {
     // ------------------------------------------------------------ producer
     if constexpr (kConsumerRegs > 0) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
+    // Warps 1-3 of this warpgroup have no work: they leave rather than wait
+    // at the cluster barrier below (an exited thread counts as arrived there).
+    if (tid_wg >= 32) return;
     if (tid_wg == 0) {
       asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmA)) : "memory");
       asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmB)) : "memory");
