@@ -1617,7 +1617,12 @@ TEST_F(OnGpu, PersistentTilesAreRight) {
                 {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 1}, {"BN", 192}, {"STAGES", 4}, {"SK", 1}},
                 {{"PERSIST", 1}, {"PING", 1}, {"EPI", 2}, {"EPIB", 1}, {"BN", 128}, {"WGM", 128}, {"STAGES", 5}},
                 // cuBLAS's 4096^3 shape: 256 x 128 tiles, 4 stages, one box staged at a time
-                {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 1}, {"BN", 128}, {"WGM", 128}, {"CLUSTER", 2}, {"STAGES", 4}}},
+                {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 1}, {"BN", 128}, {"WGM", 128}, {"CLUSTER", 2}, {"STAGES", 4}},
+                // the first box staged in the last k tile's ring stage (EPIR)
+                {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"BN", 128}, {"WGM", 128}, {"CLUSTER", 2},
+                 {"STAGES", 4}},
+                {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"BN", 256}, {"KEEP", 0}, {"STAGES", 3}},
+                {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"BN", 128}, {"NCONS", 1}, {"STAGES", 2}}},
                many);
   expect_right("gemm", "wgmma",
                {{{"EPI", 2}},
@@ -1629,7 +1634,8 @@ TEST_F(OnGpu, PersistentTilesAreRight) {
                 {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"BN", 256}, {"STAGES", 3}},
                 {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"BN", 128}, {"CLUSTER", 2}, {"STAGES", 4}},
                 {{"PERSIST", 1}, {"SK", 1}, {"EPI", 0}, {"BN", 64}, {"NCONS", 1}, {"STAGES", 6}},
-                {{"EPI", 2}, {"EPIB", 1}, {"BN", 256}, {"STAGES", 3}}},
+                {{"EPI", 2}, {"EPIB", 1}, {"BN", 256}, {"STAGES", 3}},
+                {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"BN", 128}, {"CLUSTER", 2}, {"STAGES", 3}}},
                {{"A", {33, 1000}}, {"B", {1000, 392}}});
 }
 
