@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # The 4096^3 GEMM's levers on a GPU host, in one device call:
-#  1. OnGpu.PersistentTilesAreRight (the persistent, ping-pong, stream-K and
-#     EPIB points of gemm wgmma against the CPU reference);
-#  2. seven wgmma points in one harness beside torch.compile
-#     (bench/micro/harness_points.py, L2 flushed by a fill, 3 rounds): the
-#     two best of 2026-12-05 (the persistent cluster-of-two kernel, and it
-#     with a fourth stage and EPIB 2), and the 256 x 128 four-stage start
-#     (cuBLAS's tile) with its neighbours: one CTA per cluster, GROUP_M 16,
-#     KEEP 0, and the three-stage 256 x 128 kernel of before. (The SK and
-#     PING points lost there by 4-30%:
-#     bench/results/2026-12-05-h100-decode-gemm-7.md.)
+#  1. OnGpu.PersistentTilesAreRight (the persistent, ping-pong, stream-K,
+#     EPIB and EPIR points of gemm wgmma against the CPU reference);
+#  2. wgmma points in one harness beside torch.compile
+#     (bench/micro/harness_points.py, L2 flushed by a fill, 3 rounds), with the
+#     GPU's SM clock, power and throttle reasons sampled every 100 ms
+#     (smi.csv): the search's best of 2026-12-05 (WGM 64, BN 256, 4 stages,
+#     EPIB 2) and the 256 x 128 four-stage start (cuBLAS's tile), each with
+#     the first box staged in the held ring stage (EPIR); the 256 x 128 point
+#     with direct stores (EPI 0); and a diagnostic, not a kernel: the 256 x 128
+#     point with no epilogue at all (KEVO_DIAG_NO_EPILOGUE, its check fails by
+#     design), which bounds what hiding the epilogue could gain. (Points measured
+#     before: bench/results/2026-12-05-h100-decode-gemm-7.md and -8.md.)
 #  3. a kevo search of configs/cuda/gemm-4096.json in the time left, then its
 #     best against cuBLAS (torch eager) in one harness, 3 rounds.
 #   LIMIT=570 bench/gpu_gemm_levers.sh       (seconds; results in $OUT or build/gpu-levers)
@@ -26,24 +28,24 @@ t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }; left() { echo $(( LIMIT 
 # a step's timeout: N s, or what is left of LIMIT if less (at least 1: timeout 0 would wait for ever)
 upto() { local l=$(( $(left) - 5 )); [ $l -gt $1 ] && l=$1; [ $l -lt 1 ] && l=1; echo $l; }
 W=targets/cuda/kernels/gemm/wgmma.cu
-BEST="BN=256,WGM=64,NCONS=2,STAGES=3,EPI=2,PERSIST=1,CLUSTER=2,GROUP_M=8,KEEP=0"
-C1="BN=256,WGM=64,NCONS=2,STAGES=3,EPI=2,PERSIST=1,CLUSTER=1,GROUP_M=8,KEEP=0"
-S4="BN=256,WGM=64,NCONS=2,STAGES=4,EPI=2,EPIB=2,PERSIST=1,CLUSTER=2,GROUP_M=8,KEEP=0"
+S4="BN=256,WGM=64,NCONS=2,STAGES=4,EPI=2,EPIB=2,PERSIST=1,CLUSTER=2,GROUP_M=8"
 # the start line at cuBLAS's 4096^3 tile (wgmma.cu)
 W128="BN=128,WGM=128,NCONS=2,STAGES=4,EPI=2,EPIB=1,PERSIST=1,CLUSTER=2,GROUP_M=8"
 {
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu --format=csv,noheader
-timeout $(upto 110) build/tests/cuda_tests --gtest_filter='OnGpu.PersistentTilesAreRight' > $OUT/tests.txt 2>&1
+timeout $(upto 150) build/tests/cuda_tests --gtest_filter='OnGpu.PersistentTilesAreRight' > $OUT/tests.txt 2>&1
 echo "persistent test rc=$? at $(el) s"
 grep -E "^\[ +(OK|FAILED|PASSED) |Failure|Expected|Which is|Value of|point|knob" $OUT/tests.txt | head -40
+nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,clocks_throttle_reasons.active --format=csv,noheader \
+  -lms 100 > $OUT/smi.csv 2>/dev/null & smi=$!
 timeout $(upto 210) python3 bench/micro/harness_points.py configs/cuda/gemm-4096.json --flush fill --rounds 3 \
   --json $OUT/points4096.json \
-  --point best_before=$W:$BEST --point s4_epib2=$W:$S4 \
-  --point w128s4=$W:$W128 --point w128s4_c1=$W:${W128/CLUSTER=2/CLUSTER=1} \
-  --point w128s4_g16=$W:${W128/GROUP_M=8/GROUP_M=16} --point w128s4_keep0=$W:$W128,KEEP=0 \
-  --point coop_w128=$W:BN=128,WGM=128,NCONS=2,STAGES=3,EPI=2,PERSIST=1,CLUSTER=2,GROUP_M=8,KEEP=0 \
+  --point s4_epib2=$W:$S4 --point s4_epib1_epir=$W:${S4/EPIB=2/EPIB=1},EPIR=1 \
+  --point w128s4=$W:$W128 --point w128s4_epir=$W:$W128,EPIR=1 --point w128s4_epi0=$W:${W128/EPI=2,EPIB=1/EPI=0} \
+  --point diag_no_epilogue=$W:$W128,KEVO_DIAG_NO_EPILOGUE=1 \
   2>&1 | grep -v "AUTOTUNE\|SingleProcess\|Ignoring this choice\|^  [a-z_]"
-echo "points rc=${PIPESTATUS[0]} at $(el) s"
+prc=${PIPESTATUS[0]}; kill $smi 2>/dev/null
+echo "points rc=$prc at $(el) s"
 s=$(( $(left) - 110 )); [ $s -gt 200 ] && s=200
 # A shorter search spends its time calibrating and on the first seeds: its
 # "best" would be timed beside the peers as if it were a search's (a 0.5-min
@@ -53,6 +55,7 @@ if [ $s -ge 110 ]; then
   timeout $s build/bin/kevo run configs/cuda/gemm-4096.json --max-minutes $mins -o $w/gemm-4096.best.cu \
     --json > $w/gemm-4096.run.json 2> $w/run.log
   echo "search ($mins min) rc=$? at $(el) s"; tail -14 $w/run.log
+  grep -o '"confirm[a-z_]*": *[0-9]*' $w/gemm-4096.run.json
   cp $w/gemm-4096.best.cu $w/gemm-4096.run.json $OUT/ 2>/dev/null
   timeout $(upto 600) python3 bench/peers/torch_peers.py configs/cuda/gemm-4096.json \
     --peers eager,kevo_cuda --kevo-cuda-dir $w --rounds 3 --launch-cover-us 300 2>&1 | grep -v "AUTOTUNE\|^  [a-z_]\|^$"
