@@ -56,7 +56,7 @@ int kb_search(const Argv& argv) {
          {{"--target", "T", "cpu, cuda, triton or trainium"},
           {"--op", "O", "elementwise, reduction, softmax, norm or gemm"},
           {"--bound", "B",
-           "memory, compute, latency, dram-bandwidth, memory-latency, occupancy, spills or launch"},
+           "memory, compute, latency, dram-bandwidth, l2-bandwidth, memory-latency, occupancy, spills or launch"},
           {"--kind", "K", "pattern, hardware or error"},
           {"-k", "N", "how many documents (default 5)"},
           corpus_option(),

@@ -74,7 +74,7 @@ struct Diagnosis {
   double roof_gflops = 0;
   std::string why;  // one sentence
   // What a profiler (or the compiler's resource report) says limits the
-  // kernel: "dram-bandwidth", "memory-latency", "occupancy", "spills",
+  // kernel: "dram-bandwidth", "l2-bandwidth", "memory-latency", "occupancy", "spills",
   // "compute", "launch" or "" when nothing was profiled.
   std::string bottleneck;
 };

@@ -343,8 +343,9 @@ const std::vector<std::string>& kb_tag_words(std::string_view axis) {
   static const std::vector<std::string> ops = {"elementwise", "reduction", "softmax",
                                                "norm",        "gemm",      "any"};
   static const std::vector<std::string> bounds = {"memory",         "compute",        "latency",
-                                                  "dram-bandwidth", "memory-latency", "occupancy",
-                                                  "spills",         "launch",         "any"};
+                                                  "dram-bandwidth", "l2-bandwidth",   "memory-latency",
+                                                  "occupancy",      "spills",         "launch",
+                                                  "any"};
   // Hardware features (no "any": a pattern that needs none says nothing).
   static const std::vector<std::string> features = {"avx2",     "fma",      "avx512", "cp-async",
                                                     "mma-sync", "tma",      "wgmma",  "clusters",

@@ -138,8 +138,9 @@ std::optional<double> number(const std::string& text) {
   }
 }
 
-// ncu scales units to the magnitude unless told --print-units base: times
-// and sizes are brought back to nanoseconds and bytes here either way.
+// ncu scales units to the magnitude unless told --print-units base: times,
+// sizes and rates are brought back to nanoseconds, bytes and hertz here
+// either way (a clock prints as cycle/second or scaled, e.g. cycle/usecond).
 void to_base_unit(double& v, std::string& unit) {
   struct Scale {
     const char* unit;
@@ -152,6 +153,10 @@ void to_base_unit(double& v, std::string& unit) {
       {"s", 1e9, "ns"},          {"Kbyte", 1e3, "byte"},   {"Mbyte", 1e6, "byte"},
       {"Gbyte", 1e9, "byte"},    {"Tbyte", 1e12, "byte"},  {"KB", 1e3, "byte"},
       {"MB", 1e6, "byte"},       {"GB", 1e9, "byte"},
+      {"cycle/second", 1, "Hz"}, {"cycle/msecond", 1e3, "Hz"}, {"cycle/usecond", 1e6, "Hz"},
+      {"cycle/nsecond", 1e9, "Hz"}, {"hz", 1, "Hz"},      {"Khz", 1e3, "Hz"},
+      {"Mhz", 1e6, "Hz"},        {"Ghz", 1e9, "Hz"},       {"KHz", 1e3, "Hz"},
+      {"MHz", 1e6, "Hz"},        {"GHz", 1e9, "Hz"},
   };
   for (const auto& s : scales)
     if (unit == s.unit) {
@@ -329,6 +334,8 @@ const std::string& ncu_metric_list() {
         "dram__throughput.avg.pct_of_peak_sustained_elapsed",
         "sm__throughput.avg.pct_of_peak_sustained_elapsed",
         "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+        "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+        "sm__cycles_elapsed.avg.per_second",
         "sm__warps_active.avg.pct_of_peak_sustained_active",
         "sm__maximum_warps_per_active_cycle_pct",
         "l1tex__t_sector_hit_rate.pct",
@@ -358,6 +365,8 @@ std::vector<ProfileMetric> ncu_metrics(const NcuKernel& k) {
       {"dram__throughput.avg.pct_of_peak_sustained_elapsed", "ncu.dram_pct"},
       {"sm__throughput.avg.pct_of_peak_sustained_elapsed", "ncu.sm_pct"},
       {"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "ncu.memory_pct"},
+      {"lts__throughput.avg.pct_of_peak_sustained_elapsed", "ncu.l2_pct"},
+      {"sm__cycles_elapsed.avg.per_second", "ncu.sm_hz"},
       {"sm__warps_active.avg.pct_of_peak_sustained_active", "ncu.achieved_occupancy_pct"},
       {"sm__maximum_warps_per_active_cycle_pct", "ncu.theoretical_occupancy_pct"},
       {"l1tex__t_sector_hit_rate.pct", "ncu.l1_hit_pct"},
@@ -388,6 +397,11 @@ Bottleneck classify(const NcuKernel& k, const std::vector<KernelResources>& reso
   const double sm = k.value("sm__throughput.avg.pct_of_peak_sustained_elapsed");
   const double occ = k.value("sm__warps_active.avg.pct_of_peak_sustained_active");
   const double dur_ns = k.value("gpu__time_duration.sum");
+  // L2 and the clock were added to the metric list later: a profile recorded
+  // before has neither, and its figures say nothing of them.
+  const bool has_l2 = k.values.count("lts__throughput.avg.pct_of_peak_sustained_elapsed") > 0;
+  const double l2 = k.value("lts__throughput.avg.pct_of_peak_sustained_elapsed");
+  const double sm_hz = k.value("sm__cycles_elapsed.avg.per_second");
   // The dominant stall reason (not counting "selected": that is issuing).
   const Stall* top = nullptr;
   double top_v = 0, stall_sum = 0;
@@ -399,8 +413,11 @@ Bottleneck classify(const NcuKernel& k, const std::vector<KernelResources>& reso
   }
   int64_t spills = 0;
   for (const auto& r : resources) spills += r.spill_store_bytes + r.spill_load_bytes;
-  std::string figures = fmt::format("DRAM {:.0f}% of peak, SM {:.0f}%, achieved occupancy {:.0f}%",
-                                    dram, sm, occ);
+  std::string figures = fmt::format("DRAM {:.0f}% of peak, {}SM {:.0f}%, achieved occupancy {:.0f}%", dram,
+                                    has_l2 ? fmt::format("L2 {:.0f}%, ", l2) : "", sm, occ);
+  // The clock the kernel ran at (ncu does not lock it for kevo): a
+  // compute-bound kernel's time moves with it.
+  if (sm_hz > 0) figures += fmt::format(", SM clock {:.0f} MHz", sm_hz / 1e6);
   if (top && stall_sum > 0)
     figures += fmt::format("; top stall {} ({:.0f}% of stalls)", top->name, 100 * top_v / stall_sum);
   Bottleneck b;
@@ -417,6 +434,11 @@ Bottleneck classify(const NcuKernel& k, const std::vector<KernelResources>& reso
   } else if (sm >= 60) {
     b.kind = "compute";
     b.why = fmt::format("compute-bound: {}", figures);
+  } else if (l2 >= 70) {
+    // DRAM has room but the L2 -> SM traffic is near its peak: the same
+    // bytes are fetched from L2 by many CTAs (small tiles, no multicast).
+    b.kind = "l2-bandwidth";
+    b.why = fmt::format("L2-bandwidth-bound (DRAM has room; CTAs re-read the same lines from L2): {}", figures);
   } else if (occ > 0 && occ < 35) {
     b.kind = "occupancy";
     b.why = fmt::format("too few warps in flight to hide latency: {}", figures);

@@ -73,7 +73,7 @@ std::vector<HotLine> hot_lines(const SassKernel& kernel, const std::map<uint64_t
 
 // What a profile says limits the kernel, with a sentence for the diagnosis.
 struct Bottleneck {
-  std::string kind;  // dram-bandwidth | memory-latency | occupancy | compute | spills | launch
+  std::string kind;  // dram-bandwidth | l2-bandwidth | memory-latency | occupancy | compute | spills | launch
   std::string why;
 };
 Bottleneck classify(const NcuKernel& k, const std::vector<KernelResources>& resources);

@@ -10,6 +10,7 @@
 #include "bench/strategy_bench.h"
 #include "core/hash.h"
 #include "core/store.h"
+#include "knowledge/knowledge_base.h"
 #include "eval/backend.h"
 #include "search/engine.h"
 #include "search/session.h"
@@ -837,6 +838,47 @@ TEST(Search, TheKnobRulesGuideTritonFamilies) {
     }
   }
   EXPECT_GT(guided, 50);
+}
+
+// A rule whose bound or bottleneck is not a word of the vocabulary would
+// never match a parent (a typo, or a word the profilers do not say).
+TEST(Search, TheKnobRulesSpeakTheBoundVocabulary) {
+  const auto& words = kb_tag_words("bound");
+  const KnobRules rules = KnobRules::load_default();
+  for (const KnobRule& r : rules.rules) {
+    if (!r.bound.empty()) EXPECT_NE(std::find(words.begin(), words.end(), r.bound), words.end()) << r.id;
+    if (!r.bottleneck.empty())
+      EXPECT_NE(std::find(words.begin(), words.end(), r.bottleneck), words.end()) << r.id;
+  }
+}
+
+// A wgmma GEMM that ncu finds L2-bandwidth-bound gets the L2 rule's moves:
+// larger tiles and the multicast cluster up, the raster either way.
+TEST(Search, AnL2BoundGemmGetsLargerTilesOrTheMulticast) {
+  const auto file = test::repo_dir() / "targets" / "cuda" / "kernels" / "gemm" / "wgmma.cu";
+  SearchSpace space = load_space({file}, {}, [](const std::filesystem::path&) { return "cuda"; });
+  Synthesizers synth = Synthesizers::offline(KnobRules::load_default());
+  std::mt19937_64 rng(7);
+  Observation parent;
+  parent.point = space.seed(0);
+  parent.bottleneck = "l2-bandwidth";
+  int guided = 0;
+  std::set<std::string> moved;
+  for (int i = 0; i < 300; ++i) {
+    auto c = synth.knob->apply(space, {&parent}, rng);
+    if (!c || c->label != "knob:gpu-l2") continue;
+    ++guided;
+    ASSERT_TRUE(space.valid(c->point));
+    for (const auto& [k, v] : c->point.knobs) {
+      const int64_t before = parent.point.knobs.at(k);
+      if (v == before) continue;
+      moved.insert(k);
+      if (k != "GROUP_M") EXPECT_GT(v, before) << k;
+    }
+  }
+  EXPECT_GT(guided, 100);
+  for (const char* k : {"BN", "WGM", "CLUSTER"}) EXPECT_TRUE(moved.count(k)) << k;
+  for (const std::string& k : moved) EXPECT_TRUE(k == "BN" || k == "WGM" || k == "CLUSTER" || k == "GROUP_M") << k;
 }
 
 // The minimum over noisy measurements is biased low: the best few are

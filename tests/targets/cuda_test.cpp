@@ -131,6 +131,32 @@ TEST(CudaReports, NcuRawScaledUnits) {
   EXPECT_NE(cuda::classify(k[0], {}).kind, "launch");
 }
 
+// The L2 throughput and the SM clock the kernel ran at: ncu prints the
+// clock scaled (cycle/usecond is MHz); it is stored in hertz and named in
+// the diagnosis in MHz.
+TEST(CudaReports, L2ThroughputAndTheClock) {
+  const std::string csv =
+      "\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\",\"sm__cycles_elapsed.avg.per_second\","
+      "\"lts__throughput.avg.pct_of_peak_sustained_elapsed\",\"sm__throughput.avg.pct_of_peak_sustained_elapsed\"\n"
+      "\"\",\"\",\"usecond\",\"cycle/usecond\",\"%\",\"%\"\n"
+      "\"0\",\"k\",\"182.5\",\"1,755.20\",\"71.3\",\"88.5\"\n";
+  auto k = cuda::parse_ncu_raw(csv);
+  ASSERT_EQ(k.size(), 1u);
+  EXPECT_NEAR(k[0].value("sm__cycles_elapsed.avg.per_second"), 1755.2e6, 1);
+  EXPECT_EQ(k[0].units.at("sm__cycles_elapsed.avg.per_second"), "Hz");
+  std::map<std::string, double> m;
+  for (const auto& x : cuda::ncu_metrics(k[0])) m[x.metric] = x.value;
+  EXPECT_NEAR(m["ncu.sm_hz"], 1755.2e6, 1);
+  EXPECT_NEAR(m["ncu.l2_pct"], 71.3, 1e-9);
+  auto b = cuda::classify(k[0], {});
+  EXPECT_EQ(b.kind, "compute");
+  EXPECT_NE(b.why.find("L2 71%, SM 88%"), std::string::npos) << b.why;
+  EXPECT_NE(b.why.find("SM clock 1755 MHz"), std::string::npos) << b.why;
+  // Both are asked of ncu.
+  EXPECT_NE(cuda::ncu_metric_list().find("lts__throughput.avg.pct_of_peak_sustained_elapsed"), std::string::npos);
+  EXPECT_NE(cuda::ncu_metric_list().find("sm__cycles_elapsed.avg.per_second"), std::string::npos);
+}
+
 // ncu's barrier stall counts every warp waiting for others at a CTA-wide,
 // named or cluster barrier. A warp-specialized kernel's are mostly named
 // barriers: the diagnosis must not send the reader to look for __syncthreads.
@@ -166,6 +192,18 @@ TEST(CudaReports, ClassifyByFigures) {
   k.values["sm__throughput.avg.pct_of_peak_sustained_elapsed"] = 10;
   k.values["sm__warps_active.avg.pct_of_peak_sustained_active"] = 20;
   EXPECT_EQ(cuda::classify(k, {}).kind, "occupancy");
+  // DRAM with room, L2 near its peak: the L2 -> SM path limits it (and the
+  // figures say so); a compute-bound kernel stays compute-bound.
+  k.values["lts__throughput.avg.pct_of_peak_sustained_elapsed"] = 82;
+  auto l2 = cuda::classify(k, {});
+  EXPECT_EQ(l2.kind, "l2-bandwidth");
+  EXPECT_NE(l2.why.find("L2 82%"), std::string::npos) << l2.why;
+  k.values["lts__throughput.avg.pct_of_peak_sustained_elapsed"] = 69;
+  EXPECT_EQ(cuda::classify(k, {}).kind, "occupancy");
+  k.values["lts__throughput.avg.pct_of_peak_sustained_elapsed"] = 82;
+  k.values["sm__throughput.avg.pct_of_peak_sustained_elapsed"] = 85;
+  EXPECT_EQ(cuda::classify(k, {}).kind, "compute");
+  k.values["sm__throughput.avg.pct_of_peak_sustained_elapsed"] = 10;
   cuda::KernelResources spilled;
   spilled.spill_store_bytes = 8;
   EXPECT_EQ(cuda::classify(k, {spilled}).kind, "spills");
