@@ -1053,7 +1053,7 @@ void expect_register_budget_edge(const std::string& op, const std::vector<KnobSe
 // and the persistent start gemm wgmma gives the 4096^3 config (128 x 256
 // tiles with TMA stores, its staging beside the ring; and the ping-pong
 // start, whose consumers take alternate tiles), as the start computes them,
-// with a persistent cluster of two beside them.
+// with a persistent cluster of two beside them, and cuBLAS's tile with EPIR.
 TEST(CudaCompile, TheStartsEdgesBuildWithoutSpills) {
   if (std::string why = cuda_unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
   auto target = make_target("cuda");
@@ -1097,7 +1097,11 @@ TEST(CudaCompile, TheStartsEdgesBuildWithoutSpills) {
       {"gemm_swiglu", "wgmma", {{"A", {128, 4096}}, {"Wg", {4096, 14336}}},
        {{"BN", 64}, {"NCONS", 2}, {"SPLIT", 1}, {"SK", 1}, {"STAGES", 6}}},
       {"gemm", "wgmma", {{"A", {4096, 4096}}, {"B", {4096, 4096}}},
-       {{"BN", 256}, {"NCONS", 2}, {"STAGES", 3}, {"EPI", 1}, {"PERSIST", 1}, {"CLUSTER", 2}}}};
+       {{"BN", 256}, {"NCONS", 2}, {"STAGES", 3}, {"EPI", 1}, {"PERSIST", 1}, {"CLUSTER", 2}}},
+      // cuBLAS's 4096^3 tile with the first box staged in the held ring stage
+      {"gemm", "wgmma", {{"A", {4096, 4096}}, {"B", {4096, 4096}}},
+       {{"BN", 128}, {"WGM", 128}, {"NCONS", 2}, {"STAGES", 4}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1},
+        {"PERSIST", 1}, {"CLUSTER", 2}}}};
   for (const Case& c : cases) {
     Task task = test::quick_task(c.op, c.shapes, {{"target", "cuda"}, {"dtype", "bf16"}});
     SearchSpace space =
