@@ -46,6 +46,27 @@ timeout $(upto 210) python3 bench/micro/harness_points.py configs/cuda/gemm-4096
   2>&1 | grep -v "AUTOTUNE\|SingleProcess\|Ignoring this choice\|^  [a-z_]"
 prc=${PIPESTATUS[0]}; kill $smi 2>/dev/null
 echo "points rc=$prc at $(el) s"
+# While the GPU was busy (over 200 W): the SM clock, the power and why the
+# clock was held (nvidia-smi's throttle-reason bits: 0x4 software power cap,
+# 0x8 hardware slowdown, 0x20/0x40 thermal, 0x80 power brake).
+python3 - $OUT/smi.csv <<'PY'
+import collections, statistics, sys
+mhz, watts, why = [], [], collections.Counter()
+for line in open(sys.argv[1], errors="replace"):
+    f = [x.strip() for x in line.split(",")]
+    try:
+        m, w = float(f[1].split()[0]), float(f[2].split()[0])
+    except (IndexError, ValueError):
+        continue
+    if w > 200:
+        mhz.append(m); watts.append(w); why[f[3] if len(f) > 3 else "?"] += 1
+if mhz:
+    print(f"smi: {len(mhz)} busy samples: SM {min(mhz):.0f}/{statistics.median(mhz):.0f}/{max(mhz):.0f} MHz "
+          f"(min/median/max), power median {statistics.median(watts):.0f} W, max {max(watts):.0f} W; "
+          f"throttle reasons {dict(why.most_common(4))}")
+else:
+    print("smi: no busy samples")
+PY
 s=$(( $(left) - 110 )); [ $s -gt 200 ] && s=200
 # A shorter search spends its time calibrating and on the first seeds: its
 # "best" would be timed beside the peers as if it were a search's (a 0.5-min
