@@ -722,7 +722,12 @@ ProfileOutcome CudaTarget::profile(const Task& task, const std::filesystem::path
       std::vector<std::string> parts;
       for (size_t i = 0; i < hot.size() && i < 5; ++i) {
         out.metrics.push_back({"ncu.line.stall_share", hot[i].share, "fraction", hot[i].line});
-        if (i < 3) parts.push_back(fmt::format("line {} ({:.0f}%)", hot[i].line, 100 * hot[i].share));
+        if (i >= 3) continue;
+        if (hot[i].reason.empty())
+          parts.push_back(fmt::format("line {} ({:.0f}%)", hot[i].line, 100 * hot[i].share));
+        else
+          parts.push_back(fmt::format("line {} ({:.0f}%, {:.0f}% of it {})", hot[i].line, 100 * hot[i].share,
+                                      100 * hot[i].reason_share, hot[i].reason));
       }
       if (!parts.empty()) out.why += fmt::format("; hottest source lines by stall samples: {}", fmt::join(parts, ", "));
     } else {

@@ -217,10 +217,12 @@ std::vector<SassKernel> parse_ncu_sass(const std::string& csv) {
   std::vector<SassKernel> out;
   auto rows = csv_records(csv);
   std::optional<size_t> addr, src, samples, executed;
+  std::vector<std::pair<size_t, std::string>> reasons;  // column, reason
   for (const auto& row : rows) {
     if (row.size() >= 2 && row[0] == "Kernel Name") {
       out.push_back({row[1], {}});
       addr = src = samples = executed = std::nullopt;
+      reasons.clear();
       continue;
     }
     if (!row.empty() && row[0] == "Address") {
@@ -229,6 +231,8 @@ std::vector<SassKernel> parse_ncu_sass(const std::string& csv) {
         else if (row[c] == "Source") src = c;
         else if (row[c] == "Warp Stall Sampling (All Samples)") samples = c;
         else if (row[c] == "Instructions Executed") executed = c;
+        else if (row[c].rfind("stall_", 0) == 0 && row[c].find(' ') == std::string::npos)
+          reasons.emplace_back(c, row[c].substr(6));  // not "stall_x (Not Issued)"
       }
       if (out.empty()) out.push_back({"", {}});
       continue;
@@ -243,6 +247,9 @@ std::vector<SassKernel> parse_ncu_sass(const std::string& csv) {
     if (src && *src < row.size()) s.text = row[*src];
     if (samples && *samples < row.size()) s.stall_samples = number(row[*samples]).value_or(0);
     if (executed && *executed < row.size()) s.executed = number(row[*executed]).value_or(0);
+    for (const auto& [c, reason] : reasons)
+      if (c < row.size())
+        if (double v = number(row[c]).value_or(0); v > 0) s.stalls[reason] = v;
     out.back().rows.push_back(std::move(s));
   }
   return out;
@@ -273,19 +280,64 @@ LineMap parse_nvdisasm_lines(const std::string& text, const std::string& file_ta
   return out;
 }
 
+namespace {
+
+// The source page's stall columns in the words of the diagnosis; a column
+// this list does not know keeps its own name.
+std::string stall_reason_words(const std::string& column) {
+  static const std::map<std::string, std::string> words = {
+      {"barrier", "barrier"},
+      {"long_sb", "long scoreboard"},
+      {"short_sb", "short scoreboard"},
+      {"mio", "MIO throttle"},
+      {"lg", "LG throttle"},
+      {"math", "math pipe throttle"},
+      {"wait", "fixed-latency wait"},
+      {"not_selected", "not selected"},
+      {"no_inst", "no instruction"},
+      {"membar", "memory barrier"},
+      {"tex", "texture throttle"},
+      {"dispatch", "dispatch stall"},
+      {"branch_resolving", "branch resolving"},
+      {"drain", "drain"},
+      {"imc", "constant cache miss"},
+      {"sleep", "sleeping"},
+      {"misc", "misc"},
+  };
+  auto it = words.find(column);
+  return it == words.end() ? column : it->second;
+}
+
+}  // namespace
+
 std::vector<HotLine> hot_lines(const SassKernel& kernel, const std::map<uint64_t, int64_t>& lines) {
   if (kernel.rows.empty()) return {};
   const uint64_t base = kernel.rows.front().address;
   std::map<int64_t, double> per_line;
+  std::map<int64_t, std::map<std::string, double>> per_reason;
   double total = 0;
   for (const auto& r : kernel.rows) {
     total += r.stall_samples;
     auto it = lines.find(r.address - base);
-    if (it != lines.end()) per_line[it->second] += r.stall_samples;
+    if (it == lines.end()) continue;
+    per_line[it->second] += r.stall_samples;
+    for (const auto& [reason, v] : r.stalls)
+      if (reason != "selected") per_reason[it->second][reason] += v;
   }
   std::vector<HotLine> out;
-  for (const auto& [l, s] : per_line)
-    if (s > 0) out.push_back({l, total > 0 ? s / total : 0, s});
+  for (const auto& [l, s] : per_line) {
+    if (s <= 0) continue;
+    HotLine h{l, total > 0 ? s / total : 0, s};
+    std::string top;
+    double top_v = 0;
+    for (const auto& [reason, v] : per_reason[l])
+      if (v > top_v) top_v = v, top = reason;
+    if (!top.empty()) {
+      h.reason = stall_reason_words(top);
+      h.reason_share = top_v / s;
+    }
+    out.push_back(std::move(h));
+  }
   std::sort(out.begin(), out.end(), [](const HotLine& a, const HotLine& b) {
     return a.samples != b.samples ? a.samples > b.samples : a.line < b.line;
   });

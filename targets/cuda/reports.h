@@ -43,11 +43,14 @@ struct NcuKernel {
 std::vector<NcuKernel> parse_ncu_raw(const std::string& csv);
 
 // Per-instruction figures from `ncu --csv --page source --print-source sass`:
-// address, instruction text, warp stall samples, instructions executed.
+// address, instruction text, warp stall samples (all of them, and per reason:
+// the page's stall_* columns, keyed by what follows "stall_", e.g. "barrier",
+// "long_sb", "wait"), instructions executed.
 struct SassRow {
   uint64_t address = 0;
   std::string text;
   double stall_samples = 0;
+  std::map<std::string, double> stalls;
   double executed = 0;
 };
 struct SassKernel {
@@ -67,6 +70,11 @@ struct HotLine {
   int64_t line = 0;
   double share = 0;  // of all stall samples in the kernel
   double samples = 0;
+  // The line's commonest stall reason, in words ("barrier", "long
+  // scoreboard"; issuing, "selected", does not count), and its share of the
+  // line's samples; empty where the page has no per-reason columns.
+  std::string reason;
+  double reason_share = 0;
 };
 // Stall samples summed per source line, hottest first.
 std::vector<HotLine> hot_lines(const SassKernel& kernel, const std::map<uint64_t, int64_t>& lines);

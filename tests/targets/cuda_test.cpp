@@ -225,6 +225,21 @@ TEST(CudaReports, NcuSassPageAndHotLines) {
   ASSERT_FALSE(hot.empty());
   EXPECT_EQ(hot[0].line, 6);  // 31 + 0 samples against line 8's 6
   EXPECT_EQ(sass[0].rows[1].address - base, 0x10u);
+  // Per reason: the first instruction's 31 samples are 21 "no instruction",
+  // 7 "not selected" and 3 "dispatch"; line 8's 6 are 4 "wait", 1 dispatch
+  // and 1 issuing ("selected", which is no stall).
+  EXPECT_EQ(sass[0].rows[0].stalls.at("no_inst"), 21);
+  EXPECT_EQ(sass[0].rows[0].stalls.count("barrier (Not Issued)"), 0u);
+  EXPECT_EQ(hot[0].reason, "no instruction");
+  EXPECT_NEAR(hot[0].reason_share, 21.0 / 31, 1e-12);
+  ASSERT_EQ(hot.size(), 2u);
+  EXPECT_EQ(hot[1].reason, "fixed-latency wait");
+  EXPECT_NEAR(hot[1].reason_share, 4.0 / 6, 1e-12);
+  // The load's consumer, 13388 samples, nearly all waiting on the load.
+  auto load = cuda::hot_lines(sass[0], {{0x120, 20}});
+  ASSERT_EQ(load.size(), 1u);
+  EXPECT_EQ(load[0].reason, "long scoreboard");
+  EXPECT_GT(load[0].reason_share, 0.98);
 }
 
 TEST(CudaReports, NvdisasmLineTable) {
@@ -263,6 +278,11 @@ TEST(CudaReports, HotLinesFromRecordedProfile) {
   EXPECT_EQ(hot[1].line, 8);
   EXPECT_EQ(hot[2].line, 13);
   EXPECT_NEAR(hot[0].share, 1652.0 / 18445.0, 1e-9);
+  // Each line's commonest reason, by its share of that line's samples.
+  EXPECT_EQ(hot[0].reason, "fixed-latency wait");
+  EXPECT_NEAR(hot[0].reason_share, 0.411, 0.001);
+  EXPECT_EQ(hot[1].reason, "fixed-latency wait");
+  EXPECT_NEAR(hot[1].reason_share, 0.471, 0.001);
 }
 
 // ---- protocol and recovery, without a GPU -----------------------------------------------
