@@ -630,7 +630,9 @@ TEST(StrategyBench, ScoresStrategiesAgainstRandomInReplay) {
   scores = bench_strategies(f.store, o, nullptr);
   for (const auto& st : scores[0].strategies) {
     EXPECT_EQ(st.runs, 30u) << st.strategy;
-    if (st.strategy != "random") EXPECT_GT(st.score, 0.05) << st.strategy;
+    if (st.strategy != "random") {
+      EXPECT_GT(st.score, 0.05) << st.strategy;
+    }
   }
 }
 
@@ -743,7 +745,9 @@ TEST(StrategyBench, KernelTunersStrategiesRunOnTheSameRecordedPoints) {
   o.kernel_tuner = {"random_sample"};
   all = bench_strategies(f.store, o, nullptr);
   for (const auto& st : all[0].strategies)
-    if (st.strategy == "kt:random_sample") EXPECT_NEAR(st.score, 0, 0.3) << st.note;
+    if (st.strategy == "kt:random_sample") {
+      EXPECT_NEAR(st.score, 0, 0.3) << st.note;
+    }
   auto j = to_json(all);
   EXPECT_TRUE(j[0]["strategies"].contains("kt:random_sample"));
   EXPECT_TRUE(j[0]["strategies"]["kt:random_sample"].contains("evaluations_to_5pct"));
@@ -833,8 +837,11 @@ TEST(Search, TheKnobRulesGuideTritonFamilies) {
     ++guided;
     for (const std::string& k : moved(*c)) {
       const int64_t before = parent.point.knobs.at(k), after = c->point.knobs.at(k);
-      if (k == "NUM_WARPS") EXPECT_GT(after, before);
-      else if (k == "BLOCK_N") EXPECT_LT(after, before);
+      if (k == "NUM_WARPS") {
+        EXPECT_GT(after, before);
+      } else if (k == "BLOCK_N") {
+        EXPECT_LT(after, before);
+      }
     }
   }
   EXPECT_GT(guided, 50);
@@ -846,9 +853,12 @@ TEST(Search, TheKnobRulesSpeakTheBoundVocabulary) {
   const auto& words = kb_tag_words("bound");
   const KnobRules rules = KnobRules::load_default();
   for (const KnobRule& r : rules.rules) {
-    if (!r.bound.empty()) EXPECT_NE(std::find(words.begin(), words.end(), r.bound), words.end()) << r.id;
-    if (!r.bottleneck.empty())
+    if (!r.bound.empty()) {
+      EXPECT_NE(std::find(words.begin(), words.end(), r.bound), words.end()) << r.id;
+    }
+    if (!r.bottleneck.empty()) {
       EXPECT_NE(std::find(words.begin(), words.end(), r.bottleneck), words.end()) << r.id;
+    }
   }
 }
 
@@ -873,7 +883,9 @@ TEST(Search, AnL2BoundGemmGetsLargerTilesOrTheMulticast) {
       const int64_t before = parent.point.knobs.at(k);
       if (v == before) continue;
       moved.insert(k);
-      if (k != "GROUP_M") EXPECT_GT(v, before) << k;
+      if (k != "GROUP_M") {
+        EXPECT_GT(v, before) << k;
+      }
     }
   }
   EXPECT_GT(guided, 100);
