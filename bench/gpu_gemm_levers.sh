@@ -13,10 +13,12 @@
 #     design), which bounds what hiding the epilogue could gain. (Points measured
 #     before: bench/results/2026-12-05-h100-decode-gemm-7.md and -8.md.)
 #  3. a kevo search of configs/cuda/gemm-4096.json in the time left, then its
-#     best against cuBLAS (torch eager) in one harness, 3 rounds.
+#     best against cuBLAS (torch eager) in one harness, 3 rounds;
+#  4. OnGpu.SplitKIsRight (swapab's idle producer warps exit since d41e009)
+#     where 160 s are left.
 #   LIMIT=570 bench/gpu_gemm_levers.sh       (seconds; results in $OUT or build/gpu-levers)
 # Binaries built on the CPU machine: carry build/bin and build/tests/cuda_tests.
-# $OUT gets log.txt, tests.txt, points4096.json, the search's best and JSON, and
+# $OUT gets log.txt, tests.txt, tests-splitk.txt, smi.csv, points4096.json, the search's best and JSON, and
 # r.tgz (the store and the search's log). Ends before LIMIT s.
 set -u
 cd "$(dirname "$0")/.."
@@ -83,6 +85,15 @@ if [ $s -ge 110 ]; then
   echo "harness rc=${PIPESTATUS[0]} at $(el) s"
 else
   echo "no time left for a search of 1.5 minutes or more: give LIMIT $(( $(el) + 110 + 110 )) s or more"
+fi
+# 4. With the time left (it took 130 s on an H100): OnGpu.SplitKIsRight, the
+#    split-K points of gemm wgmma, swapab and streamk and of the fused MLP.
+if [ $(left) -ge 160 ]; then
+  timeout $(upto 200) build/tests/cuda_tests --gtest_filter='OnGpu.SplitKIsRight' > $OUT/tests-splitk.txt 2>&1
+  echo "split-K test rc=$? at $(el) s"
+  grep -E "^\[ +(OK|FAILED|PASSED) |Failure|Expected|Which is|Value of" $OUT/tests-splitk.txt | head -20
+else
+  echo "no time left for OnGpu.SplitKIsRight (160 s)"
 fi
 } 2>&1 | tee $OUT/log.txt
 tar czf $OUT/r.tgz -C $w kevo.db run.log 2>/dev/null; ls -la $OUT
