@@ -38,7 +38,12 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,po
 timeout $(upto 150) build/tests/cuda_tests --gtest_filter='OnGpu.PersistentTilesAreRight' > $OUT/tests.txt 2>&1
 echo "persistent test rc=$? at $(el) s"
 grep -E "^\[ +(OK|FAILED|PASSED) |Failure|Expected|Which is|Value of|point|knob" $OUT/tests.txt | head -40
-nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,clocks_throttle_reasons.active --format=csv,noheader \
+# The reason field's name depends on the driver (NVML's R510 documents
+# throttle reasons, R550 event reasons): the first one this nvidia-smi knows,
+# or none, since an unknown field would lose the clock and power samples too.
+R=; for f in clocks_event_reasons.active clocks_throttle_reasons.active; do
+  nvidia-smi --query-gpu=$f --format=csv,noheader > /dev/null 2>&1 && { R=,$f; break; }; done
+nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw$R --format=csv,noheader \
   -lms 100 > $OUT/smi.csv 2>/dev/null & smi=$!
 timeout $(upto 210) python3 bench/micro/harness_points.py configs/cuda/gemm-4096.json --flush fill --rounds 3 \
   --json $OUT/points4096.json \
