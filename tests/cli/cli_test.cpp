@@ -353,13 +353,21 @@ TEST_F(Cli, RunSaysWhetherTheBestHeldAgainstTheRunnerUp) {
   ASSERT_TRUE(summary.contains("runner_up")) << summary.dump();
   const auto& ru = summary["runner_up"];
   EXPECT_NE(ru["candidate"], summary["best"]["candidate"]);
-  EXPECT_EQ(ru["rounds"], 3);
+  // Three confirmation rounds ran; the verdict pairs those in which both
+  // have a time. On a loaded machine a round can come back suspect (a time
+  // below the floor: no figure), and it is left out of the pairing.
+  EXPECT_EQ(summary["confirm_rounds_run"], 3);
+  EXPECT_GE(ru["rounds"].get<int64_t>(), 1);
+  EXPECT_LE(ru["rounds"].get<int64_t>(), 3);
   const size_t at = r.out.find("\nrunner-up ");
   ASSERT_NE(at, std::string::npos) << r.out;
   const std::string line = r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
   EXPECT_NE(line.find(fmt::format("(candidate {})", ru["candidate"].get<int64_t>())), std::string::npos) << line;
   EXPECT_NE(line.find(ru["verdict"] == "apart" ? "apart in every round" : "inconclusive:"), std::string::npos)
       << line;
+  if (ru["verdict"] != "apart") {
+    EXPECT_NE(line.find(fmt::format("of {} rounds", ru["rounds"].get<int64_t>())), std::string::npos) << line;
+  }
   EXPECT_NE(line.find("confirmation rounds: best "), std::string::npos) << line;
 }
 
