@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/json_reader.h"
 #include "core/paths.h"
+#include "knowledge/knowledge_base.h"
 
 namespace kevo {
 
@@ -28,8 +29,20 @@ KnobRules KnobRules::parse(const nlohmann::json& j, const std::string& origin) {
     rule.id = r.get_string("id");
     rule.why = r.get_string("why", "");
     JsonObject when = r.get_object("when");
-    rule.bound = when.get_string("bound", "");
-    rule.bottleneck = when.get_string("bottleneck", "");
+    // A word outside the diagnosis vocabulary would never match a parent, so
+    // the rule would sit there silently unused: say so when the file is read.
+    auto diagnosis_word = [&](const char* key) {
+      std::string word = when.get_string(key, "");
+      if (word == "any") return std::string();  // as `kevo kb search --bound any`: no filter
+      const auto& words = kb_tag_words("bound");
+      if (!word.empty() && std::find(words.begin(), words.end(), word) == words.end())
+        throw ConfigError(when.path_of(key),
+                          fmt::format("'{}' is not a diagnosis word (expected one of: {})", word,
+                                      fmt::join(words, ", ")));
+      return word;
+    };
+    rule.bound = diagnosis_word("bound");
+    rule.bottleneck = diagnosis_word("bottleneck");
     rule.max_roof_fraction = when.get_number("max_roof_fraction", 1e9);
     rule.min_spread = when.get_number("min_spread", 0);
     when.finish();
