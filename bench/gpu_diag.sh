@@ -5,13 +5,17 @@
 #     WarpStateStats; clocks not locked) on kevo's best kernel of each task, in the
 #     runner's profile mode, and on torch.compile's Triton kernel (torch_peers.py
 #     --profile-calls), each after an L2 flush;
-#  3. torch.compile's generated code (TORCH_LOGS=output_code).
+#  3. torch.compile's generated code (TORCH_LOGS=output_code);
+#  4. the tensor-pipe metrics this ncu knows ($OUT/tensor-metrics.txt): kevo
+#     stores sm__pipe_tensor_op_hmma_cycles_active as ncu.tensor_pct, and
+#     whether that counts Hopper's wgmma (or only a gmma metric does) is
+#     not yet checked.
 #   BEST_DIR=DIR bench/gpu_diag.sh TASK...   (TASK: a config under configs/cuda/ without .json,
 #   e.g. rmsnorm-16384x4096 or decode/gemm_swiglu-128x4096x14336; DIR holds NAME.best.cu, NAME
 #   being the config's file name without .json)
 # The peer is torch.compile's Triton kernel unless PEER and KERNELS say otherwise:
 #   PEER=eager KERNELS='nvjet|gemm|xmma|cutlass' ...   (cuBLAS's kernel, for a GEMM)
-# Writes $OUT/diag.txt (ncu details), $OUT/end_event.txt, $OUT/inductor.txt.
+# Writes $OUT/diag.txt (ncu details), $OUT/end_event.txt, $OUT/inductor.txt, $OUT/tensor-metrics.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/gpu-diag}; mkdir -p "$OUT"
@@ -22,6 +26,8 @@ w=/tmp/diag; rm -rf "$w"; mkdir -p "$w"
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 SECTIONS="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats"
 
+"$NCU" --query-metrics 2>&1 | grep -i "pipe_tensor\|gmma" > "$OUT/tensor-metrics.txt"
+echo "tensor-pipe metrics: $(grep -o '^sm__pipe_tensor[a-z_0-9]*' "$OUT/tensor-metrics.txt" | sort -u | tr '\n' ' ')"
 nvcc -O3 -arch=sm_90a bench/micro/end_event.cu -o "$w/end_event" && "$w/end_event" | tee "$OUT/end_event.txt"
 
 for task in "$@"; do

@@ -5,6 +5,11 @@
 #  2. a kevo search of configs/cuda/decode/gemm_swiglu-${M}x4096x14336.json in
 #     the time left, then its best beside PyTorch eager, torch.compile and a
 #     copy of the same bytes (the yardstick) in one harness, 2 rounds.
+#  With POINTS=1, between 1 and 2: wgmma points at that M beside torch.compile
+#     in one harness (bench/micro/harness_points.py, 3 rounds): the tile that
+#     covers M with BN 128 (at M = 128, 112 tiles for 132 SMs), the same on the
+#     stream-K grid (SK 1, every SM busy, partials through L2), with the weights'
+#     evict-first hint, and BN 64 on the stream-K grid.
 #   M=128 LIMIT=570 bench/gpu_mlp_decode.sh   (M: 16, 64 or 128; results in $OUT or build/gpu-mlp)
 # Binaries built on the CPU machine: carry build/bin and build/tests/cuda_tests.
 set -u
@@ -27,6 +32,15 @@ echo "split-K and same-bits tests rc=$? at $(el) s"
 timeout $(upto 70) build/tests/cuda_tests --gtest_filter='OnGpu.HostileSetIsClassified' >> $OUT/tests.txt 2>&1
 echo "hostile test rc=$? at $(el) s"
 grep -E "^\[ +(OK|FAILED|PASSED) |Failure|Expected|Which is|Value of" $OUT/tests.txt | head -40
+fi
+if [ "${POINTS:-0}" = 1 ]; then
+  W=targets/cuda/kernels/gemm_swiglu/wgmma.cu
+  B="WGM=64,NCONS=$(( 1 + (M > 64) )),SPLIT=1,KEEP=1"   # BM = NCONS * 64 covers M
+  timeout $(upto 240) python3 bench/micro/harness_points.py $c --flush fill --rounds 3 --json $OUT/points.json \
+    --point bn128=$W:$B,BN=128,STAGES=4,BHINT=0,SK=0 --point bn128_sk=$W:$B,BN=128,STAGES=4,BHINT=0,SK=1 \
+    --point bn128_sk_hint=$W:$B,BN=128,STAGES=4,BHINT=1,SK=1 --point bn64_sk=$W:$B,BN=64,STAGES=6,BHINT=0,SK=1 \
+    2>&1 | grep -v "AUTOTUNE\|SingleProcess\|Ignoring this choice\|^  [a-z_]\|^[EW]1"
+  echo "points rc=${PIPESTATUS[0]} at $(el) s"
 fi
 s=$(( $(left) - 150 )); [ $s -gt 200 ] && s=200
 # A shorter search spends its time calibrating and on the first seeds: its
