@@ -58,13 +58,6 @@ std::string words(const std::vector<std::string>& v) {
   return s;
 }
 
-// "" when `word` is a tag word of `axis`, else why not.
-std::string bad_tag(std::string_view axis, const std::string& word) {
-  const auto& allowed = kb_tag_words(axis);
-  if (std::find(allowed.begin(), allowed.end(), word) != allowed.end()) return "";
-  return fmt::format("unknown {} '{}' (expected one of: {})", axis, word, words(allowed));
-}
-
 // Ids name documents everywhere (kevo kb show, prompts): one id, one document.
 class Ids {
  public:
@@ -153,7 +146,7 @@ std::vector<std::string> tag_list(JsonObject& o, std::string_view key, std::stri
   auto tags = o.get_string_list(key);
   if (tags.empty()) throw ConfigError(o.path_of(key), "empty list (use [\"any\"])");
   for (size_t i = 0; i < tags.size(); ++i)
-    if (auto why = bad_tag(axis, tags[i]); !why.empty())
+    if (auto why = kb_tag_word_error(axis, tags[i]); !why.empty())
       throw ConfigError(fmt::format("{}[{}]", o.path_of(key), i), why);
   return tags;
 }
@@ -188,7 +181,7 @@ KbDoc parse_hardware(const fs::path& shown, const CorpusFile& f, Ids& ids) {
     // What the part has that some patterns need (optional: none).
     d.features = o.get_string_list("features", std::vector<std::string>{});
     for (size_t i = 0; i < d.features.size(); ++i)
-      if (auto why = bad_tag("feature", d.features[i]); !why.empty())
+      if (auto why = kb_tag_word_error("feature", d.features[i]); !why.empty())
         throw ConfigError(fmt::format("{}[{}]", o.path_of("features"), i), why);
     std::string notes = nonempty_string(o, "notes");
     auto sources = o.get_string_list("sources");
@@ -262,7 +255,7 @@ std::vector<std::string> front_matter_list(const fs::path& shown, size_t line, s
     size_t comma = rest.find(',');
     std::string word = unquote(trim(rest.substr(0, comma)));
     if (word.empty()) fail(shown, line, fmt::format("{}: empty item in the list", key));
-    if (auto why = bad_tag(axis, word); !why.empty())
+    if (auto why = kb_tag_word_error(axis, word); !why.empty())
       fail(shown, line, fmt::format("{}: {}", key, why));
     out.push_back(word);
     rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
@@ -355,6 +348,12 @@ const std::vector<std::string>& kb_tag_words(std::string_view axis) {
   if (axis == "feature") return features;
   KEVO_ASSERT(axis == "bound");
   return bounds;
+}
+
+std::string kb_tag_word_error(std::string_view axis, const std::string& word) {
+  const auto& allowed = kb_tag_words(axis);
+  if (std::find(allowed.begin(), allowed.end(), word) != allowed.end()) return "";
+  return fmt::format("unknown {} '{}' (expected one of: {})", axis, word, words(allowed));
 }
 
 std::vector<CorpusFile> list_corpus(const fs::path& root) {

@@ -290,10 +290,7 @@ std::string collapse_space(const std::string& s) {
 // A filter word: "" (no filter) for "any"; UserError for a word not in the vocabulary.
 std::string filter_word(std::string_view axis, const std::string& word) {
   if (word.empty() || word == "any") return "";
-  const auto& allowed = kb_tag_words(axis);
-  if (std::find(allowed.begin(), allowed.end(), word) == allowed.end())
-    throw UserError(
-        fmt::format("unknown {} '{}' (expected one of: {})", axis, word, join(allowed, ", ")));
+  if (auto why = kb_tag_word_error(axis, word); !why.empty()) throw UserError(why);
   return word;
 }
 

@@ -67,6 +67,9 @@ struct KbStats {
 // The allowed tag words of an axis ("target", "op", "bound", with "any"), and
 // of hardware features ("feature", without).
 const std::vector<std::string>& kb_tag_words(std::string_view axis);
+// "" when `word` is a tag word of `axis`, else why not ("unknown bound 'x'
+// (expected one of: ...)").
+std::string kb_tag_word_error(std::string_view axis, const std::string& word);
 
 class KnowledgeBase {
  public:

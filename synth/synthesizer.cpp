@@ -34,11 +34,8 @@ KnobRules KnobRules::parse(const nlohmann::json& j, const std::string& origin) {
     auto diagnosis_word = [&](const char* key) {
       std::string word = when.get_string(key, "");
       if (word == "any") return std::string();  // as `kevo kb search --bound any`: no filter
-      const auto& words = kb_tag_words("bound");
-      if (!word.empty() && std::find(words.begin(), words.end(), word) == words.end())
-        throw ConfigError(when.path_of(key),
-                          fmt::format("'{}' is not a diagnosis word (expected one of: {})", word,
-                                      fmt::join(words, ", ")));
+      if (!word.empty())
+        if (auto why = kb_tag_word_error("bound", word); !why.empty()) throw ConfigError(when.path_of(key), why);
       return word;
     };
     rule.bound = diagnosis_word("bound");
