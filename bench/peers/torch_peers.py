@@ -78,8 +78,9 @@ Method (kevo's):
   with every evaluation (machine.sm_mhz, ...), so a gap between the two
   harnesses can be held against the clocks each ran at.
 * Before timing: one first call (for the compile peer it compiles; its wall
-  time is reported as first_call_s), the correctness check on its output,
-  then warm-up calls, done exactly like timed calls, until both
+  time is reported as first_call_s), the correctness check on its output
+  (a kevo kernel's outputs are filled with NaN before that call, so one it
+  leaves unwritten fails the check), then warm-up calls, done exactly like timed calls, until both
   --min-warmup calls (3) and --warmup-ms (25 ms of wall time) are reached.
 * Samples are taken until both --min-samples (10) samples and --min-time-ms
   (100 ms) of summed sample time are reached, at most --max-samples.
@@ -850,6 +851,39 @@ def kevo_peer(task, kevo_dir, workdir, cuda_only=False):
     return kevo_kernel(task, src, {}, workdir, stem)
 
 
+# While a kevo kernel's output is checked, kevo_outputs fills the outputs it
+# hands the kernel with NaN (integers: -1) instead of leaving them as
+# torch.empty found them: the caching allocator often hands back the block
+# of the call before, which held a correct answer (eager's, or the same
+# kernel's), so a kernel that leaves an output or part of one unwritten would
+# pass. Timed calls keep torch.empty, as a peer's own allocation does.
+_POISON = [False]
+
+
+class poisoned_outputs:
+    """`with poisoned_outputs(): out = call(*inputs)`: the check's call."""
+
+    def __enter__(self):
+        _POISON[0] = True
+        return self
+
+    def __exit__(self, *exc):
+        _POISON[0] = False
+        return False
+
+
+def kevo_outputs(task, names, like):
+    """The outputs a kevo kernel is handed: torch.empty, or poisoned while checking."""
+    outs = []
+    for n in names:
+        if not _POISON[0]:
+            outs.append(torch.empty(task.shapes[n], dtype=like.dtype, device=like.device))
+            continue
+        fill = math.nan if like.dtype.is_floating_point else -1
+        outs.append(torch.full(task.shapes[n], fill, dtype=like.dtype, device=like.device))
+    return outs
+
+
 def kevo_triton_kernel(task, src):
     """A kevo Triton kernel (`kevo run -o BEST.py` writes it, knobs as module
     globals) wrapped as a function like the peers': it allocates the outputs
@@ -863,8 +897,7 @@ def kevo_triton_kernel(task, src):
     scalars = tuple(float(task.params[k]) for k in task.spec["scalars"])
 
     def kevo(*inputs):
-        outs = tuple(torch.empty(task.shapes[n], dtype=inputs[0].dtype, device=inputs[0].device)
-                     for n in names)
+        outs = tuple(kevo_outputs(task, names, inputs[0]))
         rc = launch(inputs, outs, scalars)
         if rc not in (None, 0):
             raise RuntimeError(f"kevo_launch returned {rc}")
@@ -927,8 +960,7 @@ def kevo_kernel(task, src, knobs, workdir, label):
     sc = (ctypes.c_double * max(1, len(scalars)))(*scalars)
 
     def kevo(*inputs):
-        outs = [torch.empty(task.shapes[n], dtype=inputs[0].dtype, device=inputs[0].device)
-                for n in names]
+        outs = kevo_outputs(task, names, inputs[0])
         ins = (KevoTensor * len(inputs))(*[kevo_descriptor(t) for t in inputs])
         od = (KevoTensor * len(outs))(*[kevo_descriptor(t) for t in outs])
         rc = launch(ins, len(inputs), od, len(outs), sc if scalars else None, len(scalars),
@@ -1006,7 +1038,8 @@ def run_task(task, device, opts, timer):
                 call = torch.compile(fn, mode=COMPILE_MODE, dynamic=False, fullgraph=True)
             timer.sync()
             t0 = time.perf_counter()
-            out = call(*inputs)
+            with poisoned_outputs():
+                out = call(*inputs)
             timer.sync()
             rec["first_call_s"] = time.perf_counter() - t0
             rec["check"] = None if peer == "copy" else check(task, out, ref)

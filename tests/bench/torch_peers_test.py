@@ -135,6 +135,58 @@ class TorchPeers(unittest.TestCase):
         self.assertFalse(tp.task_passed({"error": "no inputs", "peers": {}}))
 
 
+class CheckedOutputsStartPoisoned(unittest.TestCase):
+    """A kevo kernel checked in the harness gets outputs filled with NaN, not
+    whatever torch.empty hands back (often the last call's correct answer): a
+    kernel that writes nothing must fail its check. Timed calls keep empty."""
+
+    class Tensor:
+        def __init__(self, shape, fill, dtype):
+            self.shape, self.fill, self.dtype, self.device = list(shape), fill, dtype, "dev"
+
+    class Dtype:
+        def __init__(self, floating):
+            self.is_floating_point = floating
+
+    class Torch:  # the two allocations the wrappers make, recorded
+        def empty(self, shape, dtype, device):
+            return CheckedOutputsStartPoisoned.Tensor(shape, "unset", dtype)
+
+        def full(self, shape, fill, dtype, device):
+            return CheckedOutputsStartPoisoned.Tensor(shape, fill, dtype)
+
+    def setUp(self):
+        self.saved = tp.torch
+        tp.torch = self.Torch()
+        self.dir = tempfile.mkdtemp(prefix="poison-")
+
+    def tearDown(self):
+        tp.torch = self.saved
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_a_kernel_that_writes_nothing_sees_nan_while_checked(self):
+        src = os.path.join(self.dir, "best.py")
+        with open(src, "w", encoding="utf-8") as f:  # writes nothing, keeps what it was handed
+            f.write("SEEN = []\ndef kevo_launch(inputs, outputs, scalars):\n    SEEN.append(outputs)\n")
+        task = tp.Task({"operator": "gemm", "dtype": "bf16",
+                        "shapes": {"A": [16, 64], "B": [64, 32]}}, "x.json")
+        kevo = tp.kevo_triton_kernel(task, src)
+        a = self.Tensor([16, 64], 1.0, self.Dtype(True))
+        with tp.poisoned_outputs():
+            checked = kevo(a, a)
+        timed = kevo(a, a)
+        self.assertEqual(checked.shape, [16, 32])
+        self.assertTrue(checked.fill != checked.fill, "a checked output starts as NaN")
+        self.assertEqual(timed.fill, "unset", "a timed call allocates as a peer does")
+        ints = tp.kevo_outputs(task, ["C"], self.Tensor([1], 1, self.Dtype(False)))
+        self.assertEqual(ints[0].fill, "unset")
+        with tp.poisoned_outputs():
+            ints = tp.kevo_outputs(task, ["C"], self.Tensor([1], 1, self.Dtype(False)))
+        self.assertEqual(ints[0].fill, -1)
+        with self.assertRaises(KeyError), tp.poisoned_outputs():
+            tp.kevo_outputs(task, ["nope"], a)
+        self.assertEqual(kevo(a, a).fill, "unset", "poisoning ends with the check, even on an error")
+
 # A stand-in for the driver's NVML: one device, "GPU-fake" or index 0, whose
 # SM clock is 1755 MHz, memory clock 3201 MHz, power 512.345 W, 47 C.
 FAKE_NVML = r"""
