@@ -1073,7 +1073,8 @@ void expect_register_budget_edge(const std::string& op, const std::vector<KnobSe
 // and the persistent start gemm wgmma gives the 4096^3 config (128 x 256
 // tiles with TMA stores, its staging beside the ring; and the ping-pong
 // start, whose consumers take alternate tiles), as the start computes them,
-// with a persistent cluster of two beside them, and cuBLAS's tile with EPIR.
+// with a persistent cluster of two beside them, and cuBLAS's tile with EPIR
+// and with STM.
 TEST(CudaCompile, TheStartsEdgesBuildWithoutSpills) {
   if (std::string why = cuda_unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
   auto target = make_target("cuda");
@@ -1121,6 +1122,10 @@ TEST(CudaCompile, TheStartsEdgesBuildWithoutSpills) {
       // cuBLAS's 4096^3 tile with the first box staged in the held ring stage
       {"gemm", "wgmma", {{"A", {4096, 4096}}, {"B", {4096, 4096}}},
        {{"BN", 128}, {"WGM", 128}, {"NCONS", 2}, {"STAGES", 4}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1},
+        {"PERSIST", 1}, {"CLUSTER", 2}}},
+      // and with its boxes staged by stmatrix
+      {"gemm", "wgmma", {{"A", {4096, 4096}}, {"B", {4096, 4096}}},
+       {{"BN", 128}, {"WGM", 128}, {"NCONS", 2}, {"STAGES", 4}, {"EPI", 2}, {"EPIB", 1}, {"STM", 1},
         {"PERSIST", 1}, {"CLUSTER", 2}}}};
   for (const Case& c : cases) {
     Task task = test::quick_task(c.op, c.shapes, {{"target", "cuda"}, {"dtype", "bf16"}});
@@ -1149,13 +1154,16 @@ TEST(CudaCompile, TheStartsEdgesBuildWithoutSpills) {
   // ping-pong one (each consumer on alternate 128 x 128 tiles of its own),
   // the cooperative tile in clusters of two with stream-K for the last wave,
   // with a fourth stage where half the TMA-store staging was, and cuBLAS's
-  // 256 x 128 tile with four stages, one 64-column box staged at a time.
-  const std::vector<KnobSet> want = {{{"EPI", 2}, {"BN", 256}, {"PING", 0}},
-                                     {{"EPI", 2}, {"PING", 1}, {"WGM", 128}},
-                                     {{"SK", 1}, {"CLUSTER", 2}, {"BN", 256}},
-                                     {{"STAGES", 4}, {"EPIB", 2}, {"BN", 256}},
-                                     {{"STAGES", 4}, {"EPIB", 1}, {"BN", 128}, {"WGM", 128}, {"CLUSTER", 2}}};
-  ASSERT_EQ(persistent.size(), want.size()) << "want five persistent starts for 4096^3";
+  // 256 x 128 tile with four stages, one 64-column box staged at a time,
+  // with its boxes staged by 4-byte stores and by stmatrix.
+  const std::vector<KnobSet> want = {
+      {{"EPI", 2}, {"BN", 256}, {"PING", 0}},
+      {{"EPI", 2}, {"PING", 1}, {"WGM", 128}},
+      {{"SK", 1}, {"CLUSTER", 2}, {"BN", 256}},
+      {{"STAGES", 4}, {"EPIB", 2}, {"BN", 256}},
+      {{"STAGES", 4}, {"EPIB", 1}, {"BN", 128}, {"WGM", 128}, {"CLUSTER", 2}, {"STM", 0}},
+      {{"STAGES", 4}, {"EPIB", 1}, {"BN", 128}, {"WGM", 128}, {"CLUSTER", 2}, {"STM", 1}}};
+  ASSERT_EQ(persistent.size(), want.size()) << "want six persistent starts for 4096^3";
   for (size_t i = 0; i < want.size(); ++i)
     for (const auto& [k, x] : want[i]) EXPECT_EQ(persistent[i].at(k), x) << "start " << i << " " << k;
   for (const KnobValues& p : persistent) build(big, "wgmma", p);
@@ -1684,7 +1692,14 @@ TEST_F(OnGpu, PersistentTilesAreRight) {
                 {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"BN", 128}, {"WGM", 128}, {"CLUSTER", 2},
                  {"STAGES", 4}},
                 {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"BN", 256}, {"KEEP", 0}, {"STAGES", 3}},
-                {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"BN", 128}, {"NCONS", 1}, {"STAGES", 2}}},
+                {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"BN", 128}, {"NCONS", 1}, {"STAGES", 2}},
+                // the boxes staged with stmatrix (STM)
+                {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 1}, {"STM", 1}, {"BN", 128}, {"WGM", 128}, {"CLUSTER", 2},
+                 {"STAGES", 4}},
+                {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"STM", 1}, {"BN", 128}, {"WGM", 128},
+                 {"CLUSTER", 2}, {"STAGES", 4}},
+                {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 2}, {"STM", 1}, {"BN", 256}, {"CLUSTER", 2}, {"STAGES", 4}},
+                {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"STM", 1}, {"BN", 192}, {"NCONS", 1}, {"STAGES", 3}}},
                many);
   expect_right("gemm", "wgmma",
                {{{"EPI", 2}},
@@ -1697,7 +1712,9 @@ TEST_F(OnGpu, PersistentTilesAreRight) {
                 {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"BN", 128}, {"CLUSTER", 2}, {"STAGES", 4}},
                 {{"PERSIST", 1}, {"SK", 1}, {"EPI", 0}, {"BN", 64}, {"NCONS", 1}, {"STAGES", 6}},
                 {{"EPI", 2}, {"EPIB", 1}, {"BN", 256}, {"STAGES", 3}},
-                {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"BN", 128}, {"CLUSTER", 2}, {"STAGES", 3}}},
+                {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"BN", 128}, {"CLUSTER", 2}, {"STAGES", 3}},
+                {{"EPI", 2}, {"STM", 1}, {"BN", 192}, {"STAGES", 3}},
+                {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"STM", 1}, {"BN", 128}, {"STAGES", 3}}},
                {{"A", {33, 1000}}, {"B", {1000, 392}}});
 }
 

@@ -25,6 +25,11 @@
  *                                     bulk stores; wait until at most N groups still
  *                                     read shared memory / are still writing
  *   kv_fence_async_smem()             order this thread's shared writes before TMA reads
+ *   kv_stmatrix_x4(addr, r0, r1, r2, r3)  four 8x8 bf16 matrices to shared memory in
+ *                                     one instruction (stmatrix): lanes 8q..8q+7 give the
+ *                                     16-byte rows of matrix q; rq (a bf16 pair) is each
+ *                                     lane's two elements of it, row lane / 4, columns
+ *                                     2 (lane % 4) and + 1: an MMA accumulator fragment
  *   kv_cluster_sync()                 barrier.cluster arrive.release + wait.acquire
  *   kv_cluster_rank()                 %cluster_ctarank
  *   kv_ld_cluster_f32x8(v, addr, r)   8 floats at local shared address addr of CTA r
@@ -150,6 +155,13 @@ KV_DEV void kv_bulk_wait_read() {
 template <int N>
 KV_DEV void kv_bulk_wait() {
   asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
+KV_DEV void kv_stmatrix_x4(uint32_t addr, __nv_bfloat162 r0, __nv_bfloat162 r1, __nv_bfloat162 r2,
+                           __nv_bfloat162 r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
+               "r"(reinterpret_cast<const uint32_t&>(r0)), "r"(reinterpret_cast<const uint32_t&>(r1)),
+               "r"(reinterpret_cast<const uint32_t&>(r2)), "r"(reinterpret_cast<const uint32_t&>(r3))
+               : "memory");
 }
 // This thread's shared-memory writes become visible to the async proxy (TMA).
 KV_DEV void kv_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }

@@ -51,6 +51,10 @@
  *            producer once TMA has read it (its issuing thread arrives on the
  *            empty barrier after cp.async.bulk.wait_group.read), not when the
  *            main loop ends. 0: every box in the staging area.
+ *   STM      1 (with EPI 2): a warpgroup stages its boxes with stmatrix, four
+ *            8 x 8 matrices of bf16 (16 output columns of 16 rows) an
+ *            instruction, 16-byte rows in the same swizzle; 0: two 4-byte
+ *            shared stores per 8-column group (four times the instructions).
  *   CLUSTER  thread-block cluster size along M (1 or 2). With 2, the two CTAs
  *            of a cluster compute vertically adjacent tiles that share the same
  *            B slice: each loads half of the B boxes and multicasts them to
@@ -122,6 +126,7 @@
 // @kevo start BN = 256, WGM = 64, NCONS = 2, STAGES = 3, EPI = 2, PERSIST = 1, CLUSTER = 2, SK = 1, GROUP_M = 8
 // @kevo start BN = 256, WGM = 64, NCONS = 2, STAGES = 4, EPI = 2, EPIB = 2, PERSIST = 1, CLUSTER = 2, GROUP_M = 8
 // @kevo start BN = 128, WGM = 128, NCONS = 2, STAGES = 4, EPI = 2, EPIB = 1, PERSIST = 1, CLUSTER = 2, GROUP_M = 8
+// @kevo start BN = 128, WGM = 128, NCONS = 2, STAGES = 4, EPI = 2, EPIB = 1, STM = 1, PERSIST = 1, CLUSTER = 2, GROUP_M = 8
 // @kevo knob BN 128 {64, 128, 192, 256}
 // @kevo knob WGM 64 {64, 128}
 // @kevo knob NCONS 2 {1, 2}
@@ -131,6 +136,7 @@
 // @kevo knob EPI 0 {0, 1, 2}
 // @kevo knob EPIB 0 {0, 1, 2}
 // @kevo knob EPIR 0 {0, 1}
+// @kevo knob STM 0 {0, 1}
 // @kevo knob CLUSTER 1 {1, 2}
 // @kevo knob SPLIT 1 {1, 2, 3, 4, 6, 8}
 // @kevo knob BHINT 0 {0, 1}
@@ -142,6 +148,7 @@
 // @kevo require EPIB == 0 || (EPI == 2 && (BN / 64) % EPIB == 0 && 64 * EPIB < BN)
 // @kevo require EPI == 0 || NCONS * WGM * (BN + 8) * 2 + 2048 <= 232448
 // @kevo require EPIR == 0 || (EPI == 2 && EPIB == 1 && PERSIST == 1 && PING == 0 && SK == 0)
+// @kevo require STM == 0 || EPI == 2
 // @kevo require (BN / 64) % CLUSTER == 0
 // @kevo require SPLIT == 1 || CLUSTER == 1
 // @kevo require SPLIT == 1 || EPI == 0
@@ -173,8 +180,31 @@
 #ifndef EPIB
 #define EPIB 0
 #endif
+// Diagnostics, never knobs (kevo never sets them; each breaks the output):
+// the ring's loads and handshakes with no wgmma issued (KEVO_DIAG_NO_MMA:
+// what moving the data alone takes); with EPI 2, the epilogue without its
+// TMA stores (KEVO_DIAG_EPI_NO_STORE),
+// without the waits for TMA to read the staged boxes (KEVO_DIAG_EPI_NO_WAIT),
+// or without the writes that stage them (KEVO_DIAG_EPI_NO_STAGE): each,
+// timed beside the full epilogue and KEVO_DIAG_NO_EPILOGUE, says which part
+// of the epilogue the main loop waits for.
+#ifndef KEVO_DIAG_NO_MMA
+#define KEVO_DIAG_NO_MMA 0
+#endif
+#ifndef KEVO_DIAG_EPI_NO_STORE
+#define KEVO_DIAG_EPI_NO_STORE 0
+#endif
+#ifndef KEVO_DIAG_EPI_NO_WAIT
+#define KEVO_DIAG_EPI_NO_WAIT 0
+#endif
+#ifndef KEVO_DIAG_EPI_NO_STAGE
+#define KEVO_DIAG_EPI_NO_STAGE 0
+#endif
 #ifndef EPIR
 #define EPIR 0
+#endif
+#ifndef STM
+#define STM 0
 #endif
 #ifndef CLUSTER
 #define CLUSTER 1
@@ -246,6 +276,7 @@ static_assert(EPI >= 0 && EPI <= 2, "EPI must be 0, 1 or 2");
 static_assert(EPIB == 0 || (EPI == 2 && (BN / 64) % EPIB == 0 && 64 * EPIB < BN),
               "EPIB needs EPI 2 and must divide BN's boxes into several passes");
 static_assert(PERSIST == 0 || SPLIT == 1, "a persistent CTA does not split K");
+static_assert(STM == 0 || EPI == 2, "STM stages the boxes of EPI 2");
 static_assert(EPIR == 0 || (EPI == 2 && EPIB == 1 && PERSIST == 1 && PING == 0 && SK == 0),
               "EPIR needs EPI 2, EPIB 1, PERSIST 1, PING 0 and SK 0");
 static_assert(PING == 0 || (PERSIST == 1 && NCONS == 2), "PING needs PERSIST 1 and NCONS 2");
@@ -448,7 +479,7 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
         const uint32_t a_base = sA + s * kAStage + a_row_off;
         const uint32_t b_base = sB + s * kBStage;
 #pragma unroll
-        for (int ks = 0; ks < BK / 16; ++ks) {
+        for (int ks = 0; ks < BK / 16 * !KEVO_DIAG_NO_MMA; ++ks) {
           const uint64_t db = kv_make_desc_sw128(b_base + ks * 16 * 128, kBBox, 1024);
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt) {
@@ -518,11 +549,24 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
       }
 
       // ------------------------------------------------------------ epilogue
+#if defined(KEVO_DIAG_NO_EPILOGUE) || KEVO_DIAG_EPI_NO_STAGE
+      // Diagnostics only: every accumulator is read (summed, stored never),
+      // or ptxas drops the wgmmas whose results go unread, asm volatile or
+      // not: with one accumulator read, half of WGM 128's (2026-12-06), with
+      // none, all. bench/gpu_gemm_epilogue.sh counts each build's HGMMAs.
+      {
+        float keep = 0.0f;
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+          for (int i = 0; i < kAcc; ++i) keep += acc[mt][i];
+        if (keep == 1.0e-38f && m0 < 0) C[0] = __float2bfloat16(keep);
+      }
+#endif
 #ifdef KEVO_DIAG_NO_EPILOGUE
       // A diagnostic, never a knob (its output is wrong): the main loop
       // alone, to bound what an epilogue hidden behind the next tile's main
-      // loop could gain. One accumulator stays live; wgmma is asm volatile.
-      if (acc[0][0] == 1.0e-38f && m0 < 0) C[0] = __float2bfloat16(acc[0][kAcc - 1]);
+      // loop could gain.
       if constexpr (EPIR) release(prev_s);
       continue;
 #endif
@@ -591,7 +635,7 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
           } else if (PERSIST || pass > 0) {
             // The boxes staged here before have been read (with EPIR, pass 0's
             // store, from the held stage, may still be reading).
-            if (tid_wg == 0) {
+            if (tid_wg == 0 && !KEVO_DIAG_EPI_NO_WAIT) {
               if (EPIR && pass == 1) kv_bulk_wait_read<1>();
               else kv_bulk_wait_read<0>();
             }
@@ -599,18 +643,37 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
           } else {
             kv_named_barrier(1, NCONS * 128);  // all consumers are done reading the stages
           }
+          if constexpr (STM) {
+            // Lane l gives row l % 8 (+ 8 for matrices 1 and 3) of its 16-byte
+            // chunk of 8 columns (+ 8 columns for matrices 2 and 3).
+            const int q = lane >> 3;
 #pragma unroll
-          for (int mt = 0; mt < kMT; ++mt)
+            for (int mt = 0; mt < kMT * !KEVO_DIAG_EPI_NO_STAGE; ++mt)
 #pragma unroll
-            for (int jj = 0; jj < 8 * kEpiBoxes; ++jj) {
-              const int j = pass * 8 * kEpiBoxes + jj;  // 8-column group of the tile
-              const int r = mt * 64 + 16 * w + g;       // row in this warpgroup's rows; r % 8 == g
-              const uint32_t off = (uint32_t)((jj / 8) * WGM * 128 + r * 128 + (((jj % 8) ^ g) << 4) + t4 * 4);
-              *reinterpret_cast<__nv_bfloat162*>(box0 + off) =
-                  __floats2bfloat162_rn(acc[mt][4 * j], acc[mt][4 * j + 1]);
-              *reinterpret_cast<__nv_bfloat162*>(box0 + off + 8 * 128) =
-                  __floats2bfloat162_rn(acc[mt][4 * j + 2], acc[mt][4 * j + 3]);
-            }
+              for (int jj = 0; jj < 8 * kEpiBoxes; jj += 2) {
+                const int j = pass * 8 * kEpiBoxes + jj;
+                const int r = mt * 64 + 16 * w + (lane & 7) + 8 * (q & 1);
+                const int jc = jj + (q >> 1);  // the chunk's 8-column group in this pass
+                const uint32_t off = (uint32_t)((jc / 8) * WGM * 128 + r * 128 + (((jc % 8) ^ (lane & 7)) << 4));
+                kv_stmatrix_x4(sBox + off, __floats2bfloat162_rn(acc[mt][4 * j], acc[mt][4 * j + 1]),
+                               __floats2bfloat162_rn(acc[mt][4 * j + 2], acc[mt][4 * j + 3]),
+                               __floats2bfloat162_rn(acc[mt][4 * j + 4], acc[mt][4 * j + 5]),
+                               __floats2bfloat162_rn(acc[mt][4 * j + 6], acc[mt][4 * j + 7]));
+              }
+          } else {
+#pragma unroll
+            for (int mt = 0; mt < kMT * !KEVO_DIAG_EPI_NO_STAGE; ++mt)
+#pragma unroll
+              for (int jj = 0; jj < 8 * kEpiBoxes; ++jj) {
+                const int j = pass * 8 * kEpiBoxes + jj;  // 8-column group of the tile
+                const int r = mt * 64 + 16 * w + g;       // row in this warpgroup's rows; r % 8 == g
+                const uint32_t off = (uint32_t)((jj / 8) * WGM * 128 + r * 128 + (((jj % 8) ^ g) << 4) + t4 * 4);
+                *reinterpret_cast<__nv_bfloat162*>(box0 + off) =
+                    __floats2bfloat162_rn(acc[mt][4 * j], acc[mt][4 * j + 1]);
+                *reinterpret_cast<__nv_bfloat162*>(box0 + off + 8 * 128) =
+                    __floats2bfloat162_rn(acc[mt][4 * j + 2], acc[mt][4 * j + 3]);
+              }
+          }
           kv_fence_async_smem();
           kv_named_barrier(2 + cw, 128);  // this warpgroup's boxes are written
           if (tid_wg == 0) {
@@ -619,7 +682,7 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
 #pragma unroll
               for (int b = 0; b < kEpiBoxes; ++b) {
                 const int gn = n0 + 64 * (pass * kEpiBoxes + b);
-                if (gn < N) kv_tma_store_2d(&tmC, sBox + (uint32_t)(b * WGM * 128), gn, gm);
+                if (gn < N && !KEVO_DIAG_EPI_NO_STORE) kv_tma_store_2d(&tmC, sBox + (uint32_t)(b * WGM * 128), gn, gm);
               }
             }
             kv_bulk_commit();
@@ -629,7 +692,7 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
           // The held stage back to the producer: this warpgroup's other warps
           // arrive now; its storing thread once TMA has read pass 0's box (the
           // stage completes with the last arrival).
-          if (tid_wg == 0) kv_bulk_wait_read<kEpiPasses - 1>();
+          if (tid_wg == 0 && !KEVO_DIAG_EPI_NO_WAIT) kv_bulk_wait_read<kEpiPasses - 1>();
           release(prev_s);
         }
       } else {

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Where the 4096^3 GEMM's time goes, on a GPU host, in one harness
+# (bench/micro/harness_points.py beside torch.compile, L2 flushed by a fill,
+# 3 rounds): the 256 x 128 four-stage start line of gemm wgmma (w128s4), the
+# same with its boxes staged by stmatrix (STM 1), and diagnostic builds of
+# w128s4, never kernels (each breaks the output; its check fails by design):
+#   no_mma       KEVO_DIAG_NO_MMA: the ring's loads and handshakes, no wgmma
+#   no_epilogue  KEVO_DIAG_NO_EPILOGUE: the main loop alone
+#   no_store     KEVO_DIAG_EPI_NO_STORE: staged in shared memory, never stored
+#   no_stage     KEVO_DIAG_EPI_NO_STAGE: stored without writing the boxes
+# Each build's HGMMA instructions are counted (cuobjdump): a diagnostic other
+# than no_mma with fewer than w128s4 measures a kernel ptxas cut down, not
+# the one named. On 2026-12-06 (H100) no_epilogue and no_stage were such
+# builds (half and all of the wgmmas dropped: their results went unread), and
+# their times (159.7 and 162.5 us against w128s4's 187.9) said nothing about
+# the epilogue; the builds now read every accumulator.
+# With PROFILE=1 instead: where the warps of w128s4, its no_stage build and
+# w128s4 with STM wait, instruction by instruction: ncu's warp-state sampling
+# (SourceCounters, WarpStateStats) of one call each, the samples per SASS
+# instruction and each build's SASS ($OUT/sass.tgz).
+#   LIMIT=150 bench/gpu_gemm_epilogue.sh   (seconds; results in $OUT or build/gpu-epilogue)
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-build/gpu-epilogue}; mkdir -p "$OUT"
+LIMIT=${LIMIT:-150}
+export KEVO_CACHE_DIR=/tmp/kevo-cache PYTHONUNBUFFERED=1
+W=targets/cuda/kernels/gemm/wgmma.cu
+W128="BN=128,WGM=128,NCONS=2,STAGES=4,EPI=2,EPIB=1,PERSIST=1,CLUSTER=2,GROUP_M=8"
+b=$W:$W128
+P=(--point w128s4=$b --point w128s4_no_mma=$b,KEVO_DIAG_NO_MMA=1
+   --point w128s4_no_epilogue=$b,KEVO_DIAG_NO_EPILOGUE=1 --point w128s4_no_store=$b,KEVO_DIAG_EPI_NO_STORE=1
+   --point w128s4_no_stage=$b,KEVO_DIAG_EPI_NO_STAGE=1 --point w128s4_stm=$b,STM=1)
+CUOBJDUMP=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
+if [ "${PROFILE:-0}" = 1 ]; then
+  NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  rm -rf /tmp/kevo-points-*
+  timeout $LIMIT "$NCU" --profile-from-start off -k regex:gemm_wgmma --section SourceCounters \
+    --section WarpStateStats --section SpeedOfLight --import-source no -f -o $OUT/epilogue \
+    python3 bench/micro/harness_points.py configs/cuda/gemm-4096.json --no-compile --rounds 1 \
+    --min-time-ms 10 --profile-calls 1 --point w128s4=$b --point w128s4_no_stage=$b,KEVO_DIAG_EPI_NO_STAGE=1 \
+    --point w128s4_stm=$b,STM=1 > $OUT/profile.log 2>&1
+  echo "profile rc=$?"; tail -5 $OUT/profile.log
+  mkdir -p $OUT/sass
+  for so in /tmp/kevo-points-*/*.so; do
+    "$CUOBJDUMP" -sass "$so" > $OUT/sass/$(basename "$so" | cut -d. -f1).txt 2>&1
+  done
+  "$NCU" --import $OUT/epilogue.ncu-rep --page details > $OUT/details.txt 2>&1
+  "$NCU" --import $OUT/epilogue.ncu-rep --page source --print-source sass --csv > $OUT/sass/source.csv 2>&1 ||
+    echo "no source page: $(head -c 300 $OUT/sass/source.csv)"
+  # one file: the device tool returns a few files a call
+  tar czf $OUT/sass.tgz -C $OUT sass && rm -rf $OUT/sass
+  ls -la $OUT; exit 0
+fi
+{
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader
+# The diagnostics fail their checks by design, so the harness exits 1.
+rm -rf /tmp/kevo-points-*
+timeout $LIMIT python3 bench/micro/harness_points.py configs/cuda/gemm-4096.json --flush fill --rounds 3 \
+  --json $OUT/epilogue4096.json "${P[@]}" 2>&1 | grep -v "AUTOTUNE\|SingleProcess\|Ignoring this choice\|^  [a-z_]\|^E1\|^W1"
+echo "points rc=${PIPESTATUS[0]}"
+# The HGMMA instructions of each build that do work (ptxas leaves HGMMA ... RZ,
+# gdesc[URZ] placeholders where it dropped them); harness_points leaves the
+# builds in /tmp/kevo-points-*.
+for so in $(ls -t /tmp/kevo-points-*/w128s4*.so); do
+  echo "hgmma $(basename "$so" | cut -d. -f1): $("$CUOBJDUMP" -sass "$so" 2>/dev/null | grep HGMMA | grep -vc 'gdesc\[URZ\]')"
+done | tee $OUT/hgmma.txt
+} 2>&1 | tee $OUT/log.txt
