@@ -2,7 +2,10 @@
 # Where the 4096^3 GEMM's time goes, on a GPU host, in one harness
 # (bench/micro/harness_points.py beside torch.compile, L2 flushed by a fill,
 # 3 rounds): the 256 x 128 four-stage start line of gemm wgmma (w128s4), the
-# same with its boxes staged by stmatrix (STM 1), and diagnostic builds of
+# same with its boxes staged by stmatrix (STM 1) and in a cluster along N that
+# shares A (CDIM 1: less L2 traffic per CTA, the lever the no_mma build points
+# to; left out where OnGpu.PersistentTilesAreRight, run first, fails), and
+# diagnostic builds of
 # w128s4, never kernels (each breaks the output; its check fails by design):
 #   no_mma       KEVO_DIAG_NO_MMA: the ring's loads and handshakes, no wgmma
 #   no_epilogue  KEVO_DIAG_NO_EPILOGUE: the main loop alone
@@ -18,7 +21,9 @@
 # w128s4 with STM wait, instruction by instruction: ncu's warp-state sampling
 # (SourceCounters, WarpStateStats) of one call each, the samples per SASS
 # instruction and each build's SASS ($OUT/sass.tgz).
-#   LIMIT=150 bench/gpu_gemm_epilogue.sh   (seconds; results in $OUT or build/gpu-epilogue)
+#   LIMIT=150 bench/gpu_gemm_epilogue.sh   (seconds for the points; results in $OUT or
+#   build/gpu-epilogue; the test first takes up to 150 s more, TESTS=0 skips it)
+# Binaries built on the CPU machine: carry build/bin and build/tests/cuda_tests.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/gpu-epilogue}; mkdir -p "$OUT"
@@ -30,6 +35,7 @@ b=$W:$W128
 P=(--point w128s4=$b --point w128s4_no_mma=$b,KEVO_DIAG_NO_MMA=1
    --point w128s4_no_epilogue=$b,KEVO_DIAG_NO_EPILOGUE=1 --point w128s4_no_store=$b,KEVO_DIAG_EPI_NO_STORE=1
    --point w128s4_no_stage=$b,KEVO_DIAG_EPI_NO_STAGE=1 --point w128s4_stm=$b,STM=1)
+CDIM_POINTS=(--point w128s4_cdim=$b,CDIM=1 --point w128s4_cdim_no_mma=$b,CDIM=1,KEVO_DIAG_NO_MMA=1)
 CUOBJDUMP=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
 if [ "${PROFILE:-0}" = 1 ]; then
   NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
@@ -53,10 +59,17 @@ if [ "${PROFILE:-0}" = 1 ]; then
 fi
 {
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader
+if [ "${TESTS:-1}" != 0 ]; then
+  timeout 150 build/tests/cuda_tests --gtest_filter='OnGpu.PersistentTilesAreRight' > $OUT/tests.txt 2>&1
+  trc=$?; grep -q "^\[       OK \] OnGpu.PersistentTilesAreRight" $OUT/tests.txt || trc=1  # skipped: no GPU
+  echo "persistent test rc=$trc"
+  grep -E "^\[ +(OK|FAILED|PASSED) |Failure|Expected|Which is|knob" $OUT/tests.txt | head -20
+  [ $trc -eq 0 ] || { CDIM_POINTS=(); echo "the CDIM points are left out: the persistent test did not pass"; }
+fi
 # The diagnostics fail their checks by design, so the harness exits 1.
 rm -rf /tmp/kevo-points-*
 timeout $LIMIT python3 bench/micro/harness_points.py configs/cuda/gemm-4096.json --flush fill --rounds 3 \
-  --json $OUT/epilogue4096.json "${P[@]}" 2>&1 | grep -v "AUTOTUNE\|SingleProcess\|Ignoring this choice\|^  [a-z_]\|^E1\|^W1"
+  --json $OUT/epilogue4096.json "${P[@]}" "${CDIM_POINTS[@]}" 2>&1 | grep -v "AUTOTUNE\|SingleProcess\|Ignoring this choice\|^  [a-z_]\|^E1\|^W1"
 echo "points rc=${PIPESTATUS[0]}"
 # The HGMMA instructions of each build that do work (ptxas leaves HGMMA ... RZ,
 # gdesc[URZ] placeholders where it dropped them); harness_points leaves the

@@ -1073,8 +1073,8 @@ void expect_register_budget_edge(const std::string& op, const std::vector<KnobSe
 // and the persistent start gemm wgmma gives the 4096^3 config (128 x 256
 // tiles with TMA stores, its staging beside the ring; and the ping-pong
 // start, whose consumers take alternate tiles), as the start computes them,
-// with a persistent cluster of two beside them, and cuBLAS's tile with EPIR
-// and with STM.
+// with a persistent cluster of two beside them, and cuBLAS's tile with EPIR,
+// with STM and with CDIM.
 TEST(CudaCompile, TheStartsEdgesBuildWithoutSpills) {
   if (std::string why = cuda_unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
   auto target = make_target("cuda");
@@ -1126,6 +1126,10 @@ TEST(CudaCompile, TheStartsEdgesBuildWithoutSpills) {
       // and with its boxes staged by stmatrix
       {"gemm", "wgmma", {{"A", {4096, 4096}}, {"B", {4096, 4096}}},
        {{"BN", 128}, {"WGM", 128}, {"NCONS", 2}, {"STAGES", 4}, {"EPI", 2}, {"EPIB", 1}, {"STM", 1},
+        {"PERSIST", 1}, {"CLUSTER", 2}}},
+      // and in a cluster along N that shares A
+      {"gemm", "wgmma", {{"A", {4096, 4096}}, {"B", {4096, 4096}}},
+       {{"BN", 128}, {"WGM", 128}, {"NCONS", 2}, {"STAGES", 4}, {"EPI", 2}, {"EPIB", 1}, {"CDIM", 1},
         {"PERSIST", 1}, {"CLUSTER", 2}}}};
   for (const Case& c : cases) {
     Task task = test::quick_task(c.op, c.shapes, {{"target", "cuda"}, {"dtype", "bf16"}});
@@ -1155,15 +1159,17 @@ TEST(CudaCompile, TheStartsEdgesBuildWithoutSpills) {
   // the cooperative tile in clusters of two with stream-K for the last wave,
   // with a fourth stage where half the TMA-store staging was, and cuBLAS's
   // 256 x 128 tile with four stages, one 64-column box staged at a time,
-  // with its boxes staged by 4-byte stores and by stmatrix.
+  // with its boxes staged by 4-byte stores and by stmatrix, and in a cluster
+  // along N that shares A.
   const std::vector<KnobSet> want = {
       {{"EPI", 2}, {"BN", 256}, {"PING", 0}},
       {{"EPI", 2}, {"PING", 1}, {"WGM", 128}},
       {{"SK", 1}, {"CLUSTER", 2}, {"BN", 256}},
       {{"STAGES", 4}, {"EPIB", 2}, {"BN", 256}},
       {{"STAGES", 4}, {"EPIB", 1}, {"BN", 128}, {"WGM", 128}, {"CLUSTER", 2}, {"STM", 0}},
-      {{"STAGES", 4}, {"EPIB", 1}, {"BN", 128}, {"WGM", 128}, {"CLUSTER", 2}, {"STM", 1}}};
-  ASSERT_EQ(persistent.size(), want.size()) << "want six persistent starts for 4096^3";
+      {{"STAGES", 4}, {"EPIB", 1}, {"BN", 128}, {"WGM", 128}, {"CLUSTER", 2}, {"STM", 1}},
+      {{"STAGES", 4}, {"EPIB", 1}, {"BN", 128}, {"WGM", 128}, {"CLUSTER", 2}, {"CDIM", 1}}};
+  ASSERT_EQ(persistent.size(), want.size()) << "want seven persistent starts for 4096^3";
   for (size_t i = 0; i < want.size(); ++i)
     for (const auto& [k, x] : want[i]) EXPECT_EQ(persistent[i].at(k), x) << "start " << i << " " << k;
   for (const KnobValues& p : persistent) build(big, "wgmma", p);
@@ -1699,7 +1705,17 @@ TEST_F(OnGpu, PersistentTilesAreRight) {
                 {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"STM", 1}, {"BN", 128}, {"WGM", 128},
                  {"CLUSTER", 2}, {"STAGES", 4}},
                 {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 2}, {"STM", 1}, {"BN", 256}, {"CLUSTER", 2}, {"STAGES", 4}},
-                {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"STM", 1}, {"BN", 192}, {"NCONS", 1}, {"STAGES", 3}}},
+                {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"STM", 1}, {"BN", 192}, {"NCONS", 1}, {"STAGES", 3}},
+                // clusters along N that share A's rows (CDIM): 2056 columns are 17 tiles
+                // of 128 (the last cluster's second CTA past N) and 11 of 192
+                {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 1}, {"CLUSTER", 2}, {"CDIM", 1}, {"BN", 128}, {"WGM", 128},
+                 {"STAGES", 4}},
+                {{"PERSIST", 1}, {"EPI", 2}, {"CLUSTER", 2}, {"CDIM", 1}, {"BN", 128}, {"NCONS", 1}, {"STAGES", 4},
+                 {"BHINT", 1}},
+                {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"CLUSTER", 2}, {"CDIM", 1}, {"BN", 128}, {"STAGES", 3}},
+                {{"EPI", 1}, {"CLUSTER", 2}, {"CDIM", 1}, {"BN", 128}, {"STAGES", 3}},
+                {{"PERSIST", 1}, {"EPI", 0}, {"CLUSTER", 2}, {"CDIM", 1}, {"BN", 128}, {"WGM", 128}, {"KEEP", 0},
+                 {"STAGES", 3}}},
                many);
   expect_right("gemm", "wgmma",
                {{{"EPI", 2}},
@@ -1714,7 +1730,10 @@ TEST_F(OnGpu, PersistentTilesAreRight) {
                 {{"EPI", 2}, {"EPIB", 1}, {"BN", 256}, {"STAGES", 3}},
                 {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"BN", 128}, {"CLUSTER", 2}, {"STAGES", 3}},
                 {{"EPI", 2}, {"STM", 1}, {"BN", 192}, {"STAGES", 3}},
-                {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"STM", 1}, {"BN", 128}, {"STAGES", 3}}},
+                {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"STM", 1}, {"BN", 128}, {"STAGES", 3}},
+                // one tile row; 392 columns: 4 tiles of 128 in 2 clusters along N, the last one ragged
+                {{"PERSIST", 1}, {"EPI", 2}, {"CLUSTER", 2}, {"CDIM", 1}, {"BN", 128}, {"STAGES", 3}},
+                {{"EPI", 2}, {"CLUSTER", 2}, {"CDIM", 1}, {"BN", 64}, {"NCONS", 1}, {"STAGES", 4}}},
                {{"A", {33, 1000}}, {"B", {1000, 392}}});
 }
 

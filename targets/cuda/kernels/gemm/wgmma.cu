@@ -55,11 +55,17 @@
  *            8 x 8 matrices of bf16 (16 output columns of 16 rows) an
  *            instruction, 16-byte rows in the same swizzle; 0: two 4-byte
  *            shared stores per 8-column group (four times the instructions).
- *   CLUSTER  thread-block cluster size along M (1 or 2). With 2, the two CTAs
- *            of a cluster compute vertically adjacent tiles that share the same
+ *   CLUSTER  thread-block cluster size (1 or 2), along M unless CDIM 1. With 2,
+ *            the two CTAs of a cluster compute vertically adjacent tiles that share the same
  *            B slice: each loads half of the B boxes and multicasts them to
  *            both (TMA .multicast::cluster), halving B traffic from L2; every
  *            consumer warp releases a stage on the empty barriers of both CTAs.
+ *   CDIM     with CLUSTER 2, the cluster's direction: 0 along M (above), 1
+ *            along N: the two CTAs compute horizontally adjacent tiles that
+ *            share the same A rows; each loads half of A's rows and multicasts
+ *            them to both, and loads its own B. Where BM > BN (cuBLAS's
+ *            256 x 128 tile at 4096^3) this reads less from L2 per CTA than
+ *            sharing B: 32 KB a k tile instead of 40.
  *   SPLIT    split-K over a thread-block cluster of SPLIT CTAs (grid.y; 1 =
  *            none; needs CLUSTER 1). For decode shapes (few rows of C) the
  *            tiles are too few to fill the SMs: each CTA of the cluster runs
@@ -70,7 +76,7 @@
  *            distributed shared memory, and stores bf16 C. No workspace, no
  *            second pass over global memory. (EPI does not apply: the
  *            reduction stores 16-byte chunks itself.)
- *   BHINT    1: with CLUSTER 1, B's (the weights') TMA loads carry an L2
+ *   BHINT    1: with CLUSTER 1 or CDIM 1, B's (the weights') TMA loads carry an L2
  *            evict-first policy: a streamed weight line is replaced before
  *            lines still to be used or dirty lines still to be written back;
  *            0: no hint.
@@ -116,8 +122,12 @@
  * two with stream-K for the last wave (SK), the same with a fourth stage
  * in the room EPIB 2 frees, and a 256 x 128 tile (WGM 128) with four
  * stages and one box staged at a time, the tile cuBLAS takes at 4096^3 on
- * an H100. Measured there (bench/results/2026-12-05-h100-decode-gemm-7.md):
- * the fourth stage +0.4%, SK -6 to -7%, PING -11% and worse.
+ * an H100, with its boxes staged by stmatrix (STM), and in a cluster along
+ * N that shares A (CDIM; cuBLAS's kernel name says 1 x 2). Measured there
+ * (bench/results/2026-12-05-h100-decode-gemm-7.md): the fourth stage +0.4%,
+ * SK -6 to -7%, PING -11% and worse; STM +0.2% (2026-12-06-...-9.md, where
+ * the ring's loads alone took 86% of the kernel's time at 84% of the L2's
+ * peak: the case for CDIM, not yet run on a GPU).
  */
 // @kevo start BN = 64, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = SMS / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
 // @kevo start BN = 128, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = SMS / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
@@ -127,6 +137,7 @@
 // @kevo start BN = 256, WGM = 64, NCONS = 2, STAGES = 4, EPI = 2, EPIB = 2, PERSIST = 1, CLUSTER = 2, GROUP_M = 8
 // @kevo start BN = 128, WGM = 128, NCONS = 2, STAGES = 4, EPI = 2, EPIB = 1, PERSIST = 1, CLUSTER = 2, GROUP_M = 8
 // @kevo start BN = 128, WGM = 128, NCONS = 2, STAGES = 4, EPI = 2, EPIB = 1, STM = 1, PERSIST = 1, CLUSTER = 2, GROUP_M = 8
+// @kevo start BN = 128, WGM = 128, NCONS = 2, STAGES = 4, EPI = 2, EPIB = 1, PERSIST = 1, CLUSTER = 2, CDIM = 1, GROUP_M = 8
 // @kevo knob BN 128 {64, 128, 192, 256}
 // @kevo knob WGM 64 {64, 128}
 // @kevo knob NCONS 2 {1, 2}
@@ -138,6 +149,7 @@
 // @kevo knob EPIR 0 {0, 1}
 // @kevo knob STM 0 {0, 1}
 // @kevo knob CLUSTER 1 {1, 2}
+// @kevo knob CDIM 0 {0, 1}
 // @kevo knob SPLIT 1 {1, 2, 3, 4, 6, 8}
 // @kevo knob BHINT 0 {0, 1}
 // @kevo knob PERSIST 0 {0, 1}
@@ -149,7 +161,8 @@
 // @kevo require EPI == 0 || NCONS * WGM * (BN + 8) * 2 + 2048 <= 232448
 // @kevo require EPIR == 0 || (EPI == 2 && EPIB == 1 && PERSIST == 1 && PING == 0 && SK == 0)
 // @kevo require STM == 0 || EPI == 2
-// @kevo require (BN / 64) % CLUSTER == 0
+// @kevo require CDIM == 1 || (BN / 64) % CLUSTER == 0
+// @kevo require CDIM == 0 || (CLUSTER == 2 && PING == 0)
 // @kevo require SPLIT == 1 || CLUSTER == 1
 // @kevo require SPLIT == 1 || EPI == 0
 // @kevo require SPLIT == 1 || NCONS * WGM * (BN + 4) * 4 + 2048 <= 232448
@@ -208,6 +221,9 @@
 #endif
 #ifndef CLUSTER
 #define CLUSTER 1
+#endif
+#ifndef CDIM
+#define CDIM 0
 #endif
 #ifndef SPLIT
 #define SPLIT 1
@@ -269,7 +285,11 @@ static_assert(WGM == 64 || WGM == 128, "WGM must be 64 or 128");
 static_assert(kMT * kAcc <= 128, "too many accumulators per thread");
 static_assert(BM <= 256, "TMA box rows <= 256");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER must be 1 or 2");
-static_assert((BN / 64) % CLUSTER == 0, "B boxes must split evenly across the cluster");
+static_assert(CDIM == 0 || (CLUSTER == 2 && PING == 0), "CDIM 1 needs CLUSTER 2 and PING 0");
+// The cluster's extent along M and along N, in tiles.
+constexpr int kCM = CDIM ? 1 : CLUSTER;
+constexpr int kCN = CDIM ? CLUSTER : 1;
+static_assert(CDIM == 1 || (BN / 64) % CLUSTER == 0, "B boxes must split evenly across the cluster");
 static_assert(SPLIT >= 1 && SPLIT <= 8, "SPLIT must be 1..8 (portable cluster size)");
 static_assert(SPLIT == 1 || CLUSTER == 1, "split-K and the M cluster do not combine");
 static_assert(EPI >= 0 && EPI <= 2, "EPI must be 0, 1 or 2");
@@ -312,33 +332,34 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
 
   // Threadblock rasterization (grouped along M for L2 reuse), in units of
   // clusters: the CLUSTER CTAs of a cluster take CLUSTER consecutive tile rows
-  // of the same tile column (a CTA past the last tile row still runs the
-  // pipeline for its peer, loading valid A rows and storing nothing).
+  // of the same tile column, or with CDIM 1 consecutive tile columns of the
+  // same row (a CTA past the last tile row or column still runs the pipeline
+  // for its peer, loading valid A rows and storing nothing).
   // A persistent cluster takes the tiles pid, pid + clusters, ... in turn, so
   // the clusters resident at once work on consecutive tiles of the raster.
-  constexpr int kGroup = GROUP_M / CLUSTER > 1 ? GROUP_M / CLUSTER : 1;
+  constexpr int kGroup = GROUP_M / kCM > 1 ? GROUP_M / kCM : 1;
   const int tiles_m = (M + BM - 1) / BM;
-  const int tiles_mc = (tiles_m + CLUSTER - 1) / CLUSTER;
-  const int tiles_n = (N + BN - 1) / BN;
-  const int tiles_c = tiles_mc * tiles_n;  // tiles in cluster units
+  const int tiles_mc = (tiles_m + kCM - 1) / kCM;
+  const int tiles_nc = (N + BN * kCN - 1) / (BN * kCN);
+  const int tiles_c = tiles_mc * tiles_nc;  // tiles in cluster units
   const int pid_first = (int)blockIdx.x / CLUSTER;
   const int pid_step = PERSIST ? (int)gridDim.x / CLUSTER : tiles_c;
-  const uint32_t crank = CLUSTER > 1 ? kv_cluster_rank() : 0;  // rank along M (SPLIT is 1 then)
+  const uint32_t crank = CLUSTER > 1 ? kv_cluster_rank() : 0;  // rank along M or N (SPLIT is 1 then)
   auto tile_origin = [&](int pid, int& m0, int& n0) {
     int pid_mc, pid_n;
     if constexpr (kGroup <= 1) {
-      pid_mc = pid / tiles_n;
-      pid_n = pid % tiles_n;
+      pid_mc = pid / tiles_nc;
+      pid_n = pid % tiles_nc;
     } else {
-      const int in_group = kGroup * tiles_n;
+      const int in_group = kGroup * tiles_nc;
       const int first_m = (pid / in_group) * kGroup;
       const int gsize = min(tiles_mc - first_m, kGroup);
       const int r = pid % in_group;
       pid_mc = first_m + r % gsize;
       pid_n = r / gsize;
     }
-    m0 = (pid_mc * CLUSTER + (int)crank) * BM;
-    n0 = pid_n * BN;
+    m0 = (pid_mc * kCM + (CDIM ? 0 : (int)crank)) * BM;
+    n0 = (pid_n * kCN + (CDIM ? (int)crank : 0)) * BN;
   };
   // Split-K: this CTA's k tiles are [kt0, kt0 + ktiles) of the whole range;
   // its rank in the split cluster is blockIdx.y (the cluster spans grid.y).
@@ -386,14 +407,22 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
           const uint32_t full = bar_full + 8 * s;
           const int k = (kt0 + kt) * BK;
           kv_mbar_expect_tx(full, kStageBytes);
-          kv_tma_load_2d(sA + s * kAStage, &tmA, k, m0 < M ? m0 : 0, full);
-          if constexpr (CLUSTER == 1) {
+          if constexpr (CDIM) {
+            // This CTA's half of A's rows, to both CTAs (the map's box is BM / 2 rows).
+            const int ra = m0 + (int)crank * (BM / 2);
+            kv_tma_load_2d_mc(sA + s * kAStage + crank * (BM / 2) * 128, &tmA, k, ra < M ? ra : 0, full,
+                              (uint16_t)3);
+          } else {
+            kv_tma_load_2d(sA + s * kAStage, &tmA, k, m0 < M ? m0 : 0, full);
+          }
+          if constexpr (CLUSTER == 1 || CDIM) {
+            const int nb = n0 < N ? n0 : 0;  // CDIM: a CTA past the last tile column loads valid columns
 #pragma unroll
             for (int j = 0; j < BN / 64; ++j) {
               if constexpr (BHINT)
-                kv_tma_load_2d_hint(sB + s * kBStage + j * kBBox, &tmB, n0 + 64 * j, k, full, bpolicy);
+                kv_tma_load_2d_hint(sB + s * kBStage + j * kBBox, &tmB, nb + 64 * j, k, full, bpolicy);
               else
-                kv_tma_load_2d(sB + s * kBStage + j * kBBox, &tmB, n0 + 64 * j, k, full);
+                kv_tma_load_2d(sB + s * kBStage + j * kBBox, &tmB, nb + 64 * j, k, full);
             }
           } else {
 #pragma unroll
@@ -792,11 +821,12 @@ extern "C" KEVO_EXPORT int kevo_launch(const kevo_tensor* in, int n_in, kevo_ten
                          reinterpret_cast<uintptr_t>(C)) &
                         15) == 0;
   if (K > 0 && K % 8 == 0 && N % 8 == 0 && aligned) {
-    const int64_t tiles_mc = ((M + BM - 1) / BM + CLUSTER - 1) / CLUSTER;
-    const int64_t tiles = tiles_mc * CLUSTER * ((N + BN - 1) / BN);  // a multiple of CLUSTER
+    const int64_t tiles_mc = ((M + BM - 1) / BM + kCM - 1) / kCM;
+    const int64_t tiles_nc = ((N + BN - 1) / BN + kCN - 1) / kCN;
+    const int64_t tiles = tiles_mc * tiles_nc * CLUSTER;  // a multiple of CLUSTER
     if (tiles > INT32_MAX) return KEVO_ERR_UNSUPPORTED;
     CUtensorMap mapA, mapB, mapC = {};
-    if (!kv_tma_map_2d(&mapA, A, (uint64_t)K, (uint64_t)M, BK, BM)) return KEVO_ERR_RUNTIME;
+    if (!kv_tma_map_2d(&mapA, A, (uint64_t)K, (uint64_t)M, BK, BM / (CDIM ? 2 : 1))) return KEVO_ERR_RUNTIME;
     if (!kv_tma_map_2d(&mapB, B, (uint64_t)N, (uint64_t)K, 64, BK)) return KEVO_ERR_RUNTIME;
     if (EPI == 2 && !kv_tma_map_2d(&mapC, C, (uint64_t)N, (uint64_t)M, 64, WGM)) return KEVO_ERR_RUNTIME;
     if (cudaFuncSetAttribute(gemm_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
