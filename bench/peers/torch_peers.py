@@ -80,8 +80,8 @@ Method (kevo's):
 * Before timing: one first call (for the compile peer it compiles; its wall
   time is reported as first_call_s), the correctness check on its output
   (a kevo kernel's outputs are filled with NaN before that call, so one it
-  leaves unwritten fails the check), then warm-up calls, done exactly like timed calls, until both
-  --min-warmup calls (3) and --warmup-ms (25 ms of wall time) are reached.
+  leaves unwritten fails the check), then warm-up calls, done exactly like
+  timed calls, until both --min-warmup calls (3) and --warmup-ms (25 ms of wall time) are reached.
 * Samples are taken until both --min-samples (10) samples and --min-time-ms
   (100 ms) of summed sample time are reached, at most --max-samples.
 * Reported: median, p20, p80 of the samples, quantiles by linear
