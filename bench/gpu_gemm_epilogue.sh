@@ -11,12 +11,15 @@
 #   no_epilogue  KEVO_DIAG_NO_EPILOGUE: the main loop alone
 #   no_store     KEVO_DIAG_EPI_NO_STORE: staged in shared memory, never stored
 #   no_stage     KEVO_DIAG_EPI_NO_STAGE: stored without writing the boxes
+#   no_load      KEVO_DIAG_NO_LOAD: the wgmmas with no TMA load (the math's floor)
 # Each build's HGMMA instructions are counted (cuobjdump): a diagnostic other
 # than no_mma with fewer than w128s4 measures a kernel ptxas cut down, not
 # the one named. On 2026-12-06 (H100) no_epilogue and no_stage were such
 # builds (half and all of the wgmmas dropped: their results went unread), and
 # their times (159.7 and 162.5 us against w128s4's 187.9) said nothing about
 # the epilogue; the builds now read every accumulator.
+# With SET=mainloop instead: the main loop's floors (see below), CDIM's with
+# them, and the 128 x 256 tile for comparison.
 # With PROFILE=1 instead: where the warps of w128s4, its no_stage build and
 # w128s4 with STM wait, instruction by instruction: ncu's warp-state sampling
 # (SourceCounters, WarpStateStats) of one call each, the samples per SASS
@@ -36,6 +39,19 @@ P=(--point w128s4=$b --point w128s4_no_mma=$b,KEVO_DIAG_NO_MMA=1
    --point w128s4_no_epilogue=$b,KEVO_DIAG_NO_EPILOGUE=1 --point w128s4_no_store=$b,KEVO_DIAG_EPI_NO_STORE=1
    --point w128s4_no_stage=$b,KEVO_DIAG_EPI_NO_STAGE=1 --point w128s4_stm=$b,STM=1)
 CDIM_POINTS=(--point w128s4_cdim=$b,CDIM=1 --point w128s4_cdim_no_mma=$b,CDIM=1,KEVO_DIAG_NO_MMA=1)
+if [ "${SET:-epilogue}" = mainloop ]; then
+  # The main loop's two floors, with and without CDIM: the loads alone
+  # (no_mma), the wgmmas alone on whatever the ring holds (no_load), the main
+  # loop alone (no_epilogue), the math alone (no_load_no_epi); beside them
+  # the 128 x 256 tile in a cluster along M (cuBLAS's orientation of the tile).
+  S4="BN=256,WGM=64,NCONS=2,STAGES=4,EPI=2,EPIB=2,PERSIST=1,CLUSTER=2,GROUP_M=8"
+  P=(--point w128s4=$b --point w128s4_no_epilogue=$b,KEVO_DIAG_NO_EPILOGUE=1
+     --point w128s4_no_mma=$b,KEVO_DIAG_NO_MMA=1 --point w128s4_no_load=$b,KEVO_DIAG_NO_LOAD=1
+     --point w128s4_no_load_no_epi=$b,KEVO_DIAG_NO_LOAD=1,KEVO_DIAG_NO_EPILOGUE=1 --point s4_epib2=$W:$S4)
+  CDIM_POINTS=(--point w128s4_cdim=$b,CDIM=1 --point w128s4_cdim_epir=$b,CDIM=1,EPIR=1
+     --point w128s4_cdim_no_epilogue=$b,CDIM=1,KEVO_DIAG_NO_EPILOGUE=1
+     --point w128s4_cdim_no_mma=$b,CDIM=1,KEVO_DIAG_NO_MMA=1 --point w128s4_cdim_no_load=$b,CDIM=1,KEVO_DIAG_NO_LOAD=1)
+fi
 CUOBJDUMP=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
 if [ "${PROFILE:-0}" = 1 ]; then
   NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)

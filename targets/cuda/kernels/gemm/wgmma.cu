@@ -200,7 +200,13 @@
 // without the waits for TMA to read the staged boxes (KEVO_DIAG_EPI_NO_WAIT),
 // or without the writes that stage them (KEVO_DIAG_EPI_NO_STAGE): each,
 // timed beside the full epilogue and KEVO_DIAG_NO_EPILOGUE, says which part
-// of the epilogue the main loop waits for.
+// of the epilogue the main loop waits for. KEVO_DIAG_NO_LOAD: the producer
+// issues no TMA load, only arrives on each stage's full barrier, so the
+// wgmmas run on whatever the ring holds: what the math and the handshakes
+// take alone, the other floor beside KEVO_DIAG_NO_MMA's.
+#ifndef KEVO_DIAG_NO_LOAD
+#define KEVO_DIAG_NO_LOAD 0
+#endif
 #ifndef KEVO_DIAG_NO_MMA
 #define KEVO_DIAG_NO_MMA 0
 #endif
@@ -406,6 +412,14 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
           if (it >= STAGES) kv_mbar_wait(bar_empty + 8 * s, phase);
           const uint32_t full = bar_full + 8 * s;
           const int k = (kt0 + kt) * BK;
+          if constexpr (KEVO_DIAG_NO_LOAD) {
+            kv_mbar_arrive(full);  // the stage "arrives" with what it held before
+            if (++s == STAGES) {
+              s = 0;
+              if (it >= STAGES) phase ^= 1;
+            }
+            continue;
+          }
           kv_mbar_expect_tx(full, kStageBytes);
           if constexpr (CDIM) {
             // This CTA's half of A's rows, to both CTAs (the map's box is BM / 2 rows).
