@@ -25,6 +25,8 @@ export KEVO_CACHE_DIR=${KEVO_CACHE_DIR:-/tmp/kevo-cache} KEVO_HOME=$PWD
 w=/tmp/diag; rm -rf "$w"; mkdir -p "$w"
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 SECTIONS="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats"
+# more sections (e.g. ComputeWorkloadAnalysis MemoryWorkloadAnalysis_Tables): EXTRA_SECTIONS="A B"
+for x in ${EXTRA_SECTIONS:-}; do SECTIONS="$SECTIONS --section $x"; done
 
 "$NCU" --query-metrics 2>&1 | grep -i "pipe_tensor\|gmma" > "$OUT/tensor-metrics.txt"
 echo "tensor-pipe metrics: $(grep -o '^sm__pipe_tensor[a-z_0-9]*' "$OUT/tensor-metrics.txt" | sort -u | tr '\n' ' ')"

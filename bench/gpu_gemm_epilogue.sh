@@ -19,7 +19,8 @@
 # their times (159.7 and 162.5 us against w128s4's 187.9) said nothing about
 # the epilogue; the builds now read every accumulator.
 # With SET=mainloop instead: the main loop's floors (see below), CDIM's with
-# them, and the 128 x 256 tile for comparison.
+# them, and the 128 x 256 tile for comparison; SET=tile: the 128 x 256 tile's
+# floors and neighbours of the 256 x 128 tile with CDIM and EPIR.
 # With PROFILE=1 instead: where the warps of w128s4, its no_stage build and
 # w128s4 with STM wait, instruction by instruction: ncu's warp-state sampling
 # (SourceCounters, WarpStateStats) of one call each, the samples per SASS
@@ -51,6 +52,16 @@ if [ "${SET:-epilogue}" = mainloop ]; then
   CDIM_POINTS=(--point w128s4_cdim=$b,CDIM=1 --point w128s4_cdim_epir=$b,CDIM=1,EPIR=1
      --point w128s4_cdim_no_epilogue=$b,CDIM=1,KEVO_DIAG_NO_EPILOGUE=1
      --point w128s4_cdim_no_mma=$b,CDIM=1,KEVO_DIAG_NO_MMA=1 --point w128s4_cdim_no_load=$b,CDIM=1,KEVO_DIAG_NO_LOAD=1)
+elif [ "${SET:-epilogue}" = tile ]; then
+  # The 128 x 256 tile's floors (one m64n256 wgmma a k16 step where the
+  # 256 x 128 tile issues two m64n128), beside the 256 x 128 tile with CDIM
+  # and EPIR and its neighbours (STM, GROUP_M 4 and 16).
+  S4="$W:BN=256,WGM=64,NCONS=2,STAGES=4,EPI=2,EPIB=2,PERSIST=1,CLUSTER=2,GROUP_M=8"
+  P=(--point w128s4=$b --point s4_epib2=$S4 --point s4_no_epilogue=$S4,KEVO_DIAG_NO_EPILOGUE=1
+     --point s4_no_mma=$S4,KEVO_DIAG_NO_MMA=1 --point s4_no_load_no_epi=$S4,KEVO_DIAG_NO_LOAD=1,KEVO_DIAG_NO_EPILOGUE=1
+     --point w128s4_no_load_no_epi=$b,KEVO_DIAG_NO_LOAD=1,KEVO_DIAG_NO_EPILOGUE=1)
+  CDIM_POINTS=(--point w128s4_cdim_epir=$b,CDIM=1,EPIR=1 --point w128s4_cdim_epir_stm=$b,CDIM=1,EPIR=1,STM=1
+     --point w128s4_cdim_epir_g4=$b,CDIM=1,EPIR=1,GROUP_M=4 --point w128s4_cdim_epir_g16=$b,CDIM=1,EPIR=1,GROUP_M=16)
 fi
 CUOBJDUMP=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
 if [ "${PROFILE:-0}" = 1 ]; then
@@ -90,7 +101,7 @@ echo "points rc=${PIPESTATUS[0]}"
 # The HGMMA instructions of each build that do work (ptxas leaves HGMMA ... RZ,
 # gdesc[URZ] placeholders where it dropped them); harness_points leaves the
 # builds in /tmp/kevo-points-*.
-for so in $(ls -t /tmp/kevo-points-*/w128s4*.so); do
+for so in $(ls -t /tmp/kevo-points-*/w128s4*.so /tmp/kevo-points-*/s4*.so 2>/dev/null); do
   echo "hgmma $(basename "$so" | cut -d. -f1): $("$CUOBJDUMP" -sass "$so" 2>/dev/null | grep HGMMA | grep -vc 'gdesc\[URZ\]')"
 done | tee $OUT/hgmma.txt
 } 2>&1 | tee $OUT/log.txt
