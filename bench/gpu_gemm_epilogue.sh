@@ -20,9 +20,7 @@
 # the epilogue; the builds now read every accumulator.
 # With SET=mainloop instead: the main loop's floors (see below), CDIM's with
 # them, and the 128 x 256 tile for comparison; SET=tile: the 128 x 256 tile's
-# floors and neighbours of the 256 x 128 tile with CDIM and EPIR; SET=desc:
-# the kernel beside KEVO_DIAG_DESC_FULL builds (descriptors rebuilt per wgmma).
-# TEST_FILTER and TEST_LIMIT widen the tests run first.
+# floors and neighbours of the 256 x 128 tile with CDIM and EPIR.
 # With PROFILE=1 instead: where the warps of w128s4, its no_stage build and
 # w128s4 with STM wait, instruction by instruction: ncu's warp-state sampling
 # (SourceCounters, WarpStateStats) of one call each, the samples per SASS
@@ -54,14 +52,6 @@ if [ "${SET:-epilogue}" = mainloop ]; then
   CDIM_POINTS=(--point w128s4_cdim=$b,CDIM=1 --point w128s4_cdim_epir=$b,CDIM=1,EPIR=1
      --point w128s4_cdim_no_epilogue=$b,CDIM=1,KEVO_DIAG_NO_EPILOGUE=1
      --point w128s4_cdim_no_mma=$b,CDIM=1,KEVO_DIAG_NO_MMA=1 --point w128s4_cdim_no_load=$b,CDIM=1,KEVO_DIAG_NO_LOAD=1)
-elif [ "${SET:-epilogue}" = desc ]; then
-  # Descriptors built incrementally in uniform registers (kv_desc_add, the
-  # kernel) against rebuilt from each address (KEVO_DIAG_DESC_FULL, the code
-  # before): the same wgmmas, about half the main loop's instructions.
-  S4="$W:BN=256,WGM=64,NCONS=2,STAGES=4,EPI=2,EPIB=2,PERSIST=1,CLUSTER=2,GROUP_M=8"
-  P=(--point w128s4=$b --point w128s4_descfull=$b,KEVO_DIAG_DESC_FULL=1
-     --point s4_epib2=$S4 --point s4_descfull=$S4,KEVO_DIAG_DESC_FULL=1)
-  CDIM_POINTS=(--point w128s4_cdim_epir=$b,CDIM=1,EPIR=1 --point w128s4_cdim_epir_descfull=$b,CDIM=1,EPIR=1,KEVO_DIAG_DESC_FULL=1)
 elif [ "${SET:-epilogue}" = tile ]; then
   # The 128 x 256 tile's floors (one m64n256 wgmma a k16 step where the
   # 256 x 128 tile issues two m64n128), beside the 256 x 128 tile with CDIM
@@ -97,8 +87,7 @@ fi
 {
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader
 if [ "${TESTS:-1}" != 0 ]; then
-  # TEST_FILTER: more OnGpu tests (the persistent one must be among them)
-  timeout ${TEST_LIMIT:-150} build/tests/cuda_tests --gtest_filter="${TEST_FILTER:-OnGpu.PersistentTilesAreRight}" > $OUT/tests.txt 2>&1
+  timeout 150 build/tests/cuda_tests --gtest_filter='OnGpu.PersistentTilesAreRight' > $OUT/tests.txt 2>&1
   trc=$?; grep -q "^\[       OK \] OnGpu.PersistentTilesAreRight" $OUT/tests.txt || trc=1  # skipped: no GPU
   echo "persistent test rc=$trc"
   grep -E "^\[ +(OK|FAILED|PASSED) |Failure|Expected|Which is|knob" $OUT/tests.txt | head -20

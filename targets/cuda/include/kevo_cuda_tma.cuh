@@ -38,7 +38,6 @@
  *   kv_wgmma_fence(), kv_wgmma_commit(), kv_wgmma_wait<N>()
  *   kv_fence_operand(x)               keep accumulator x in place across wgmma issue/wait
  *   kv_make_desc_sw128(addr, lbo, sbo)  shared-memory matrix descriptor, 128-byte swizzle
- *   kv_desc_add(desc, off)            the descriptor of the box off bytes further on
  *   kv_consumer_regs(consumers, producer_regs)  registers per thread a consumer
  *                                     warpgroup can take (setmaxnreg.inc) when one
  *                                     producer warpgroup keeps producer_regs: the
@@ -208,13 +207,6 @@ KV_DEV void kv_named_arrive(int id, int count) {
 KV_DEV uint64_t kv_make_desc_sw128(uint32_t addr, uint32_t lbo, uint32_t sbo) {
   return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)((lbo >> 4) & 0x3FFF) << 16) |
          ((uint64_t)((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);
-}
-// The descriptor of the box `off` bytes past the one `d` describes: the start
-// address field is the low 14 bits, (address >> 4), and a CTA's shared
-// addresses stay below 2^18, so the offset adds there without carrying into
-// the other fields; one 32-bit add instead of rebuilding the descriptor.
-KV_DEV uint64_t kv_desc_add(uint64_t d, uint32_t off) {
-  return (d & 0xFFFFFFFF00000000ull) | (uint32_t)((uint32_t)d + (off >> 4));
 }
 
 // wgmma.mma_async m64nNk16, f32 += bf16 * bf16, A and B from shared memory,

@@ -207,11 +207,6 @@
 #ifndef KEVO_DIAG_NO_LOAD
 #define KEVO_DIAG_NO_LOAD 0
 #endif
-// KEVO_DIAG_DESC_FULL: every wgmma descriptor rebuilt from its address, as
-// before kv_desc_add (the same kernel, more instructions).
-#ifndef KEVO_DIAG_DESC_FULL
-#define KEVO_DIAG_DESC_FULL 0
-#endif
 #ifndef KEVO_DIAG_NO_MMA
 #define KEVO_DIAG_NO_MMA 0
 #endif
@@ -461,21 +456,13 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
   } else {
     // ------------------------------------------------------------ consumers
     if constexpr (kConsumerRegs > 0) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
-    // A shuffle from lane 0 tells the compiler what is true: cw is the same in
-    // every thread of a warp, so the descriptor arithmetic below runs in
-    // uniform registers, where the wgmmas read their descriptors, instead of
-    // per-thread ones moved over one by one (half the main loop's
-    // instructions, 2026-12-06).
-    const int cw = __shfl_sync(0xffffffffu, wg, 0) - 1;
+    const int cw = wg - 1;
     // A: K-major, 128B swizzle: 8-row groups 1024 bytes apart (SBO), LBO unused (16).
     //    k16 step = +32 bytes inside the 128-byte row; m64 tile = +64 rows * 128 bytes.
     // B: N-major ("transposed"), 128B swizzle: 8-k-row groups 1024 bytes apart
     //    (SBO), 64-column blocks kBBox bytes apart (LBO); k16 step = +16 rows * 128 bytes.
     const uint32_t a_row_off = PING ? 0u : (uint32_t)(cw * WGM) * 128u;
     const int crow = PING ? 0 : cw * WGM;  // this warpgroup's first row in the tile
-    // Descriptors of stage 0's A rows (this warpgroup's) and B boxes.
-    const uint64_t da_ring = kv_make_desc_sw128(sA + a_row_off, 16, 1024);
-    const uint64_t db_ring = kv_make_desc_sw128(sB, kBBox, 1024);
     // One arrival per consumer warp on the stage's empty barrier of every CTA
     // of the cluster (each CTA's producer overwrites the stage in all of them).
     const bool lane0 = (tid_wg & 31) == 0;
@@ -532,9 +519,6 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
 #pragma unroll
           for (int i = 0; i < kAcc; ++i) kv_fence_operand(acc[mt][i]);
         kv_wgmma_fence();
-#if KEVO_DIAG_DESC_FULL
-        // Diagnostic: every descriptor built from its address (the code
-        // before kv_desc_add), to time against the incremental ones.
         const uint32_t a_base = sA + s * kAStage + a_row_off;
         const uint32_t b_base = sB + s * kBStage;
 #pragma unroll
@@ -546,19 +530,6 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
             kv_wgmma_bf16<BN>(acc[mt], da, db, 1);
           }
         }
-#else
-        // The stage's descriptors from ring-start ones; each k16 step and
-        // m64 tile a constant offset from them.
-        const uint64_t da_s = kv_desc_add(da_ring, (uint32_t)s * kAStage);
-        const uint64_t db_s = kv_desc_add(db_ring, (uint32_t)s * kBStage);
-#pragma unroll
-        for (int ks = 0; ks < BK / 16 * !KEVO_DIAG_NO_MMA; ++ks) {
-          const uint64_t db = kv_desc_add(db_s, ks * 16 * 128);
-#pragma unroll
-          for (int mt = 0; mt < kMT; ++mt)
-            kv_wgmma_bf16<BN>(acc[mt], kv_desc_add(da_s, mt * 64 * 128 + ks * 32), db, 1);
-        }
-#endif
         kv_wgmma_commit();
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt)
