@@ -1074,7 +1074,7 @@ void expect_register_budget_edge(const std::string& op, const std::vector<KnobSe
 // tiles with TMA stores, its staging beside the ring; and the ping-pong
 // start, whose consumers take alternate tiles), as the start computes them,
 // with a persistent cluster of two beside them, and cuBLAS's tile with EPIR,
-// with STM and with CDIM.
+// with STM and with CDIM and EPIR.
 TEST(CudaCompile, TheStartsEdgesBuildWithoutSpills) {
   if (std::string why = cuda_unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
   auto target = make_target("cuda");
@@ -1127,10 +1127,10 @@ TEST(CudaCompile, TheStartsEdgesBuildWithoutSpills) {
       {"gemm", "wgmma", {{"A", {4096, 4096}}, {"B", {4096, 4096}}},
        {{"BN", 128}, {"WGM", 128}, {"NCONS", 2}, {"STAGES", 4}, {"EPI", 2}, {"EPIB", 1}, {"STM", 1},
         {"PERSIST", 1}, {"CLUSTER", 2}}},
-      // and in a cluster along N that shares A
+      // and in a cluster along N that shares A, its first box staged in the held stage
       {"gemm", "wgmma", {{"A", {4096, 4096}}, {"B", {4096, 4096}}},
        {{"BN", 128}, {"WGM", 128}, {"NCONS", 2}, {"STAGES", 4}, {"EPI", 2}, {"EPIB", 1}, {"CDIM", 1},
-        {"PERSIST", 1}, {"CLUSTER", 2}}}};
+        {"EPIR", 1}, {"PERSIST", 1}, {"CLUSTER", 2}}}};
   for (const Case& c : cases) {
     Task task = test::quick_task(c.op, c.shapes, {{"target", "cuda"}, {"dtype", "bf16"}});
     SearchSpace space =
@@ -1160,7 +1160,7 @@ TEST(CudaCompile, TheStartsEdgesBuildWithoutSpills) {
   // with a fourth stage where half the TMA-store staging was, and cuBLAS's
   // 256 x 128 tile with four stages, one 64-column box staged at a time,
   // with its boxes staged by 4-byte stores and by stmatrix, and in a cluster
-  // along N that shares A.
+  // along N that shares A with its first box in the held stage (EPIR).
   const std::vector<KnobSet> want = {
       {{"EPI", 2}, {"BN", 256}, {"PING", 0}},
       {{"EPI", 2}, {"PING", 1}, {"WGM", 128}},
@@ -1168,7 +1168,7 @@ TEST(CudaCompile, TheStartsEdgesBuildWithoutSpills) {
       {{"STAGES", 4}, {"EPIB", 2}, {"BN", 256}},
       {{"STAGES", 4}, {"EPIB", 1}, {"BN", 128}, {"WGM", 128}, {"CLUSTER", 2}, {"STM", 0}},
       {{"STAGES", 4}, {"EPIB", 1}, {"BN", 128}, {"WGM", 128}, {"CLUSTER", 2}, {"STM", 1}},
-      {{"STAGES", 4}, {"EPIB", 1}, {"BN", 128}, {"WGM", 128}, {"CLUSTER", 2}, {"CDIM", 1}}};
+      {{"STAGES", 4}, {"EPIB", 1}, {"BN", 128}, {"WGM", 128}, {"CLUSTER", 2}, {"CDIM", 1}, {"EPIR", 1}}};
   ASSERT_EQ(persistent.size(), want.size()) << "want seven persistent starts for 4096^3";
   for (size_t i = 0; i < want.size(); ++i)
     for (const auto& [k, x] : want[i]) EXPECT_EQ(persistent[i].at(k), x) << "start " << i << " " << k;
@@ -1710,6 +1710,8 @@ TEST_F(OnGpu, PersistentTilesAreRight) {
                 // of 128 (the last cluster's second CTA past N) and 11 of 192
                 {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 1}, {"CLUSTER", 2}, {"CDIM", 1}, {"BN", 128}, {"WGM", 128},
                  {"STAGES", 4}},
+                {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"CLUSTER", 2}, {"CDIM", 1}, {"BN", 128},
+                 {"WGM", 128}, {"STAGES", 4}},
                 {{"PERSIST", 1}, {"EPI", 2}, {"CLUSTER", 2}, {"CDIM", 1}, {"BN", 128}, {"NCONS", 1}, {"STAGES", 4},
                  {"BHINT", 1}},
                 {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"CLUSTER", 2}, {"CDIM", 1}, {"BN", 128}, {"STAGES", 3}},

@@ -123,11 +123,14 @@
  * in the room EPIB 2 frees, and a 256 x 128 tile (WGM 128) with four
  * stages and one box staged at a time, the tile cuBLAS takes at 4096^3 on
  * an H100, with its boxes staged by stmatrix (STM), and in a cluster along
- * N that shares A (CDIM; cuBLAS's kernel name says 1 x 2). Measured there
- * (bench/results/2026-12-05-h100-decode-gemm-7.md): the fourth stage +0.4%,
- * SK -6 to -7%, PING -11% and worse; STM +0.2% (2026-12-06-...-9.md, where
- * the ring's loads alone took 86% of the kernel's time at 84% of the L2's
- * peak: the case for CDIM, not yet run on a GPU).
+ * N that shares A with its first box staged in the held stage (CDIM, EPIR).
+ * Measured there (bench/results/2026-12-05-h100-decode-gemm-7.md): the
+ * fourth stage +0.4%, SK -6 to -7%, PING -11% and worse; STM +0.2%
+ * (2026-12-06-...-9.md); CDIM +0.6 to +0.8%, with EPIR +1.1 to +1.4%, the
+ * best point at 0.980x cuBLAS in two calls (2026-12-06-...-10.md, where
+ * the loads alone take 147 us with CDIM, the wgmmas alone 150 us, both
+ * together 178.6: the main loop's two halves overlap badly, not either
+ * one's floor, holds it back).
  */
 // @kevo start BN = 64, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = SMS / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
 // @kevo start BN = 128, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = SMS / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
@@ -137,7 +140,7 @@
 // @kevo start BN = 256, WGM = 64, NCONS = 2, STAGES = 4, EPI = 2, EPIB = 2, PERSIST = 1, CLUSTER = 2, GROUP_M = 8
 // @kevo start BN = 128, WGM = 128, NCONS = 2, STAGES = 4, EPI = 2, EPIB = 1, PERSIST = 1, CLUSTER = 2, GROUP_M = 8
 // @kevo start BN = 128, WGM = 128, NCONS = 2, STAGES = 4, EPI = 2, EPIB = 1, STM = 1, PERSIST = 1, CLUSTER = 2, GROUP_M = 8
-// @kevo start BN = 128, WGM = 128, NCONS = 2, STAGES = 4, EPI = 2, EPIB = 1, PERSIST = 1, CLUSTER = 2, CDIM = 1, GROUP_M = 8
+// @kevo start BN = 128, WGM = 128, NCONS = 2, STAGES = 4, EPI = 2, EPIB = 1, EPIR = 1, PERSIST = 1, CLUSTER = 2, CDIM = 1, GROUP_M = 8
 // @kevo knob BN 128 {64, 128, 192, 256}
 // @kevo knob WGM 64 {64, 128}
 // @kevo knob NCONS 2 {1, 2}
