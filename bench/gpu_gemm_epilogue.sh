@@ -3,8 +3,9 @@
 # (bench/micro/harness_points.py beside torch.compile, L2 flushed by a fill,
 # 3 rounds): the 256 x 128 four-stage start line of gemm wgmma (w128s4), the
 # same with its boxes staged by stmatrix (STM 1) and in a cluster along N that
-# shares A (CDIM 1: less L2 traffic per CTA, the lever the no_mma build points
-# to; left out where OnGpu.PersistentTilesAreRight, run first, fails), and
+# shares A (CDIM 1: less L2 traffic per CTA; right on the GPU since
+# 2026-12-06, and still left out where OnGpu.PersistentTilesAreRight, run
+# first, fails), and
 # diagnostic builds of
 # w128s4, never kernels (each breaks the output; its check fails by design):
 #   no_mma       KEVO_DIAG_NO_MMA: the ring's loads and handshakes, no wgmma
