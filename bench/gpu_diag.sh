@@ -27,6 +27,8 @@ NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 SECTIONS="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats"
 # more sections (e.g. ComputeWorkloadAnalysis MemoryWorkloadAnalysis_Tables): EXTRA_SECTIONS="A B"
 for x in ${EXTRA_SECTIONS:-}; do SECTIONS="$SECTIONS --section $x"; done
+# and metrics of its own (comma-separated ncu names): EXTRA_METRICS=lts__t_sectors_srcunit_tex_op_read.sum,...
+[ -n "${EXTRA_METRICS:-}" ] && SECTIONS="$SECTIONS --metrics $EXTRA_METRICS"
 
 "$NCU" --query-metrics 2>&1 | grep -i "pipe_tensor\|gmma" > "$OUT/tensor-metrics.txt"
 echo "tensor-pipe metrics: $(grep -o '^sm__pipe_tensor[a-z_0-9]*' "$OUT/tensor-metrics.txt" | sort -u | tr '\n' ' ')"
