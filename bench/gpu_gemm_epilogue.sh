@@ -37,6 +37,8 @@ export KEVO_CACHE_DIR=/tmp/kevo-cache PYTHONUNBUFFERED=1
 W=targets/cuda/kernels/gemm/wgmma.cu
 W128="BN=128,WGM=128,NCONS=2,STAGES=4,EPI=2,EPIB=1,PERSIST=1,CLUSTER=2,GROUP_M=8"
 b=$W:$W128
+# the 128 x 256 tile in a cluster along M (cuBLAS's orientation of the tile)
+s4=$W:BN=256,WGM=64,NCONS=2,STAGES=4,EPI=2,EPIB=2,PERSIST=1,CLUSTER=2,GROUP_M=8
 P=(--point w128s4=$b --point w128s4_no_mma=$b,KEVO_DIAG_NO_MMA=1
    --point w128s4_no_epilogue=$b,KEVO_DIAG_NO_EPILOGUE=1 --point w128s4_no_store=$b,KEVO_DIAG_EPI_NO_STORE=1
    --point w128s4_no_stage=$b,KEVO_DIAG_EPI_NO_STAGE=1 --point w128s4_stm=$b,STM=1)
@@ -45,11 +47,10 @@ if [ "${SET:-epilogue}" = mainloop ]; then
   # The main loop's two floors, with and without CDIM: the loads alone
   # (no_mma), the wgmmas alone on whatever the ring holds (no_load), the main
   # loop alone (no_epilogue), the math alone (no_load_no_epi); beside them
-  # the 128 x 256 tile in a cluster along M (cuBLAS's orientation of the tile).
-  S4="BN=256,WGM=64,NCONS=2,STAGES=4,EPI=2,EPIB=2,PERSIST=1,CLUSTER=2,GROUP_M=8"
+  # the 128 x 256 tile.
   P=(--point w128s4=$b --point w128s4_no_epilogue=$b,KEVO_DIAG_NO_EPILOGUE=1
      --point w128s4_no_mma=$b,KEVO_DIAG_NO_MMA=1 --point w128s4_no_load=$b,KEVO_DIAG_NO_LOAD=1
-     --point w128s4_no_load_no_epi=$b,KEVO_DIAG_NO_LOAD=1,KEVO_DIAG_NO_EPILOGUE=1 --point s4_epib2=$W:$S4)
+     --point w128s4_no_load_no_epi=$b,KEVO_DIAG_NO_LOAD=1,KEVO_DIAG_NO_EPILOGUE=1 --point s4_epib2=$s4)
   CDIM_POINTS=(--point w128s4_cdim=$b,CDIM=1 --point w128s4_cdim_epir=$b,CDIM=1,EPIR=1
      --point w128s4_cdim_no_epilogue=$b,CDIM=1,KEVO_DIAG_NO_EPILOGUE=1
      --point w128s4_cdim_no_mma=$b,CDIM=1,KEVO_DIAG_NO_MMA=1 --point w128s4_cdim_no_load=$b,CDIM=1,KEVO_DIAG_NO_LOAD=1)
@@ -57,9 +58,8 @@ elif [ "${SET:-epilogue}" = tile ]; then
   # The 128 x 256 tile's floors (one m64n256 wgmma a k16 step where the
   # 256 x 128 tile issues two m64n128), beside the 256 x 128 tile with CDIM
   # and EPIR and its neighbours (STM, GROUP_M 4 and 16).
-  S4="$W:BN=256,WGM=64,NCONS=2,STAGES=4,EPI=2,EPIB=2,PERSIST=1,CLUSTER=2,GROUP_M=8"
-  P=(--point w128s4=$b --point s4_epib2=$S4 --point s4_no_epilogue=$S4,KEVO_DIAG_NO_EPILOGUE=1
-     --point s4_no_mma=$S4,KEVO_DIAG_NO_MMA=1 --point s4_no_load_no_epi=$S4,KEVO_DIAG_NO_LOAD=1,KEVO_DIAG_NO_EPILOGUE=1
+  P=(--point w128s4=$b --point s4_epib2=$s4 --point s4_no_epilogue=$s4,KEVO_DIAG_NO_EPILOGUE=1
+     --point s4_no_mma=$s4,KEVO_DIAG_NO_MMA=1 --point s4_no_load_no_epi=$s4,KEVO_DIAG_NO_LOAD=1,KEVO_DIAG_NO_EPILOGUE=1
      --point w128s4_no_load_no_epi=$b,KEVO_DIAG_NO_LOAD=1,KEVO_DIAG_NO_EPILOGUE=1)
   CDIM_POINTS=(--point w128s4_cdim_epir=$b,CDIM=1,EPIR=1 --point w128s4_cdim_epir_stm=$b,CDIM=1,EPIR=1,STM=1
      --point w128s4_cdim_epir_g4=$b,CDIM=1,EPIR=1,GROUP_M=4 --point w128s4_cdim_epir_g16=$b,CDIM=1,EPIR=1,GROUP_M=16)

@@ -210,6 +210,9 @@
 #ifndef KEVO_DIAG_NO_LOAD
 #define KEVO_DIAG_NO_LOAD 0
 #endif
+#ifndef KEVO_DIAG_NO_EPILOGUE
+#define KEVO_DIAG_NO_EPILOGUE 0
+#endif
 #ifndef KEVO_DIAG_NO_MMA
 #define KEVO_DIAG_NO_MMA 0
 #endif
@@ -595,7 +598,7 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
       }
 
       // ------------------------------------------------------------ epilogue
-#if defined(KEVO_DIAG_NO_EPILOGUE) || KEVO_DIAG_EPI_NO_STAGE
+#if KEVO_DIAG_NO_EPILOGUE || KEVO_DIAG_EPI_NO_STAGE
       // Diagnostics only: every accumulator is read (summed, stored never),
       // or ptxas drops the wgmmas whose results go unread, asm volatile or
       // not: with one accumulator read, half of WGM 128's (2026-12-06), with
@@ -609,7 +612,7 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
         if (keep == 1.0e-38f && m0 < 0) C[0] = __float2bfloat16(keep);
       }
 #endif
-#ifdef KEVO_DIAG_NO_EPILOGUE
+#if KEVO_DIAG_NO_EPILOGUE
       // A diagnostic, never a knob (its output is wrong): the main loop
       // alone, to bound what an epilogue hidden behind the next tile's main
       // loop could gain.
