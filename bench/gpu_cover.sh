@@ -2,7 +2,7 @@
 # Does kevo's runner time a compute-bound kernel the way the peers' harness
 # does? On a GPU host, the same kernel through `kevo eval` with the launch
 # cover (the GPU sleep queued before each sample's start event) left to the
-# runner (auto: a few microseconds at 4096^3), fixed at 300 us (what
+# runner (auto: the launch hidden and the GPU rested, since round 11), fixed at 300 us (what
 # torch_peers.py and harness_points.py queue) and at 1000 us, ROUNDS rounds,
 # the order of the covers reversed every other round; then the same kernel
 # beside cuBLAS in torch_peers.py (3 rounds). On 2026-12-06 (H100, round 10)

@@ -68,7 +68,9 @@ Method (kevo's):
   US queues a GPU sleep (torch.cuda._sleep, calibrated) of US microseconds
   between the flush and the start event, which hides host time up to
   flush + US and times the peer's device time only; it leaves the L2 state
-  as the flush left it. Default 0, i.e. kevo's method as is; 300 is enough
+  as the flush left it. Default 0 (kevo's runner sizes its own cover to hide
+  the launch and, for a long call, to rest the GPU between samples:
+  targets/runner/launch_cover.h); 300 is enough
   for every task here on an H200 (the figures then match
   triton.testing.do_bench's, which never leaves the GPU idle).
 * The GPU's state: at the end of each round's samples, the SM and memory

@@ -560,16 +560,18 @@ int run_kernel(const Job& job, bool profile_only) {
     int64_t warm = 0;
     double start = now_s(), last = 0, host_s = 0;
     std::vector<double> host;  // the warm-ups' host time per call, then the samples'
+    std::vector<double> warm_call;  // the warm-ups' whole calls (launch and wait)
     while (warm < tc.min_warmup || now_s() - start < tc.warmup_s) {
       if (!call_and_wait(&last, &host_s)) return 0;
       host.push_back(host_s);
+      warm_call.push_back(last);
       ++warm;
     }
     // The launch cover (targets/runner/launch_cover.h): from the warm-up's
-    // host times, unless KEVO_CUDA_COVER_US fixed it.
+    // host times and calls, unless KEVO_CUDA_COVER_US fixed it.
     std::vector<double> warm_host_us;
     for (double h : host) warm_host_us.push_back(h * 1e6);
-    LaunchCover cover(flush_us, std::move(warm_host_us), g.cover_us);
+    LaunchCover cover(flush_us, std::move(warm_host_us), g.cover_us, median(warm_call) * 1e6);
     host.clear();
     const unsigned long long throttled_before = g_nvml.throttle(g.device).value_or(0);
     emit({{"event", "timing_start"}, {"phase", ph}, {"estimate_s", last}, {"calls_per_sample", 1}});

@@ -13,6 +13,17 @@
 // the host on purpose during its slow calls can thus drop at most about one
 // sample in ten. A fixed cover (the user's KEVO_CUDA_COVER_US) is never
 // changed: its unhidden samples are kept and counted.
+//
+// The automatic cover also rests the GPU: flush + cover at least kRestRatio
+// times the call (the warm-up's median call, host and wait), so a call holds
+// the GPU at most a third of each sample. A long compute-bound kernel timed
+// back to back heats the GPU and its clock sags with the duty cycle, which
+// then depends on the candidate and the ones before it: at 4096^3 on an H100
+// (about 180 us a call) a cover of a few microseconds read the SM clock at
+// 1725-1860 MHz and gave medians 1.5% slower with p80/p20 spans of 1.03-1.07,
+// a 300 us cover 1965-1980 MHz and spans of 1.02-1.03 (bench/results/
+// 2026-12-06-h100-decode-gemm-11.md). Short calls need no rest: the flush
+// covers twice theirs.
 #pragma once
 
 #include <algorithm>
@@ -25,10 +36,11 @@ class LaunchCover {
  public:
   static constexpr int kRetakes = 32;
   static constexpr double kMaxCoverUs = 2000;
+  static constexpr double kRestRatio = 2;
 
   // `warm_host_us`: the warm-up calls' host times; `fixed_us` < 0 for an
-  // automatic cover.
-  LaunchCover(double flush_us, std::vector<double> warm_host_us, double fixed_us)
+  // automatic cover; `call_us`: the warm-up's median call (launch and wait).
+  LaunchCover(double flush_us, std::vector<double> warm_host_us, double fixed_us, double call_us = 0)
       : flush_us_(flush_us), automatic_(fixed_us < 0) {
     if (!automatic_) {
       cover_us_ = fixed_us;
@@ -39,7 +51,7 @@ class LaunchCover {
       std::sort(warm_host_us.begin(), warm_host_us.end());
       slow = warm_host_us[std::min(warm_host_us.size() - 1, warm_host_us.size() * 9 / 10)];
     }
-    cover_us_ = needed(slow);
+    cover_us_ = std::max(needed(slow), std::min(kMaxCoverUs, std::max(0.0, kRestRatio * call_us - flush_us)));
   }
 
   double cover_us() const { return cover_us_; }

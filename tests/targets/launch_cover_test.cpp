@@ -25,6 +25,27 @@ TEST(LaunchCover, TheWarmUpsSlowTenthSetsIt) {
   EXPECT_FALSE(quick.hides(6));
 }
 
+// A long call rests the GPU: flush + cover at least twice the warm-up's
+// median call, whatever its host time; a short call gets no rest; the rest
+// stops at kMaxCoverUs; a fixed cover is the user's, rest or not. The
+// host's rule still wins where it asks for more.
+TEST(LaunchCover, ALongCallRestsTheGpu) {
+  LaunchCover gemm(44, std::vector<double>(10, 6.0), -1, 190);
+  EXPECT_DOUBLE_EQ(gemm.cover_us(), 2 * 190 - 44);
+  LaunchCover quick(44, std::vector<double>(10, 6.0), -1, 12);
+  EXPECT_DOUBLE_EQ(quick.cover_us(), 0);
+  LaunchCover huge(44, std::vector<double>(10, 6.0), -1, 5000);
+  EXPECT_DOUBLE_EQ(huge.cover_us(), LaunchCover::kMaxCoverUs);
+  LaunchCover fixed(44, std::vector<double>(10, 6.0), 5, 190);
+  EXPECT_DOUBLE_EQ(fixed.cover_us(), 5);
+  LaunchCover slow_host(44, std::vector<double>(10, 150.0), -1, 160);
+  EXPECT_DOUBLE_EQ(slow_host.cover_us(), 2 * 150 + 20 - 44);
+  // A rested call is hidden; a slower one than the rest covers is taken again.
+  EXPECT_FALSE(gemm.take_again(6, 0));
+  EXPECT_TRUE(gemm.take_again(400, 0));
+  EXPECT_DOUBLE_EQ(gemm.cover_us(), 2 * 400 + 20 - 44);
+}
+
 // A sample whose call outlasted the cover is taken again under a cover grown
 // to fit it; a call the cover hides is kept; the retakes stop at kRetakes and
 // the cover at kMaxCoverUs, after which slow samples are kept (and counted
