@@ -99,9 +99,14 @@ def median(values):
 # flush and the cover keep the GPU busy for 2 x its host time + 20 us; a
 # sample whose call was not is taken again under a cover grown to fit it, at
 # most RETAKES times an evaluation and one for every ten samples kept (one to
-# begin with), up to MAX_COVER_US (as kevo's cuda runner).
+# begin with), up to MAX_COVER_US (as kevo's cuda runner). The automatic cover
+# also rests the GPU: flush + cover at least REST_RATIO times the warm-up's
+# median call, so that a long call holds the GPU at most a third of each
+# sample and the clock does not sag with a duty cycle that depends on the
+# candidate (targets/runner/launch_cover.h says what it was measured to do).
 RETAKES = 32
 MAX_COVER_US = 2000.0
+REST_RATIO = 2.0
 
 
 def host_state():
@@ -487,7 +492,7 @@ class Runner:
     def time_phase(self, job, ph, call, poison, failed, hand_over, call_and_wait):
         torch = self.torch
         tc = job["timing"]
-        warm, host, last = 0, [], 0.0
+        warm, host, calls, last = 0, [], [], 0.0
         start = self.perf()
         t_timing = start
         while warm < tc["min_warmup"] or self.perf() - start < tc["warmup_s"]:
@@ -495,6 +500,7 @@ class Runner:
             if not ok:
                 return False
             host.append(host_s)
+            calls.append(last)
             warm += 1
         cover = self.cover_us
         auto_cover = cover < 0
@@ -507,6 +513,8 @@ class Runner:
             # The warm-up's slowest tenth of calls sets it (a median hides a
             # slow tail); samples whose call still needed more are taken again.
             cover = min(MAX_COVER_US, 2 * quantile(host, 0.9) * 1e6 + 20)
+            # And it rests the GPU after a long call (none after a short one).
+            cover = max(cover, min(MAX_COVER_US, REST_RATIO * median(calls) * 1e6 - self.flush_us))
         emit({"event": "timing_start", "phase": ph, "estimate_s": last, "calls_per_sample": 1})
 
         def sample(fence, poison_first):
