@@ -9,6 +9,9 @@
 # kevo's searches timed 4096^3 kernels 3-7% slower than the harness and with
 # p20-p80 spans up to 9% (the harness's 0.6%), at a median SM clock of
 # 1740-1755 MHz against the harness's 1980: this says whether the cover is why.
+# It was most of it (round 11: bench/results/2026-12-06-h100-decode-gemm-11.md),
+# and the automatic cover now rests the GPU after a long call; run it again
+# after a change to the runner's timing.
 #   BEST=DIR/gemm-4096.best.cu bench/gpu_cover.sh   (results in $OUT or build/gpu-cover)
 #   TASK=configs/cuda/gemm-4096.json ROUNDS=3 COVERS="auto 300 1000" (the defaults)
 # Binaries built on the CPU machine: carry build/bin.
