@@ -48,6 +48,14 @@
 #include "core/operator.h"
 #include "targets/abi/kevo_kernel.h"
 #include "targets/runner/launch_cover.h"
+
+// A diagnostic build only, never kevo's: 1 records each sample's end event on
+// the runner's stream instead of the legacy default stream, to size what the
+// legacy stream's event adds to a sample (bench/gpu_end_event.sh). Work a
+// kernel pushes onto a stream of its own then escapes the timing.
+#ifndef KEVO_DIAG_END_ON_STREAM
+#define KEVO_DIAG_END_ON_STREAM 0
+#endif
 #include "targets/runner/protocol.h"
 #include "targets/runner/sandbox.h"
 
@@ -604,7 +612,7 @@ int run_kernel(const Job& job, bool profile_only) {
       const double h0 = now_s();
       int rc = call();
       out.host_s = now_s() - h0;
-      cudaEventRecord(ev1, nullptr);
+      cudaEventRecord(ev1, KEVO_DIAG_END_ON_STREAM ? g.stream : nullptr);
       cudaError_t e = cudaEventSynchronize(ev1);
       const double h1 = now_s();
       if (e == cudaSuccess) e = cudaDeviceSynchronize();
