@@ -58,10 +58,6 @@ for e, m in meds.items():
         print(f"end on {e}: median of round medians {statistics.median(m)*1e6:.2f} us  rounds "
               + " ".join(f"{x*1e6:.2f}" for x in m))
 PY
-d=$(dirname "$BEST"); n=$(basename "$TASK" .json)
-[ "$(basename "$BEST")" = "$n.best.cu" ] || { mkdir -p $w/peer; cp "$BEST" $w/peer/$n.best.cu; d=$w/peer; }
-timeout 200 python3 bench/peers/torch_peers.py "$TASK" --peers eager,kevo_cuda --kevo-cuda-dir "$d" \
-  --rounds 3 --launch-cover-us 300 2>&1 | grep "median" | grep -v "^  [a-z_]"
-echo "harness rc=${PIPESTATUS[0]}"
+bash bench/micro/harness_beside.sh "$BEST" "$TASK" "$w"
 } 2>&1 | tee "$OUT/log.txt"
 tar czf "$OUT/evals.tgz" -C "$w" . 2>/dev/null

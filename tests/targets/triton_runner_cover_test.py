@@ -2,7 +2,8 @@
 """kevo_triton_runner.py's timing phase, driven without a GPU: torch, the
 events and the clock are stand-ins, the host time of each call is set by the
 test. What it checks is the launch cover: a call the cover did not hide is
-taken again under a cover grown to fit it, and the timing line says so."""
+taken again under a cover grown to fit it, and the timing line says so; a
+long call rests the GPU."""
 import io
 import os
 import re
@@ -44,10 +45,10 @@ def fake_runner(clock, cover_us=-1.0):
     return r
 
 
-def time_phase(hold_every, hold_us, cover_us=-1.0, samples=100, escalate_us=0.0):
+def time_phase(hold_every, hold_us, cover_us=-1.0, samples=100, escalate_us=0.0, call_s=5e-6):
     """Runs one timing phase whose every hold_every-th call holds the host
-    hold_us (escalate_us longer each time); returns (events emitted, the
-    timing line)."""
+    hold_us (escalate_us longer each time), each call taking call_s from its
+    launch to its end; returns (events emitted, the timing line)."""
     clock = Clock()
     calls = [0]
     holds = [0]
@@ -61,7 +62,7 @@ def time_phase(hold_every, hold_us, cover_us=-1.0, samples=100, escalate_us=0.0)
 
     def call_and_wait():
         call()
-        return True, 5e-6, 10e-6
+        return True, call_s, 10e-6
 
     emitted = []
     saved_emit, saved_err = runner.emit, sys.stderr
@@ -106,6 +107,20 @@ class LaunchCover(unittest.TestCase):
         _, line = time_phase(hold_every=0, hold_us=0)
         self.assertIn(", 0 taken again under a longer cover", line)
         self.assertIn(" 0 of ", line)
+
+    def test_a_long_call_rests_the_gpu(self):
+        # Calls of 400 us: flush (30 us) + cover = twice the call, though the
+        # host time alone would ask for 2 x 10 + 20 us.
+        _, line = time_phase(hold_every=0, hold_us=0, call_s=400e-6)
+        self.assertIn("launch cover 770 us", line)
+        self.assertIn(", 0 taken again under a longer cover", line)
+        # Capped at MAX_COVER_US; a short call gets no rest; a fixed cover is kept.
+        _, line = time_phase(hold_every=0, hold_us=0, call_s=5e-3)
+        self.assertIn("launch cover 2000 us", line)
+        _, line = time_phase(hold_every=0, hold_us=0, call_s=20e-6)
+        self.assertIn("launch cover 40 us", line)
+        _, line = time_phase(hold_every=0, hold_us=0, cover_us=50, call_s=400e-6)
+        self.assertIn("launch cover 50 us", line)
 
     def test_a_fixed_cover_is_kept_and_the_slow_calls_are_counted(self):
         _, line = time_phase(hold_every=25, hold_us=300, cover_us=50)
