@@ -19,9 +19,10 @@
 // the GPU at most a third of each sample. A long compute-bound kernel timed
 // back to back heats the GPU and its clock sags with the duty cycle, which
 // then depends on the candidate and the ones before it: at 4096^3 on an H100
-// (about 180 us a call) a cover of a few microseconds read the SM clock at
-// 1725-1860 MHz and gave medians 1.5% slower with p80/p20 spans of 1.03-1.07,
-// a 300 us cover 1965-1980 MHz and spans of 1.02-1.03 (bench/results/
+// (about 180 us a call, 3 rounds in alternating order) a cover of a few
+// microseconds read the SM clock at 1725-1860 MHz, was slower in 2 of the 3
+// rounds (1.6% by the median of the rounds) and spread p80/p20 1.03-1.07; a
+// 300 us cover read 1965-1980 MHz and spread 1.02-1.03 (bench/results/
 // 2026-12-06-h100-decode-gemm-11.md). Short calls need no rest: the flush
 // covers twice theirs.
 #pragma once
