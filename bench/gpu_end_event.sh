@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
-# How much of the gap between kevo's runner and the peers' harness is the end
-# event on the legacy default stream? kevo records each sample's end event
-# there so that work a kernel pushes onto a stream of its own is still timed;
-# the harness records it on the call's stream. On an H100 (round 11) the
-# runner timed the same 4096^3 kernel about 1.7% slower than the harness, with
-# the flush, the compile flags, the input law and (now) the launch cover alike.
-# This times one kernel through `kevo eval` with kevo's runner and with the
-# diagnostic runner that ends on its own stream (never kevo's: built on
-# request, `cmake --build build --target kevo-cuda-runner-end-on-stream`),
-# ROUNDS rounds in alternating order, then beside cuBLAS in torch_peers.py.
+# What does the end event's stream do to a sample? kevo's runner records each
+# sample's end event on its own stream (as the peers' harness does); until
+# round 12 it recorded it on the legacy default stream, which on an H100
+# timed a 4096^3 kernel about 2% slower than the harness with twice the
+# spread (round 11). This times one kernel through `kevo eval` with kevo's
+# runner and with the diagnostic runner that ends on the legacy stream (never
+# kevo's: built on request,
+# `cmake --build build --target kevo-cuda-runner-end-on-legacy`), ROUNDS
+# rounds in alternating order, then beside cuBLAS in torch_peers.py.
 #   BEST=FILE.best.cu bench/gpu_end_event.sh   (results in $OUT or build/gpu-end-event)
 #   TASK=configs/cuda/gemm-4096.json ROUNDS=3 (the defaults)
 # Binaries built on the CPU machine: carry build/bin and build/diag-bin.
@@ -18,7 +17,7 @@ OUT=${OUT:-build/gpu-end-event}; mkdir -p "$OUT"
 BEST=${BEST:?BEST: a .best.cu of the task}
 TASK=${TASK:-configs/cuda/gemm-4096.json}
 ROUNDS=${ROUNDS:-3}
-DIAG=${DIAG:-build/diag-bin/kevo-cuda-runner-end-on-stream}
+DIAG=${DIAG:-build/diag-bin/kevo-cuda-runner-end-on-legacy}
 [ -f "$BEST" ] || { echo "gpu_end_event: no file $BEST" >&2; exit 2; }
 [ -x "$DIAG" ] || { echo "gpu_end_event: no diagnostic runner $DIAG (see the header)" >&2; exit 2; }
 w=/tmp/gpu-end-event; rm -rf "$w"; mkdir -p "$w"
@@ -30,7 +29,7 @@ timeout 200 build/bin/kevo calibrate --target cuda > "$w/calibrate.log" 2>&1 || 
 for r in $(seq 1 "$ROUNDS"); do
   order="legacy stream"; [ $((r % 2)) = 0 ] && order="stream legacy"
   for e in $order; do
-    if [ "$e" = stream ]; then export KEVO_CUDA_RUNNER=$diag; else unset KEVO_CUDA_RUNNER; fi
+    if [ "$e" = legacy ]; then export KEVO_CUDA_RUNNER=$diag; else unset KEVO_CUDA_RUNNER; fi
     timeout 300 build/bin/kevo eval --task "$TASK" "$BEST" --json > "$w/eval-$e-$r.json" 2> "$w/eval-$e-$r.log"
     echo "round $r end on $e: rc=$?"
   done

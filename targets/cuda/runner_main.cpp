@@ -50,11 +50,11 @@
 #include "targets/runner/launch_cover.h"
 
 // A diagnostic build only, never kevo's: 1 records each sample's end event on
-// the runner's stream instead of the legacy default stream, to size what the
-// legacy stream's event adds to a sample (bench/gpu_end_event.sh). Work a
-// kernel pushes onto a stream of its own then escapes the timing.
-#ifndef KEVO_DIAG_END_ON_STREAM
-#define KEVO_DIAG_END_ON_STREAM 0
+// the legacy default stream, as kevo's runner did until round 12, instead of
+// the runner's own stream, to size what that event adds to a sample
+// (bench/gpu_end_event.sh).
+#ifndef KEVO_DIAG_END_ON_LEGACY
+#define KEVO_DIAG_END_ON_LEGACY 0
 #endif
 #include "targets/runner/protocol.h"
 #include "targets/runner/sandbox.h"
@@ -591,12 +591,16 @@ int run_kernel(const Job& job, bool profile_only) {
     // region: kevo checks what the call left); the L2 holds nothing of the
     // inputs; then either the device is left idle before the start event
     // (`fence`: nothing the kernel starts can run ahead of it) or the launch
-    // cover is queued. The call runs between a start event on our stream and
-    // an end event on the legacy default stream, which waits for all work on
-    // every blocking stream, not only ours; then the whole device is
-    // synchronized, and how long it stayed busy is work the end event did
-    // not wait for (a stream of the kernel's own, made non-blocking). False
-    // after reporting an error.
+    // cover is queued. The call runs between a start event and an end event
+    // on our stream (work the kernel puts on the legacy default stream is
+    // ordered before the end event: our stream is a blocking one); then the
+    // whole device is synchronized, and how long it stayed busy is work the
+    // end event did not wait for (a stream of the kernel's own, blocking or
+    // not). An end event on the legacy stream would also wait for a blocking
+    // stream of the kernel's, but not for a non-blocking one, so it defends
+    // nothing this check does not; it cost each sample about 2% and doubled
+    // its spread at 4096^3 on an H100 (bench/results round 11). False after
+    // reporting an error.
     struct Sample {
       double event_s = 0, busy_s = 0, host_s = 0;
     };
@@ -612,7 +616,7 @@ int run_kernel(const Job& job, bool profile_only) {
       const double h0 = now_s();
       int rc = call();
       out.host_s = now_s() - h0;
-      cudaEventRecord(ev1, KEVO_DIAG_END_ON_STREAM ? g.stream : nullptr);
+      cudaEventRecord(ev1, KEVO_DIAG_END_ON_LEGACY ? nullptr : g.stream);
       cudaError_t e = cudaEventSynchronize(ev1);
       const double h1 = now_s();
       if (e == cudaSuccess) e = cudaDeviceSynchronize();
@@ -936,7 +940,7 @@ int main(int argc, char** argv) {
   cudaError_t e = cudaSetDevice(g.device);
   if (e == cudaSuccess) e = cudaFree(nullptr);  // creates the context
   if (e == cudaSuccess) e = cudaGetDeviceProperties(&g.prop, g.device);
-  if (e == cudaSuccess) e = cudaStreamCreate(&g.stream);  // blocking: see the timing loop
+  if (e == cudaSuccess) e = cudaStreamCreate(&g.stream);  // blocking: see the timing loop (take_sample)
   if (e == cudaSuccess) e = cudaMalloc(&g.diff_count, sizeof(unsigned long long));
   if (e == cudaSuccess) e = cudaMalloc(&g.flush_sink, sizeof(int));
   if (e == cudaSuccess) e = cudaMallocHost(&g.stage, kStageBytes);

@@ -935,7 +935,7 @@ TEST(CudaCompile, SeedFamiliesAndHostileKernels) {
       if (auto p = random_point(space, 0, rng)) build(f, p->knobs, "-" + std::to_string(i));
   }
   auto hostile = test::source_dir() / "eval" / "kernels" / "cuda" / "hostile.cu";
-  for (int mode = 0; mode <= 11; ++mode) build(hostile, {{"MODE", mode}}, "-" + std::to_string(mode));
+  for (int mode = 0; mode <= 12; ++mode) build(hostile, {{"MODE", mode}}, "-" + std::to_string(mode));
 }
 
 // The decode configs' starts: at every timed shape of every shipped decode
@@ -1498,10 +1498,16 @@ TEST_F(OnGpu, HostileSetIsClassified) {
       << escaped.detail;
   EXPECT_NE(escaped.detail.find("measured again in a fresh runner"), std::string::npos)
       << escaped.detail;
+  // The same on a blocking stream of its own: the end event, on kevo's
+  // stream, does not wait for it either, and the same check catches it.
+  EvalResult blocking = eval(path, {{"MODE", 12}}, big);
+  EXPECT_STATUS(blocking, Status::suspect);
+  EXPECT_NE(blocking.detail.find("a stream kevo does not time"), std::string::npos)
+      << blocking.detail;
   EvalResult honest = eval(path, {{"MODE", 0}}, big);
   EXPECT_STATUS(honest, Status::ok);
   // For the record (the allowance's margin): what the runners said.
-  for (const EvalResult* r : {&escaped, &honest}) {
+  for (const EvalResult* r : {&escaped, &blocking, &honest}) {
     const std::string& e = r->stderr_text;
     const size_t at = e.find("device busy after the end event");
     if (at != std::string::npos) std::cout << e.substr(at, e.find('\n', at) - at) << "\n";
