@@ -130,7 +130,8 @@
  * best point at 0.980x cuBLAS in two calls (2026-12-06-...-10.md, where
  * the loads alone take 147 us with CDIM, the wgmmas alone 150 us, both
  * together 178.6: the main loop's two halves overlap badly, not either
- * one's floor, holds it back).
+ * one's floor, holds it back); GROUP_M 1 to 16 at that point: 8 and 1 tie,
+ * 2, 4 and 16 0.6 to 1.0% slower (2026-12-06-...-12.md).
  */
 // @kevo start BN = 64, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = SMS / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
 // @kevo start BN = 128, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = SMS / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
