@@ -1130,7 +1130,11 @@ TEST(CudaCompile, TheStartsEdgesBuildWithoutSpills) {
       // and in a cluster along N that shares A, its first box staged in the held stage
       {"gemm", "wgmma", {{"A", {4096, 4096}}, {"B", {4096, 4096}}},
        {{"BN", 128}, {"WGM", 128}, {"NCONS", 2}, {"STAGES", 4}, {"EPI", 2}, {"EPIB", 1}, {"CDIM", 1},
-        {"EPIR", 1}, {"PERSIST", 1}, {"CLUSTER", 2}}}};
+        {"EPIR", 1}, {"PERSIST", 1}, {"CLUSTER", 2}}},
+      // and with its tiles past the first wave drawn as clusters free up
+      {"gemm", "wgmma", {{"A", {4096, 4096}}, {"B", {4096, 4096}}},
+       {{"BN", 128}, {"WGM", 128}, {"NCONS", 2}, {"STAGES", 4}, {"EPI", 2}, {"EPIB", 1}, {"CDIM", 1},
+        {"EPIR", 1}, {"PERSIST", 1}, {"CLUSTER", 2}, {"DYN", 1}}}};
   for (const Case& c : cases) {
     Task task = test::quick_task(c.op, c.shapes, {{"target", "cuda"}, {"dtype", "bf16"}});
     SearchSpace space =
@@ -1160,7 +1164,8 @@ TEST(CudaCompile, TheStartsEdgesBuildWithoutSpills) {
   // with a fourth stage where half the TMA-store staging was, and cuBLAS's
   // 256 x 128 tile with four stages, one 64-column box staged at a time,
   // with its boxes staged by 4-byte stores and by stmatrix, and in a cluster
-  // along N that shares A with its first box in the held stage (EPIR).
+  // along N that shares A with its first box in the held stage (EPIR) and
+  // its tiles after the first wave drawn as clusters free up (DYN).
   const std::vector<KnobSet> want = {
       {{"EPI", 2}, {"BN", 256}, {"PING", 0}},
       {{"EPI", 2}, {"PING", 1}, {"WGM", 128}},
@@ -1168,7 +1173,8 @@ TEST(CudaCompile, TheStartsEdgesBuildWithoutSpills) {
       {{"STAGES", 4}, {"EPIB", 2}, {"BN", 256}},
       {{"STAGES", 4}, {"EPIB", 1}, {"BN", 128}, {"WGM", 128}, {"CLUSTER", 2}, {"STM", 0}},
       {{"STAGES", 4}, {"EPIB", 1}, {"BN", 128}, {"WGM", 128}, {"CLUSTER", 2}, {"STM", 1}},
-      {{"STAGES", 4}, {"EPIB", 1}, {"BN", 128}, {"WGM", 128}, {"CLUSTER", 2}, {"CDIM", 1}, {"EPIR", 1}}};
+      {{"STAGES", 4}, {"EPIB", 1}, {"BN", 128}, {"WGM", 128}, {"CLUSTER", 2}, {"CDIM", 1}, {"EPIR", 1},
+       {"DYN", 1}}};
   ASSERT_EQ(persistent.size(), want.size()) << "want seven persistent starts for 4096^3";
   for (size_t i = 0; i < want.size(); ++i)
     for (const auto& [k, x] : want[i]) EXPECT_EQ(persistent[i].at(k), x) << "start " << i << " " << k;
@@ -1723,7 +1729,13 @@ TEST_F(OnGpu, PersistentTilesAreRight) {
                 {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"CLUSTER", 2}, {"CDIM", 1}, {"BN", 128}, {"STAGES", 3}},
                 {{"EPI", 1}, {"CLUSTER", 2}, {"CDIM", 1}, {"BN", 128}, {"STAGES", 3}},
                 {{"PERSIST", 1}, {"EPI", 0}, {"CLUSTER", 2}, {"CDIM", 1}, {"BN", 128}, {"WGM", 128}, {"KEEP", 0},
-                 {"STAGES", 3}}},
+                 {"STAGES", 3}},
+                // tiles past the first wave drawn as clusters free up (DYN)
+                {{"PERSIST", 1}, {"DYN", 1}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"CLUSTER", 2}, {"CDIM", 1},
+                 {"BN", 128}, {"WGM", 128}, {"STAGES", 4}},
+                {{"PERSIST", 1}, {"DYN", 1}, {"EPI", 2}, {"BN", 256}, {"STAGES", 3}},
+                {{"PERSIST", 1}, {"DYN", 1}, {"EPI", 0}, {"CLUSTER", 2}, {"BN", 128}, {"KEEP", 0}, {"STAGES", 3}},
+                {{"PERSIST", 1}, {"DYN", 1}, {"EPI", 1}, {"BN", 64}, {"NCONS", 1}, {"STAGES", 6}}},
                many);
   expect_right("gemm", "wgmma",
                {{{"EPI", 2}},
@@ -1741,7 +1753,9 @@ TEST_F(OnGpu, PersistentTilesAreRight) {
                 {{"PERSIST", 1}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"STM", 1}, {"BN", 128}, {"STAGES", 3}},
                 // one tile row; 392 columns: 4 tiles of 128 in 2 clusters along N, the last one ragged
                 {{"PERSIST", 1}, {"EPI", 2}, {"CLUSTER", 2}, {"CDIM", 1}, {"BN", 128}, {"STAGES", 3}},
-                {{"EPI", 2}, {"CLUSTER", 2}, {"CDIM", 1}, {"BN", 64}, {"NCONS", 1}, {"STAGES", 4}}},
+                {{"EPI", 2}, {"CLUSTER", 2}, {"CDIM", 1}, {"BN", 64}, {"NCONS", 1}, {"STAGES", 4}},
+                // fewer tiles than SMs: every cluster draws past the end at once
+                {{"PERSIST", 1}, {"DYN", 1}, {"EPI", 2}, {"CLUSTER", 2}, {"CDIM", 1}, {"BN", 128}, {"STAGES", 3}}},
                {{"A", {33, 1000}}, {"B", {1000, 392}}});
 }
 
@@ -1749,7 +1763,8 @@ TEST_F(OnGpu, PersistentTilesAreRight) {
 // cluster, a stream-K workspace), it says the sum is the same in every run on
 // a GPU: so its output must be the same to the bit for the same inputs, call
 // after call in one runner (the stream-K flags carry over from launch to
-// launch) and in a fresh runner.
+// launch) and in a fresh runner. So must a family whose tile schedule keeps
+// state in global memory from launch to launch (DYN's counter).
 TEST_F(OnGpu, PartialSumsAreTheSameEveryRun) {
   struct Point {
     std::string op, family;
@@ -1764,6 +1779,9 @@ TEST_F(OnGpu, PartialSumsAreTheSameEveryRun) {
       {"gemm", "wgmma", {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"BN", 256}, {"STAGES", 3}}, small},
       {"gemm", "wgmma", {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"BN", 256}, {"STAGES", 3}}, many},
       {"gemm", "wgmma", {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"BN", 256}, {"CLUSTER", 2}, {"STAGES", 3}}, many},
+      // DYN's tile counter carries over from launch to launch too (set back
+      // to 0 by the last cluster to draw past the end)
+      {"gemm", "wgmma", {{"PERSIST", 1}, {"DYN", 1}, {"EPI", 2}, {"CLUSTER", 2}, {"CDIM", 1}, {"BN", 128}, {"STAGES", 3}}, many},
       {"gemm", "streamk", {}, small},
       {"gemm", "swapab", {{"SPLIT", 3}, {"MT", 1}}, small},
       {"gemm_swiglu", "wgmma", {{"SPLIT", 3}}, small_mlp},

@@ -176,6 +176,37 @@ KV_DEV void kv_mbar_arrive_cluster(uint32_t bar, uint32_t rank) {
       "r"(rank)
       : "memory");
 }
+// Waits for the phase of `parity` of a local mbarrier whose arrivals may come
+// from other CTAs of the cluster: what they wrote before arriving (release,
+// cluster scope) is visible after it.
+KV_DEV void kv_mbar_wait_cluster(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred P1;\n"
+      "LAB_WAIT:\n"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 P1, [%0], %1;\n"
+      "@P1 bra DONE;\n"
+      "bra LAB_WAIT;\n"
+      "DONE:\n"
+      "}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+// Stores `value` at local offset `slot` in CTA `rank` of the cluster, then
+// arrives there on the mbarrier at `bar` (release, cluster scope): a reader
+// that waited for the barrier's phase sees the value.
+KV_DEV void kv_publish_cluster(uint32_t slot, uint32_t value, uint32_t bar, uint32_t rank) {
+  asm volatile(
+      "{\n"
+      ".reg .b32 remSlot, remBar;\n"
+      "mapa.shared::cluster.u32 remSlot, %0, %2;\n"
+      "mapa.shared::cluster.u32 remBar, %1, %2;\n"
+      "st.shared::cluster.u32 [remSlot], %3;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remBar];\n"
+      "}\n" ::"r"(slot),
+      "r"(bar), "r"(rank), "r"(value)
+      : "memory");
+}
 KV_DEV void kv_cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::
                    : "memory");

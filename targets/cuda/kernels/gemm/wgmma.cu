@@ -112,6 +112,19 @@
  *            at most). Two launches of this module must not run at the same
  *            time (on two streams): they would share the workspace. 0: whole
  *            tiles only.
+ *   DYN      1 (with PERSIST 1, PING 0, SK 0): tiles after the first wave are
+ *            handed out in raster order as clusters free up: a thread of rank
+ *            0's producer warpgroup that issues no loads draws the cluster's
+ *            next tile from a counter in global memory as the cluster starts
+ *            the tile before, and publishes it in every CTA's shared memory
+ *            (two slots in turn, each with a "published" mbarrier; the
+ *            readers arrive on rank 0's "read" barrier, which the drawing
+ *            thread waits for before it draws again). A cluster that runs
+ *            slow takes fewer tiles instead of finishing the last wave late.
+ *            The last cluster to draw past the end sets the counter back to
+ *            0 for the next launch, so two launches of this module must not
+ *            run at the same time (on two streams). 0: tiles pid,
+ *            pid + clusters, ... in turn.
  *
  * Starts (besides the default; SMS is the GPU's multiprocessors, as its
  * runner reports them): for decode shapes, a BN 64 or 128 tile whose BM
@@ -123,7 +136,8 @@
  * in the room EPIB 2 frees, and a 256 x 128 tile (WGM 128) with four
  * stages and one box staged at a time, the tile cuBLAS takes at 4096^3 on
  * an H100, with its boxes staged by stmatrix (STM), and in a cluster along
- * N that shares A with its first box staged in the held stage (CDIM, EPIR).
+ * N that shares A with its first box staged in the held stage and its tiles
+ * after the first wave drawn as clusters free up (CDIM, EPIR, DYN).
  * Measured there (bench/results/2026-12-05-h100-decode-gemm-7.md): the
  * fourth stage +0.4%, SK -6 to -7%, PING -11% and worse; STM +0.2%
  * (2026-12-06-...-9.md); CDIM +0.6 to +0.8%, with EPIR +1.1 to +1.4%, the
@@ -131,7 +145,8 @@
  * the loads alone take 147 us with CDIM, the wgmmas alone 150 us, both
  * together 178.6: the main loop's two halves overlap badly, not either
  * one's floor, holds it back); GROUP_M 1 to 16 at that point: 8 and 1 tie,
- * 2, 4 and 16 0.6 to 1.0% slower (2026-12-06-...-12.md).
+ * 2, 4 and 16 0.6 to 1.0% slower (2026-12-06-...-12.md); DYN +0.37% there
+ * (faster in 5 of 5 rounds; with the producer thread publishing, -3 to -4%).
  */
 // @kevo start BN = 64, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = SMS / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
 // @kevo start BN = 128, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = SMS / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
@@ -141,7 +156,7 @@
 // @kevo start BN = 256, WGM = 64, NCONS = 2, STAGES = 4, EPI = 2, EPIB = 2, PERSIST = 1, CLUSTER = 2, GROUP_M = 8
 // @kevo start BN = 128, WGM = 128, NCONS = 2, STAGES = 4, EPI = 2, EPIB = 1, PERSIST = 1, CLUSTER = 2, GROUP_M = 8
 // @kevo start BN = 128, WGM = 128, NCONS = 2, STAGES = 4, EPI = 2, EPIB = 1, STM = 1, PERSIST = 1, CLUSTER = 2, GROUP_M = 8
-// @kevo start BN = 128, WGM = 128, NCONS = 2, STAGES = 4, EPI = 2, EPIB = 1, EPIR = 1, PERSIST = 1, CLUSTER = 2, CDIM = 1, GROUP_M = 8
+// @kevo start BN = 128, WGM = 128, NCONS = 2, STAGES = 4, EPI = 2, EPIB = 1, EPIR = 1, PERSIST = 1, CLUSTER = 2, CDIM = 1, GROUP_M = 8, DYN = 1
 // @kevo knob BN 128 {64, 128, 192, 256}
 // @kevo knob WGM 64 {64, 128}
 // @kevo knob NCONS 2 {1, 2}
@@ -159,6 +174,7 @@
 // @kevo knob PERSIST 0 {0, 1}
 // @kevo knob PING 0 {0, 1}
 // @kevo knob SK 0 {0, 1}
+// @kevo knob DYN 0 {0, 1}
 // @kevo require WGM / 64 * BN / 2 <= 128
 // @kevo require STAGES * ((NCONS - PING) * WGM + BN) * 128 + PERSIST * (EPI == 1) * NCONS * WGM * (BN + 8) * 2 + PERSIST * (EPI == 2) * NCONS * WGM * (BN - (EPIB > 0) * (BN - 64 * EPIB)) * 2 + 2048 <= 232448
 // @kevo require EPIB == 0 || (EPI == 2 && (BN / 64) % EPIB == 0 && 64 * EPIB < BN)
@@ -173,6 +189,7 @@
 // @kevo require PERSIST == 0 || SPLIT == 1
 // @kevo require PING == 0 || (PERSIST == 1 && NCONS == 2)
 // @kevo require SK == 0 || (PERSIST == 1 && PING == 0)
+// @kevo require DYN == 0 || (PERSIST == 1 && PING == 0 && SK == 0)
 #ifndef BN
 #define BN 128
 #endif
@@ -253,6 +270,9 @@
 #ifndef SK
 #define SK 0
 #endif
+#ifndef DYN
+#define DYN 0
+#endif
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -288,7 +308,10 @@ constexpr int kOutBytes = kEpiBytes > kPartBytes ? kEpiBytes : kPartBytes;
 // its next tile then, so there the staging has its own space after the ring.
 constexpr int kOutOffset = PERSIST ? kPipeBytes : 0;
 constexpr int kDataBytes = PERSIST ? kPipeBytes + kOutBytes : (kPipeBytes > kOutBytes ? kPipeBytes : kOutBytes);
-constexpr int kSmemBytes = 1024 /* alignment slack */ + kDataBytes + 2 * STAGES * 8;
+// After the ring's barriers, with DYN: two tile slots' "published" and
+// "read" barriers, then the two slots.
+constexpr int kDynBytes = DYN ? 2 * 8 + 2 * 8 + 2 * 4 : 0;
+constexpr int kSmemBytes = 1024 /* alignment slack */ + kDataBytes + 2 * STAGES * 8 + kDynBytes;
 // Registers: the producer warpgroup gives most of its registers to the consumers.
 constexpr int kProducerRegs = 40;
 constexpr int kConsumerRegs = kv_consumer_regs(NCONS, kProducerRegs);
@@ -314,6 +337,7 @@ static_assert(EPIR == 0 || (EPI == 2 && EPIB == 1 && PERSIST == 1 && PING == 0 &
               "EPIR needs EPI 2, EPIB 1, PERSIST 1, PING 0 and SK 0");
 static_assert(PING == 0 || (PERSIST == 1 && NCONS == 2), "PING needs PERSIST 1 and NCONS 2");
 static_assert(SK == 0 || (PERSIST == 1 && PING == 0), "SK needs PERSIST 1 and PING 0");
+static_assert(DYN == 0 || (PERSIST == 1 && PING == 0 && SK == 0), "DYN needs PERSIST 1, PING 0 and SK 0");
 
 // Stream-K (SK 1): CTA c's partial tile, kMT * kAcc floats per consumer
 // thread laid out [i][thread] (each i one coalesced row), and its flag, which
@@ -322,6 +346,13 @@ constexpr int kSkSlots = 160;  // persistent CTAs at most (one per SM)
 constexpr int kConsThreads = NCONS * 128;
 __device__ float g_sk_part[SK ? kSkSlots * kConsThreads * kMT * kAcc : 1];
 __device__ unsigned g_sk_ready[SK ? kSkSlots : 1];
+// DYN: the tiles drawn past the first wave in this launch, and the clusters
+// that have drawn past the last tile (the last of them sets both back to 0).
+__device__ unsigned g_dyn_next = 0;
+__device__ unsigned g_dyn_done = 0;
+// Readers of a DYN tile slot: every CTA's producer and every consumer warp
+// of the cluster, each arriving once on rank 0's "read" barrier.
+constexpr int kDynReaders = CLUSTER + CLUSTER * NCONS * 4;
 static_assert(kSmemBytes <= 232448, "shared memory over 227 KB");
 
 // ------------------------------------------------------------------ kernels
@@ -339,6 +370,9 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
   const uint32_t sOut = s0 + kOutOffset;  // EPI staging or the split-K partial tile
   const uint32_t bar_full = s0 + kDataBytes;
   const uint32_t bar_empty = bar_full + STAGES * 8;
+  const uint32_t bar_tile = bar_empty + STAGES * 8;  // DYN: slot j % 2 published
+  const uint32_t bar_tile_read = bar_tile + 2 * 8;    // DYN: slot j % 2 read by all
+  const uint32_t tile_slot = bar_tile_read + 2 * 8;   // DYN: two u32 slots
 
   const int wg = threadIdx.x / 128;
   const int tid_wg = threadIdx.x % 128;
@@ -355,8 +389,17 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
   const int tiles_mc = (tiles_m + kCM - 1) / kCM;
   const int tiles_nc = (N + BN * kCN - 1) / (BN * kCN);
   const int tiles_c = tiles_mc * tiles_nc;  // tiles in cluster units
-  const int pid_first = (int)blockIdx.x / CLUSTER;
   const int pid_step = PERSIST ? (int)gridDim.x / CLUSTER : tiles_c;
+#ifdef KEVO_DIAG_SCRAMBLE
+  // A diagnostic, never a knob: persistent cluster c takes the walk of
+  // cluster (c * KEVO_DIAG_SCRAMBLE) % clusters (a permutation where the two
+  // are coprime; -1 reverses), to see whether which SMs take which tiles
+  // matters. The output is right either way.
+  const int cid = (int)blockIdx.x / CLUSTER;
+  const int pid_first = KEVO_DIAG_SCRAMBLE < 0 ? pid_step - 1 - cid : (int)(((int64_t)cid * KEVO_DIAG_SCRAMBLE) % pid_step);
+#else
+  const int pid_first = (int)blockIdx.x / CLUSTER;
+#endif
   const uint32_t crank = CLUSTER > 1 ? kv_cluster_rank() : 0;  // rank along M or N (SPLIT is 1 then)
   auto tile_origin = [&](int pid, int& m0, int& n0) {
     int pid_mc, pid_n;
@@ -381,12 +424,71 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
   const int kt0 = (int)((int64_t)ktiles_all * split_rank / SPLIT);
   const int ktiles = (int)((int64_t)ktiles_all * (split_rank + 1) / SPLIT) - kt0;
 
+  // The j-th unit of this CTA's work: k tiles [ka, kb) of tile pid. With DYN
+  // (whole tiles), tile 0 is pid_first and tile j >= 1 comes through slot
+  // j % 2, published by rank 0's scheduler thread (below); every CTA's
+  // producer and consumer warps wait for it there and then say they have read
+  // it (`warp`: one arrival for the calling warp, after all its lanes read).
+  // A tile past the last ends the walk.
+  auto next_tile = [&](KvTileWalk& walk, int j, bool warp, int& pid, int& ka, int& kb) -> bool {
+    if constexpr (DYN) {
+      ka = 0;
+      kb = ktiles;
+      if (j == 0) {
+        pid = pid_first;
+        return pid < tiles_c;
+      }
+      const uint32_t slot = (uint32_t)(j & 1);
+      kv_mbar_wait_cluster(bar_tile + 8 * slot, (uint32_t)((j - 1) >> 1) & 1u);
+      pid = (int)*reinterpret_cast<volatile uint32_t*>(smem_raw + (tile_slot + 4 * slot - raw));
+      if (warp) __syncwarp();
+      // The arrival waits on the value read (a branch on it: the read is
+      // done before the slot can be written again). It is not a release at
+      // cluster scope: in threads with TMA loads or stores in flight that
+      // one made the 4096^3 kernel 2.6% slower on an H100 (round 12).
+      if ((!warp || (threadIdx.x & 31) == 0) && pid >= 0) kv_mbar_arrive_cluster(bar_tile_read + 8 * slot, 0);
+      return pid < tiles_c;
+    } else {
+      (void)j, (void)warp;
+      return kv_next_unit(walk, pid, ka, kb);
+    }
+  };
+  // DYN: rank 0's scheduler (one thread of the producer warpgroup, which
+  // issues no loads: its release fences wait on nothing) draws tile j from
+  // the counter once every reader has read tile j - 1, i.e. as the cluster
+  // starts tile j - 1, and publishes it to every CTA of the cluster.
+  auto schedule = [&]() {
+    for (int j = 1;; ++j) {
+      if (j >= 2) kv_mbar_wait_cluster(bar_tile_read + 8 * ((j - 1) & 1), (uint32_t)((j - 2) >> 1) & 1u);
+      int pid = pid_step + (int)atomicAdd(&g_dyn_next, 1u);
+      if (pid >= tiles_c) {
+        pid = tiles_c;
+        __threadfence();  // this cluster's last draw comes before its count
+        if (atomicAdd(&g_dyn_done, 1u) == (unsigned)pid_step - 1u) {
+          atomicExch(&g_dyn_next, 0u);  // every cluster has drawn its last
+          atomicExch(&g_dyn_done, 0u);
+        }
+      }
+      const uint32_t slot = (uint32_t)(j & 1);
+#pragma unroll
+      for (int r = 0; r < CLUSTER; ++r)
+        kv_publish_cluster(tile_slot + 4 * slot, (uint32_t)pid, bar_tile + 8 * slot, (uint32_t)r);
+      if (pid >= tiles_c) return;
+    }
+  };
+
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int s = 0; s < STAGES; ++s) {
       kv_mbar_init(bar_full + 8 * s, 1);               // the producer's arrive.expect_tx
       // every consumer warp of the cluster that reads the stage (with PING, one warpgroup's)
       kv_mbar_init(bar_empty + 8 * s, CLUSTER * (PING ? 1 : NCONS) * 4);
+    }
+    if constexpr (DYN) {
+      for (int i = 0; i < 2; ++i) {
+        kv_mbar_init(bar_tile + 8 * i, 1);  // rank 0's scheduler publishes
+        kv_mbar_init(bar_tile_read + 8 * i, kDynReaders);
+      }
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -401,6 +503,9 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
     // waiting the whole kernel at the closing barrier: an exited thread
     // counts as arrived at barrier.cluster and bar.sync, and ncu's stall
     // samples then come from warps that work, not from parked ones.
+    if constexpr (DYN) {
+      if (tid_wg == 32 && crank == 0) schedule();
+    }
     if (tid_wg >= 32) return;
     if (tid_wg == 0) {
       asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmA)) : "memory");
@@ -412,7 +517,7 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
       int it = 0;          // k tiles issued so far, over all of this CTA's tiles
       KvTileWalk walk = kv_tile_walk(tiles_c, ktiles, pid_step, pid_first, SK);
       int pid, ka, kb;
-      while (kv_next_unit(walk, pid, ka, kb)) {
+      for (int j = 0; next_tile(walk, j, false, pid, ka, kb); ++j) {
         int m0, n0;
         tile_origin(pid, m0, n0);
         for (int kt = ka; kt < kb; ++kt, ++it) {
@@ -496,7 +601,7 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
     // (whole tiles but for SK's stream-K units).
     KvTileWalk walk = kv_tile_walk(tiles_c, ktiles, pid_step, pid_first, SK);
     int pid, ka, kb;
-    for (int j = 0; kv_next_unit(walk, pid, ka, kb); ++j) {
+    for (int j = 0; next_tile(walk, j, true, pid, ka, kb); ++j) {
       if constexpr (PING) {
         // Tile j of this CTA is warpgroup j % 2's; its k tiles are the ring's
         // j * ktiles, ... in order. Wait until the other warpgroup has waited
