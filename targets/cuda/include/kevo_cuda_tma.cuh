@@ -96,18 +96,19 @@ KV_DEV void kv_mbar_expect_tx(uint32_t bar, uint32_t bytes) {
 KV_DEV void kv_mbar_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
+// Spins until the mbarrier at `bar` has completed the phase of `parity`;
+// SEM qualifies the wait ("" or, say, ".acquire.cluster").
+#define KV_MBAR_WAIT_LOOP(SEM)                                          \
+  "{\n"                                                                 \
+  ".reg .pred P1;\n"                                                    \
+  "LAB_WAIT:\n"                                                         \
+  "mbarrier.try_wait.parity" SEM ".shared::cta.b64 P1, [%0], %1;\n"     \
+  "@P1 bra DONE;\n"                                                     \
+  "bra LAB_WAIT;\n"                                                     \
+  "DONE:\n"                                                             \
+  "}\n"
 KV_DEV void kv_mbar_wait(uint32_t bar, uint32_t parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred P1;\n"
-      "LAB_WAIT:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
-      "@P1 bra DONE;\n"
-      "bra LAB_WAIT;\n"
-      "DONE:\n"
-      "}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
+  asm volatile(KV_MBAR_WAIT_LOOP("") ::"r"(bar), "r"(parity) : "memory");
 }
 KV_DEV void kv_tma_load_2d(uint32_t dst, const CUtensorMap* map, int c0, int c1,
                                             uint32_t bar) {
@@ -180,17 +181,7 @@ KV_DEV void kv_mbar_arrive_cluster(uint32_t bar, uint32_t rank) {
 // from other CTAs of the cluster: what they wrote before arriving (release,
 // cluster scope) is visible after it.
 KV_DEV void kv_mbar_wait_cluster(uint32_t bar, uint32_t parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred P1;\n"
-      "LAB_WAIT:\n"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 P1, [%0], %1;\n"
-      "@P1 bra DONE;\n"
-      "bra LAB_WAIT;\n"
-      "DONE:\n"
-      "}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
+  asm volatile(KV_MBAR_WAIT_LOOP(".acquire.cluster") ::"r"(bar), "r"(parity) : "memory");
 }
 // Stores `value` at local offset `slot` in CTA `rank` of the cluster, then
 // arrives there on the mbarrier at `bar` (release, cluster scope): a reader
