@@ -147,6 +147,9 @@
  * one's floor, holds it back); GROUP_M 1 to 16 at that point: 8 and 1 tie,
  * 2, 4 and 16 0.6 to 1.0% slower (2026-12-06-...-12.md); DYN +0.37% there
  * (faster in 5 of 5 rounds; with the producer thread publishing, -3 to -4%).
+ * The main loop's wgmma descriptors in uniform registers, stepped per stage,
+ * and scale-d 0 on each tile's first k tile: +0.6%, 0.991x cuBLAS
+ * (2026-12-06-...-13.md).
  */
 // @kevo start BN = 64, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = SMS / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
 // @kevo start BN = 128, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = SMS / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
@@ -568,7 +571,11 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
   } else {
     // ------------------------------------------------------------ consumers
     if constexpr (kConsumerRegs > 0) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
-    const int cw = wg - 1;
+    // Read from lane 0, so that ptxas knows it is the same in every lane of
+    // the warp: the wgmma descriptors built from it stay in uniform registers
+    // (held in ordinary ones, each k tile took 119 instructions per warp, now
+    // 58; 4096^3 0.47% faster on an H100, round 13).
+    const int cw = __shfl_sync(0xffffffffu, wg - 1, 0);
     // A: K-major, 128B swizzle: 8-row groups 1024 bytes apart (SBO), LBO unused (16).
     //    k16 step = +32 bytes inside the 128-byte row; m64 tile = +64 rows * 128 bytes.
     // B: N-major ("transposed"), 128B swizzle: 8-k-row groups 1024 bytes apart
@@ -596,6 +603,11 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
     const int t4 = lane & 3;
     int s = 0;
     uint32_t phase = 0;  // parity of the full-barrier phase to wait for
+    // Stage 0's wgmma descriptors; stage s's, and the k16 and m64 steps in it,
+    // are these plus the byte offset / 16 (the 14-bit address field never
+    // carries: shared memory is below 256 KB).
+    const uint64_t da0 = kv_make_desc_sw128(sA + a_row_off, 16, 1024);
+    const uint64_t db0 = kv_make_desc_sw128(sB, kBBox, 1024);
     float acc[kMT][kAcc];
     // The same walk as the producer's: unit j is k tiles [ka, kb) of tile pid
     // (whole tiles but for SK's stream-K units).
@@ -615,10 +627,15 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
       }
       int m0, n0;
       tile_origin(pid, m0, n0);
+      // The first k tile's wgmmas overwrite the accumulators (scale-d 0);
+      // they are zeroed here only for a unit with no k tiles (and for the
+      // diagnostic build without wgmmas).
+      if (kb <= ka || KEVO_DIAG_NO_MMA) {
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
+        for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-        for (int i = 0; i < kAcc; ++i) acc[mt][i] = 0.0f;
+          for (int i = 0; i < kAcc; ++i) acc[mt][i] = 0.0f;
+      }
       int prev_s = 0;
       for (int kt = ka; kt < kb; ++kt) {
         kv_mbar_wait(bar_full + 8 * s, phase);
@@ -631,15 +648,16 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
 #pragma unroll
           for (int i = 0; i < kAcc; ++i) kv_fence_operand(acc[mt][i]);
         kv_wgmma_fence();
-        const uint32_t a_base = sA + s * kAStage + a_row_off;
-        const uint32_t b_base = sB + s * kBStage;
+        const int scale_d = kt > ka;
+        const uint64_t da_s = da0 + (uint32_t)s * (uint32_t)(kAStage >> 4);
+        const uint64_t db_s = db0 + (uint32_t)s * (uint32_t)(kBStage >> 4);
 #pragma unroll
         for (int ks = 0; ks < BK / 16 * !KEVO_DIAG_NO_MMA; ++ks) {
-          const uint64_t db = kv_make_desc_sw128(b_base + ks * 16 * 128, kBBox, 1024);
+          const uint64_t db = db_s + (uint32_t)((ks * 16 * 128) >> 4);
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt) {
-            const uint64_t da = kv_make_desc_sw128(a_base + mt * 64 * 128 + ks * 32, 16, 1024);
-            kv_wgmma_bf16<BN>(acc[mt], da, db, 1);
+            const uint64_t da = da_s + (uint32_t)((mt * 64 * 128 + ks * 32) >> 4);
+            kv_wgmma_bf16<BN>(acc[mt], da, db, ks == 0 ? scale_d : 1);
           }
         }
         kv_wgmma_commit();
