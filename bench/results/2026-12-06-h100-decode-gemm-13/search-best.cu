@@ -1,0 +1,1782 @@
+/* kevo run 1 best for gemm-4096: median 183 us (95% of roof)
+ * family wgmma (/work/main/targets/cuda/kernels/gemm/wgmma.cu), knobs baked in: BHINT=1 BN=128 CDIM=1 CLUSTER=2 DYN=1 EPI=2 EPIB=1 EPIR=1 GROUP_M=8 KEEP=1 NCONS=2 PERSIST=1 PING=0 SK=0 SPLIT=1 STAGES=4 STM=1 WGM=128
+ */
+#define BHINT 1
+#define BN 128
+#define CDIM 1
+#define CLUSTER 2
+#define DYN 1
+#define EPI 2
+#define EPIB 1
+#define EPIR 1
+#define GROUP_M 8
+#define KEEP 1
+#define NCONS 2
+#define PERSIST 1
+#define PING 0
+#define SK 0
+#define SPLIT 1
+#define STAGES 4
+#define STM 1
+#define WGM 128
+/* the shapes it was searched at (kevo defines its task's own when it compiles) */
+#ifndef KEVO_RANK_A
+#define KEVO_RANK_A 2
+#endif
+#ifndef KEVO_DIM_A_0
+#define KEVO_DIM_A_0 4096
+#endif
+#ifndef KEVO_DIM_A_1
+#define KEVO_DIM_A_1 4096
+#endif
+#ifndef KEVO_LAST_A
+#define KEVO_LAST_A 4096
+#endif
+#ifndef KEVO_RANK_B
+#define KEVO_RANK_B 2
+#endif
+#ifndef KEVO_DIM_B_0
+#define KEVO_DIM_B_0 4096
+#endif
+#ifndef KEVO_DIM_B_1
+#define KEVO_DIM_B_1 4096
+#endif
+#ifndef KEVO_LAST_B
+#define KEVO_LAST_B 4096
+#endif
+#ifndef KEVO_RANK_C
+#define KEVO_RANK_C 2
+#endif
+#ifndef KEVO_DIM_C_0
+#define KEVO_DIM_C_0 4096
+#endif
+#ifndef KEVO_DIM_C_1
+#define KEVO_DIM_C_1 4096
+#endif
+#ifndef KEVO_LAST_C
+#define KEVO_LAST_C 4096
+#endif
+
+/* gemm / wgmma — Hopper warpgroup GEMM: TMA + mbarrier pipeline + wgmma.mma_async.
+ *
+ * C[M,N] = A[M,K] · B[K,N]; A, B, C row-major bf16, fp32 accumulation, bf16 out.
+ *
+ * One thread block computes a BM x BN tile of C, BM = NCONS * WGM (WGM with
+ * PING: each consumer then has a tile of its own). Warpgroup 0
+ * is the producer: one thread issues TMA (cp.async.bulk.tensor.2d) loads of a
+ * BM x 64 slice of A and a 64 x BN slice of B (BN/64 boxes of 64 x 64) per k
+ * tile into a STAGES-deep shared-memory ring, both with the 128-byte swizzle,
+ * signalling a "full" mbarrier with the transaction byte count. Warpgroups
+ * 1..NCONS are consumers: each waits on the stage's full barrier, issues
+ * wgmma.mma_async.m64nBNk16 (A K-major, B "transposed" = N-major, both read
+ * from shared memory through matrix descriptors) for its WGM rows, commits,
+ * and releases the stage on its "empty" mbarrier once the wgmma that read it
+ * has completed. The tensor maps are encoded on the host with
+ * cuTensorMapEncodeTiled, obtained through cudaGetDriverEntryPointByVersion
+ * (no libcuda link), and passed as __grid_constant__ parameters. TMA fills
+ * out-of-range boxes with zeros, so M, N and K tails need no code; the
+ * epilogue stores bf16 pairs with bounds checks.
+ *
+ * Fast path requirements (checked at launch): K % 8 == 0 and N % 8 == 0 (TMA
+ * global strides must be multiples of 16 bytes), K > 0, 16-byte aligned base
+ * pointers. Anything else runs the simple smem-tiled scalar fallback of
+ * kevo_cuda_gemm_fallback.cuh (fp32 accumulation).
+ *
+ * Knobs:
+ *   BN       block tile width = wgmma N (64, 128, 192, 256).
+ *   WGM      rows of C per consumer warpgroup: 64 (one m64 wgmma per k16 step)
+ *            or 128 (two); WGM/64 * BN/2 fp32 accumulators per thread (<= 128).
+ *   NCONS    consumer warpgroups per block (BM = NCONS * WGM; WGM with PING).
+ *   STAGES   depth of the TMA shared-memory ring ((BM + BN) * 128 bytes each).
+ *   KEEP     wgmma groups left in flight when a k tile has been issued: 1 lets
+ *            the next tile's wgmmas queue behind the current ones (its stage
+ *            is released one tile later), 0 waits for completion every tile.
+ *   GROUP_M  threadblock rasterization group along M (1 = row-major raster).
+ *   EPI      0: bf16x2 stores straight from the accumulators; 1: each consumer
+ *            warpgroup stages its tile in (padded) shared memory and writes it
+ *            with coalesced 16-byte stores; 2: each consumer warpgroup stages
+ *            its rows as 64-column boxes in the 128-byte swizzle and one thread
+ *            stores them with TMA (cp.async.bulk.tensor, clipped to C), so the
+ *            warpgroup goes on to its next tile while the stores drain.
+ *   EPIB     with EPI 2: the 64-column boxes a warpgroup stages at a time
+ *            (0: all BN/64 at once). Fewer boxes, staged in turn once TMA has
+ *            read the ones before, take less shared memory, which a persistent
+ *            kernel can give to the ring: 128 x 256 tiles fit 4 stages with
+ *            EPIB 2 where they fit 3 with all boxes at once.
+ *   EPIR     1 (with EPI 2, EPIB 1, PERSIST 1, PING 0, SK 0): the first box of
+ *            a warpgroup's rows is staged in its own A rows of the tile's last
+ *            ring stage instead of the staging area, so the second box need
+ *            not wait for TMA to read the first. That stage goes back to the
+ *            producer once TMA has read it (its issuing thread arrives on the
+ *            empty barrier after cp.async.bulk.wait_group.read), not when the
+ *            main loop ends. 0: every box in the staging area.
+ *   STM      1 (with EPI 2): a warpgroup stages its boxes with stmatrix, four
+ *            8 x 8 matrices of bf16 (16 output columns of 16 rows) an
+ *            instruction, 16-byte rows in the same swizzle; 0: two 4-byte
+ *            shared stores per 8-column group (four times the instructions).
+ *   CLUSTER  thread-block cluster size (1 or 2), along M unless CDIM 1. With 2,
+ *            the two CTAs of a cluster compute vertically adjacent tiles that share the same
+ *            B slice: each loads half of the B boxes and multicasts them to
+ *            both (TMA .multicast::cluster), halving B traffic from L2; every
+ *            consumer warp releases a stage on the empty barriers of both CTAs.
+ *   CDIM     with CLUSTER 2, the cluster's direction: 0 along M (above), 1
+ *            along N: the two CTAs compute horizontally adjacent tiles that
+ *            share the same A rows; each loads half of A's rows and multicasts
+ *            them to both, and loads its own B. Where BM > BN (cuBLAS's
+ *            256 x 128 tile at 4096^3) this reads less from L2 per CTA than
+ *            sharing B: 32 KB a k tile instead of 40.
+ *   SPLIT    split-K over a thread-block cluster of SPLIT CTAs (grid.y; 1 =
+ *            none; needs CLUSTER 1). For decode shapes (few rows of C) the
+ *            tiles are too few to fill the SMs: each CTA of the cluster runs
+ *            the pipeline over 1/SPLIT of the k tiles, the consumers store
+ *            their fp32 accumulators in their own shared memory, and after a
+ *            cluster barrier CTA r sums its 1/SPLIT of the tile's valid rows
+ *            over all ranks' partials, in rank order (deterministic), through
+ *            distributed shared memory, and stores bf16 C. No workspace, no
+ *            second pass over global memory. (EPI does not apply: the
+ *            reduction stores 16-byte chunks itself.)
+ *   BHINT    1: with CLUSTER 1 or CDIM 1, B's (the weights') TMA loads carry an L2
+ *            evict-first policy: a streamed weight line is replaced before
+ *            lines still to be used or dirty lines still to be written back;
+ *            0: no hint.
+ *   PERSIST  1: a persistent grid, one CTA per SM (in whole clusters), each
+ *            taking tiles pid, pid + CTAs, ... of the raster. The producer runs
+ *            on into the next tile's k tiles while the consumers finish the
+ *            current tile's epilogue, and the ring stays full across tiles;
+ *            the epilogue staging (EPI 1, 2) then has its own shared memory
+ *            after the ring. 0: one CTA per tile. (Needs SPLIT 1.)
+ *   PING     1 (with PERSIST 1, NCONS 2): the two consumer warpgroups take
+ *            alternate tiles of their CTA, each a WGM x BN tile of its own
+ *            (BM = WGM), so one warpgroup's epilogue runs while the other's
+ *            wgmmas keep the tensor cores busy. The ring is shared in tile
+ *            order; a warpgroup starts a tile's main loop once the other has
+ *            waited for the last k tile of the tile before it (named
+ *            barriers 4 and 5), which keeps every full-barrier wait within
+ *            one phase of the barrier. 0: both consumers share each tile.
+ *   SK       1 (with PERSIST 1, PING 0): stream-K for the last wave. Where the
+ *            persistent CTAs (clusters) do not divide the tiles, the plain walk
+ *            leaves some of them a tile short in the last wave (4096^3 at
+ *            128 x 256: 512 tiles over 132 SMs, 3.88 waves timed as 4). With
+ *            SK the last T % G + G tiles' k tiles are shared out evenly
+ *            instead, before the whole tiles (kevo_cuda_tile_walk.cuh), so
+ *            that the fix-ups hide behind the loads of the whole tiles that
+ *            follow them: a CTA that takes the start of a tile but not its
+ *            end leaves its fp32 partial in a static workspace slot of its
+ *            own (one per CTA, at most one per launch)
+ *            and raises a flag with the launch's number; the CTA with the
+ *            tile's end waits for the flags of the lower CTAs that hold the
+ *            rest, adds their partials in order (deterministic for a given
+ *            grid, i.e. GPU) and stores the tile. Fewer tiles than SMs
+ *            are shared out by their k tiles the same way (a CTA per k tile
+ *            at most). Two launches of this module must not run at the same
+ *            time (on two streams): they would share the workspace. 0: whole
+ *            tiles only.
+ *   DYN      1 (with PERSIST 1, PING 0, SK 0): tiles after the first wave are
+ *            handed out in raster order as clusters free up: a thread of rank
+ *            0's producer warpgroup that issues no loads draws the cluster's
+ *            next tile from a counter in global memory as the cluster starts
+ *            the tile before, and publishes it in every CTA's shared memory
+ *            (two slots in turn, each with a "published" mbarrier; the
+ *            readers arrive on rank 0's "read" barrier, which the drawing
+ *            thread waits for before it draws again). A cluster that runs
+ *            slow takes fewer tiles instead of finishing the last wave late.
+ *            The last cluster to draw past the end sets the counter back to
+ *            0 for the next launch, so two launches of this module must not
+ *            run at the same time (on two streams). 0: tiles pid,
+ *            pid + clusters, ... in turn.
+ *
+ * Starts (besides the default; SMS is the GPU's multiprocessors, as its
+ * runner reports them): for decode shapes, a BN 64 or 128 tile whose BM
+ * covers M, the deepest ring that fits, and a split-K that fills the SMs:
+ * weight streaming wants every SM loading. For large shapes, a persistent
+ * 128 x 256 tile with TMA stores, the same with the two consumers on
+ * alternate 128 x 128 tiles (PING), the 128 x 256 tile in clusters of
+ * two with stream-K for the last wave (SK), the same with a fourth stage
+ * in the room EPIB 2 frees, and a 256 x 128 tile (WGM 128) with four
+ * stages and one box staged at a time, the tile cuBLAS takes at 4096^3 on
+ * an H100, with its boxes staged by stmatrix (STM), and in a cluster along
+ * N that shares A with its first box staged in the held stage and its tiles
+ * after the first wave drawn as clusters free up (CDIM, EPIR, DYN).
+ * Measured there (bench/results/2026-12-05-h100-decode-gemm-7.md): the
+ * fourth stage +0.4%, SK -6 to -7%, PING -11% and worse; STM +0.2%
+ * (2026-12-06-...-9.md); CDIM +0.6 to +0.8%, with EPIR +1.1 to +1.4%, the
+ * best point at 0.980x cuBLAS in two calls (2026-12-06-...-10.md, where
+ * the loads alone take 147 us with CDIM, the wgmmas alone 150 us, both
+ * together 178.6: the main loop's two halves overlap badly, not either
+ * one's floor, holds it back); GROUP_M 1 to 16 at that point: 8 and 1 tie,
+ * 2, 4 and 16 0.6 to 1.0% slower (2026-12-06-...-12.md); DYN +0.37% there
+ * (faster in 5 of 5 rounds; with the producer thread publishing, -3 to -4%).
+ * The main loop's wgmma descriptors in uniform registers, stepped per stage,
+ * and scale-d 0 on each tile's first k tile: +0.6%, 0.991x cuBLAS
+ * (2026-12-06-...-13.md).
+ */
+// (baked in) kevo start BN = 64, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = SMS / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
+// (baked in) kevo start BN = 128, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = SMS / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
+// (baked in) kevo start BN = 256, WGM = 64, NCONS = 2, STAGES = 3, EPI = 2, PERSIST = 1, GROUP_M = 8
+// (baked in) kevo start BN = 128, WGM = 128, NCONS = 2, STAGES = 5, EPI = 2, PERSIST = 1, PING = 1, GROUP_M = 8
+// (baked in) kevo start BN = 256, WGM = 64, NCONS = 2, STAGES = 3, EPI = 2, PERSIST = 1, CLUSTER = 2, SK = 1, GROUP_M = 8
+// (baked in) kevo start BN = 256, WGM = 64, NCONS = 2, STAGES = 4, EPI = 2, EPIB = 2, PERSIST = 1, CLUSTER = 2, GROUP_M = 8
+// (baked in) kevo start BN = 128, WGM = 128, NCONS = 2, STAGES = 4, EPI = 2, EPIB = 1, PERSIST = 1, CLUSTER = 2, GROUP_M = 8
+// (baked in) kevo start BN = 128, WGM = 128, NCONS = 2, STAGES = 4, EPI = 2, EPIB = 1, STM = 1, PERSIST = 1, CLUSTER = 2, GROUP_M = 8
+// (baked in) kevo start BN = 128, WGM = 128, NCONS = 2, STAGES = 4, EPI = 2, EPIB = 1, EPIR = 1, PERSIST = 1, CLUSTER = 2, CDIM = 1, GROUP_M = 8, DYN = 1
+// (baked in) kevo knob BN 128 {64, 128, 192, 256}
+// (baked in) kevo knob WGM 64 {64, 128}
+// (baked in) kevo knob NCONS 2 {1, 2}
+// (baked in) kevo knob STAGES 4 {2, 3, 4, 5, 6, 8, 10, 12}
+// (baked in) kevo knob KEEP 1 {0, 1}
+// (baked in) kevo knob GROUP_M 8 {1, 4, 8, 16}
+// (baked in) kevo knob EPI 0 {0, 1, 2}
+// (baked in) kevo knob EPIB 0 {0, 1, 2}
+// (baked in) kevo knob EPIR 0 {0, 1}
+// (baked in) kevo knob STM 0 {0, 1}
+// (baked in) kevo knob CLUSTER 1 {1, 2}
+// (baked in) kevo knob CDIM 0 {0, 1}
+// (baked in) kevo knob SPLIT 1 {1, 2, 3, 4, 6, 8}
+// (baked in) kevo knob BHINT 0 {0, 1}
+// (baked in) kevo knob PERSIST 0 {0, 1}
+// (baked in) kevo knob PING 0 {0, 1}
+// (baked in) kevo knob SK 0 {0, 1}
+// (baked in) kevo knob DYN 0 {0, 1}
+// (baked in) kevo require WGM / 64 * BN / 2 <= 128
+// (baked in) kevo require STAGES * ((NCONS - PING) * WGM + BN) * 128 + PERSIST * (EPI == 1) * NCONS * WGM * (BN + 8) * 2 + PERSIST * (EPI == 2) * NCONS * WGM * (BN - (EPIB > 0) * (BN - 64 * EPIB)) * 2 + 2048 <= 232448
+// (baked in) kevo require EPIB == 0 || (EPI == 2 && (BN / 64) % EPIB == 0 && 64 * EPIB < BN)
+// (baked in) kevo require EPI == 0 || NCONS * WGM * (BN + 8) * 2 + 2048 <= 232448
+// (baked in) kevo require EPIR == 0 || (EPI == 2 && EPIB == 1 && PERSIST == 1 && PING == 0 && SK == 0)
+// (baked in) kevo require STM == 0 || EPI == 2
+// (baked in) kevo require CDIM == 1 || (BN / 64) % CLUSTER == 0
+// (baked in) kevo require CDIM == 0 || (CLUSTER == 2 && PING == 0)
+// (baked in) kevo require SPLIT == 1 || CLUSTER == 1
+// (baked in) kevo require SPLIT == 1 || EPI == 0
+// (baked in) kevo require SPLIT == 1 || NCONS * WGM * (BN + 4) * 4 + 2048 <= 232448
+// (baked in) kevo require PERSIST == 0 || SPLIT == 1
+// (baked in) kevo require PING == 0 || (PERSIST == 1 && NCONS == 2)
+// (baked in) kevo require SK == 0 || (PERSIST == 1 && PING == 0)
+// (baked in) kevo require DYN == 0 || (PERSIST == 1 && PING == 0 && SK == 0)
+#ifndef BN
+#define BN 128
+#endif
+#ifndef WGM
+#define WGM 64
+#endif
+#ifndef NCONS
+#define NCONS 2
+#endif
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef KEEP
+#define KEEP 1
+#endif
+#ifndef GROUP_M
+#define GROUP_M 8
+#endif
+#ifndef EPI
+#define EPI 0
+#endif
+#ifndef EPIB
+#define EPIB 0
+#endif
+// Diagnostics, never knobs (kevo never sets them; each breaks the output):
+// the ring's loads and handshakes with no wgmma issued (KEVO_DIAG_NO_MMA:
+// what moving the data alone takes); with EPI 2, the epilogue without its
+// TMA stores (KEVO_DIAG_EPI_NO_STORE),
+// without the waits for TMA to read the staged boxes (KEVO_DIAG_EPI_NO_WAIT),
+// or without the writes that stage them (KEVO_DIAG_EPI_NO_STAGE): each,
+// timed beside the full epilogue and KEVO_DIAG_NO_EPILOGUE, says which part
+// of the epilogue the main loop waits for. KEVO_DIAG_NO_LOAD: the producer
+// issues no TMA load, only arrives on each stage's full barrier, so the
+// wgmmas run on whatever the ring holds: what the math and the handshakes
+// take alone, the other floor beside KEVO_DIAG_NO_MMA's.
+#ifndef KEVO_DIAG_NO_LOAD
+#define KEVO_DIAG_NO_LOAD 0
+#endif
+#ifndef KEVO_DIAG_NO_EPILOGUE
+#define KEVO_DIAG_NO_EPILOGUE 0
+#endif
+#ifndef KEVO_DIAG_NO_MMA
+#define KEVO_DIAG_NO_MMA 0
+#endif
+#ifndef KEVO_DIAG_EPI_NO_STORE
+#define KEVO_DIAG_EPI_NO_STORE 0
+#endif
+#ifndef KEVO_DIAG_EPI_NO_WAIT
+#define KEVO_DIAG_EPI_NO_WAIT 0
+#endif
+#ifndef KEVO_DIAG_EPI_NO_STAGE
+#define KEVO_DIAG_EPI_NO_STAGE 0
+#endif
+#ifndef EPIR
+#define EPIR 0
+#endif
+#ifndef STM
+#define STM 0
+#endif
+#ifndef CLUSTER
+#define CLUSTER 1
+#endif
+#ifndef CDIM
+#define CDIM 0
+#endif
+#ifndef SPLIT
+#define SPLIT 1
+#endif
+#ifndef BHINT
+#define BHINT 0
+#endif
+#ifndef PERSIST
+#define PERSIST 0
+#endif
+#ifndef PING
+#define PING 0
+#endif
+#ifndef SK
+#define SK 0
+#endif
+#ifndef DYN
+#define DYN 0
+#endif
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+/* kevo: begin kevo_cuda_gemm_fallback.cuh (inlined by kevo; sha256 de02e876c00cc660) */
+/* kevo_cuda_gemm_fallback.cuh — the plain bf16 GEMM that kevo's gemm families
+ * run where their fast path does not apply (K or N not a multiple of 8, base
+ * pointers not 16-byte aligned): C[M,N] = A[M,K] · B[K,N], row-major bf16, fp32
+ * accumulation, a 32 x 32 tile of C per block of 32 x 8 threads, 32-deep K
+ * slices staged in shared memory as fp32, scalar loads. Correct on any shape;
+ * not fast. Includes cuda_bf16.h, cuda_runtime.h and stdint.h.
+ *
+ *   kv_gemm_fallback(A, B, C, M, N, K, stream)  launch it on stream; KEVO_OK,
+ *                                     or KEVO_ERR_UNSUPPORTED when the grid
+ *                                     would be too large (launch errors are
+ *                                     the caller's cudaGetLastError)
+ */
+#ifndef KEVO_CUDA_GEMM_FALLBACK_CUH
+#define KEVO_CUDA_GEMM_FALLBACK_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "kevo_kernel.h"
+
+constexpr int kv_gemm_fb_tile = 32;
+
+__global__ void __launch_bounds__(256)
+    kv_gemm_fallback_kernel(const __nv_bfloat16* __restrict__ A, const __nv_bfloat16* __restrict__ B,
+                            __nv_bfloat16* __restrict__ C, int M, int N, int K, int tiles_n) {
+  constexpr int T = kv_gemm_fb_tile;
+  __shared__ float As[T][T + 1];
+  __shared__ float Bs[T][T + 1];
+  const int tx = threadIdx.x;  // 0..31: column
+  const int ty = threadIdx.y;  // 0..7
+  const int m0 = (blockIdx.x / tiles_n) * T;
+  const int n0 = (blockIdx.x % tiles_n) * T;
+  float acc[T / 8] = {};
+  for (int k0 = 0; k0 < K; k0 += T) {
+#pragma unroll
+    for (int r = ty; r < T; r += 8) {
+      const int gm = m0 + r, gk = k0 + tx;
+      As[r][tx] = (gm < M && gk < K) ? __bfloat162float(A[(size_t)gm * K + gk]) : 0.0f;
+      const int bk = k0 + r, bn = n0 + tx;
+      Bs[r][tx] = (bk < K && bn < N) ? __bfloat162float(B[(size_t)bk * N + bn]) : 0.0f;
+    }
+    __syncthreads();
+#pragma unroll 8
+    for (int kk = 0; kk < T; ++kk) {
+      const float b = Bs[kk][tx];
+#pragma unroll
+      for (int i = 0; i < T / 8; ++i) acc[i] = fmaf(As[ty + 8 * i][kk], b, acc[i]);
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < T / 8; ++i) {
+    const int gm = m0 + ty + 8 * i, gn = n0 + tx;
+    if (gm < M && gn < N) C[(size_t)gm * N + gn] = __float2bfloat16_rn(acc[i]);
+  }
+}
+
+inline int kv_gemm_fallback(const __nv_bfloat16* A, const __nv_bfloat16* B, __nv_bfloat16* C, int M, int N,
+                            int K, cudaStream_t stream) {
+  constexpr int T = kv_gemm_fb_tile;
+  const int tiles_n = (N + T - 1) / T;
+  const int64_t tiles = (int64_t)((M + T - 1) / T) * tiles_n;
+  if (tiles > INT32_MAX) return KEVO_ERR_UNSUPPORTED;
+  kv_gemm_fallback_kernel<<<(unsigned)tiles, dim3(32, 8), 0, stream>>>(A, B, C, M, N, K, tiles_n);
+  return KEVO_OK;
+}
+
+#endif  // KEVO_CUDA_GEMM_FALLBACK_CUH
+/* kevo: end kevo_cuda_gemm_fallback.cuh */
+/* kevo: begin kevo_cuda_tile_walk.cuh (inlined by kevo; sha256 c08315c67b0bdf2f) */
+/* kevo_cuda_tile_walk.cuh — which output tiles, and which of their k tiles, a
+ * persistent worker (a CTA, or a cluster of CTAs working as one) of a GEMM
+ * takes: whole tiles in turn, or a stream-K share of the tiles that would
+ * leave the last wave part-empty and then whole tiles. Shipped with kevo in
+ * targets/cuda/include; a kernel includes it by name and kevo inlines it.
+ * Plain C++ as well as CUDA (every function is __host__ __device__ under
+ * nvcc), so kevo's CPU tests check the schedule that its kernels run.
+ *
+ * The walk of worker w of G over T tiles of KT k tiles each:
+ *
+ *   - with stream-K, when G does not divide T, first: the last T % G + G
+ *     tiles (all T when T < G) are not taken whole. Their k tiles, laid end to
+ *     end (tile by tile, KT each), are cut into G ranges as even as integers
+ *     allow; worker w takes range [S*w/G, S*(w+1)/G), S = (T % G + G) * KT;
+ *   - then data-parallel: tiles w, w + G, w + 2G, ... below dp_tiles, each
+ *     whole.
+ *
+ * So every worker takes about 1 + (T % G) / G tiles' worth of k tiles and
+ * then (T / G - 1) whole tiles, where the plain walk gives some workers one
+ * whole tile more than others (the part-empty last wave). The stream-K part
+ * comes first so that a tile's fix-up (the wait, reading the partials) is
+ * hidden behind the loads of the whole tiles after it.
+ *
+ * A worker walks its stream-K range from its end down: first the start (or a
+ * middle part) of the tile its range ends in, then whole tiles, then the end
+ * of the tile its range starts in. A unit that stops short of its tile's end
+ * (kb < KT) is a partial: the worker leaves it for a higher worker to add,
+ * and a worker has at most one (the first unit of its walk). A unit that
+ * ends its tile but starts past its start (ka > 0) completes the tile: its
+ * worker adds the partials of the workers kv_first_holder() .. w - 1 (those
+ * of them that kv_holds_sk()), which hold the tile's earlier k tiles, then
+ * stores the tile. A worker so only waits on lower workers, and on their
+ * first unit: lower workers start first, and nothing they do before that
+ * unit waits on anyone.
+ *
+ *   KvTileWalk walk = kv_tile_walk(T, KT, G, w, streamk);
+ *   int tile, ka, kb;
+ *   while (kv_next_unit(walk, tile, ka, kb)) { ... k tiles [ka, kb) of tile ... }
+ *
+ * Under nvcc, the flags that say a partial is written (device functions):
+ *
+ *   kv_flag_raise(flag, value)  after the partial's stores and a
+ *                               __threadfence() by every thread that wrote
+ *                               it, and a barrier: one thread stores value
+ *                               with release semantics (GPU scope)
+ *   kv_flag_wait(flag, value)   spins until the flag holds value (acquire,
+ *                               GPU scope); then the partial may be read
+ *
+ * A kernel gives each launch a value of its own (a launch counter), so a flag
+ * left by an earlier launch, one stopped half-way included, never passes.
+ */
+#ifndef KEVO_CUDA_TILE_WALK_CUH
+#define KEVO_CUDA_TILE_WALK_CUH
+
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+#define KV_WALK_FN __host__ __device__ __forceinline__
+#else
+#define KV_WALK_FN inline
+#endif
+
+struct KvTileWalk {
+  int tiles, ktiles, workers, w;
+  int dp_tiles;      // tiles [0, dp_tiles) are taken whole
+  int64_t sk_iters;  // the k tiles of tiles [dp_tiles, tiles), laid end to end
+  int next_dp;       // this worker's next whole tile
+  int64_t end;       // one past the stream-K k tile this worker takes next (walking down)
+};
+
+// First stream-K k tile of worker w (w == workers: one past the last).
+KV_WALK_FN int64_t kv_sk_begin(const KvTileWalk& t, int w) { return t.sk_iters * w / t.workers; }
+
+KV_WALK_FN KvTileWalk kv_tile_walk(int tiles, int ktiles, int workers, int w, bool streamk) {
+  KvTileWalk t;
+  t.tiles = tiles;
+  t.ktiles = ktiles;
+  t.workers = workers;
+  t.w = w;
+  t.dp_tiles = tiles;
+  t.sk_iters = 0;
+  const int rem = tiles % workers;
+  if (streamk && rem != 0) {
+    const int sk = tiles >= workers ? rem + workers : tiles;
+    t.dp_tiles = tiles - sk;
+    t.sk_iters = (int64_t)sk * ktiles;
+  }
+  t.next_dp = w;
+  t.end = kv_sk_begin(t, w + 1);
+  return t;
+}
+
+// The next unit of the walk: k tiles [ka, kb) of `tile`; false when done.
+KV_WALK_FN bool kv_next_unit(KvTileWalk& t, int& tile, int& ka, int& kb) {
+  const int64_t lo = kv_sk_begin(t, t.w);
+  if (t.end > lo) {
+    const int s = (int)((t.end - 1) / t.ktiles);  // among the stream-K tiles
+    const int64_t start = (int64_t)s * t.ktiles;
+    tile = t.dp_tiles + s;
+    kb = (int)(t.end - start);
+    ka = (int)((lo > start ? lo : start) - start);
+    t.end -= kb - ka;
+    return true;
+  }
+  if (t.next_dp < t.dp_tiles) {
+    tile = t.next_dp;
+    ka = 0;
+    kb = t.ktiles;
+    t.next_dp += t.workers;
+    return true;
+  }
+  return false;
+}
+
+// The lowest worker holding k tiles of stream-K tile `tile`, whose end this
+// worker holds: the workers [kv_first_holder(t, tile), t.w) that hold any
+// stream-K k tiles at all (kv_holds_sk: with fewer k tiles than workers, some
+// hold none) hold its k tiles before this worker's, in that order.
+KV_WALK_FN bool kv_holds_sk(const KvTileWalk& t, int q) { return kv_sk_begin(t, q) < kv_sk_begin(t, q + 1); }
+
+KV_WALK_FN int kv_first_holder(const KvTileWalk& t, int tile) {
+  const int64_t start = (int64_t)(tile - t.dp_tiles) * t.ktiles;
+  int q = t.w;
+  while (q > 0 && kv_sk_begin(t, q) > start) --q;
+  return q;
+}
+
+#if defined(__CUDACC__)
+__device__ __forceinline__ void kv_flag_raise(unsigned* flag, unsigned value) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(flag), "r"(value) : "memory");
+}
+__device__ __forceinline__ void kv_flag_wait(const unsigned* flag, unsigned value) {
+  unsigned seen = 0;
+  do {
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(seen) : "l"(flag) : "memory");
+  } while (seen != value);
+}
+#endif
+
+#undef KV_WALK_FN
+
+#endif  // KEVO_CUDA_TILE_WALK_CUH
+/* kevo: end kevo_cuda_tile_walk.cuh */
+/* kevo: begin kevo_cuda_tma.cuh (inlined by kevo; sha256 4cb8e1510534e6a3) */
+/* kevo_cuda_tma.cuh — kevo's layer for Hopper (sm_90a) tensor-core kernels: TMA
+ * tile loads into shared memory signalled on mbarriers, warpgroup MMA
+ * (wgmma.mma_async, bf16 in, fp32 accumulate) from shared-memory descriptors,
+ * and the thread-block-cluster primitives (cluster barrier, ranks, arrivals
+ * and reads of a peer's shared memory). Shipped with kevo in
+ * targets/cuda/include; a kernel includes it by name and kevo inlines it, so
+ * the stored, compiled and exported kernel is one file. Nothing to define
+ * first. Includes cuda.h and cudaTypedefs.h (types only: libcuda is not
+ * linked), cuda_bf16.h, cuda_runtime.h, stdint.h. Device functions:
+ *
+ *   kv_smem_u32(p)                    shared-state-space address of a generic pointer
+ *   kv_mbar_init(bar, count)          initialise the mbarrier at shared address bar
+ *   kv_mbar_expect_tx(bar, bytes)     arrive and expect `bytes` of transactions
+ *   kv_mbar_arrive(bar)               plain arrive
+ *   kv_mbar_wait(bar, parity)         spin until the phase of `parity` completes
+ *   kv_mbar_arrive_cluster(bar, r)    arrive on the barrier at the same offset in CTA r
+ *   kv_tma_load_2d(dst, map, c0, c1, bar)            box at (c0 inner, c1 outer) of a
+ *                                     tensor map into shared dst, bytes completed on bar
+ *   kv_tma_load_2d_hint(dst, map, c0, c1, bar, pol)  the same with an L2 cache policy
+ *   kv_tma_load_2d_mc(dst, map, c0, c1, bar, mask)   multicast to the CTAs of mask
+ *   kv_evict_first_policy()           an L2 evict-first policy (createpolicy) for _hint
+ *   kv_tma_store_2d(map, src, c0, c1)  shared box at src to (c0, c1) of a tensor map,
+ *                                     clipped to the tensor; a bulk-group operation
+ *   kv_bulk_commit(), kv_bulk_wait_read<N>(), kv_bulk_wait<N>()  commit this thread's
+ *                                     bulk stores; wait until at most N groups still
+ *                                     read shared memory / are still writing
+ *   kv_fence_async_smem()             order this thread's shared writes before TMA reads
+ *   kv_stmatrix_x4(addr, r0, r1, r2, r3)  four 8x8 bf16 matrices to shared memory in
+ *                                     one instruction (stmatrix): lanes 8q..8q+7 give the
+ *                                     16-byte rows of matrix q; rq (a bf16 pair) is each
+ *                                     lane's two elements of it, row lane / 4, columns
+ *                                     2 (lane % 4) and + 1: an MMA accumulator fragment
+ *   kv_cluster_sync()                 barrier.cluster arrive.release + wait.acquire
+ *   kv_cluster_rank()                 %cluster_ctarank
+ *   kv_ld_cluster_f32x8(v, addr, r)   8 floats at local shared address addr of CTA r
+ *   kv_named_barrier(id, count)       bar.sync id, count
+ *   kv_named_arrive(id, count)        bar.arrive id, count (signal without waiting)
+ *   kv_wgmma_fence(), kv_wgmma_commit(), kv_wgmma_wait<N>()
+ *   kv_fence_operand(x)               keep accumulator x in place across wgmma issue/wait
+ *   kv_make_desc_sw128(addr, lbo, sbo)  shared-memory matrix descriptor, 128-byte swizzle
+ *   kv_consumer_regs(consumers, producer_regs)  registers per thread a consumer
+ *                                     warpgroup can take (setmaxnreg.inc) when one
+ *                                     producer warpgroup keeps producer_regs: the
+ *                                     64K register file shared out, a multiple of 8,
+ *                                     at most 240; 0 for one consumer (no rebalancing)
+ *   kv_wgmma_bf16<N>(d, da, db, scale_d)  d[N/2] (+)= A(64x16, K-major) * B(16xN,
+ *                                     N-major) for N in 64, 128, 192, 256; scale_d 0
+ *                                     overwrites d. Accumulator layout: warp w of the
+ *                                     warpgroup owns rows 16w..16w+15; d[4j + e] is row
+ *                                     16w + lane/4 + 8*(e/2), column 8j + 2*(lane%4) + e%2
+ *   kv_wgmma_bf16_mn_a<N>(d, da, db, scale_d)  the same shape with A MN-major and B
+ *                                     K-major (a GEMM computed transposed, the weights'
+ *                                     columns as the MMA's rows), N in 8, 16, 32, 64, 128
+ *
+ * Host functions:
+ *
+ *   kv_tma_map_2d(map, base, inner, outer, box_inner, box_outer)  encode a 2-D
+ *                                     row-major bf16 tensor map, 128-byte swizzle,
+ *                                     zero fill out of range; false if the driver
+ *                                     entry point is missing or encoding fails. The
+ *                                     last 8 maps encoded on the calling thread are
+ *                                     kept and returned again for the same arguments
+ */
+#ifndef KEVO_CUDA_TMA_CUH
+#define KEVO_CUDA_TMA_CUH
+
+#include <cuda.h>  // CUtensorMap and its enums only (header; libcuda is not linked)
+#include <cudaTypedefs.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#ifndef KV_DEV
+#define KV_DEV __device__ __forceinline__
+
+constexpr int kv_consumer_regs(int consumers, int producer_regs) {
+  return consumers == 1 ? 0
+         : ((65536 - 128 * producer_regs) / (consumers * 128)) / 8 * 8 > 240
+             ? 240
+             : ((65536 - 128 * producer_regs) / (consumers * 128)) / 8 * 8;
+}
+#endif
+
+#ifndef KV_HAVE_SMEM_U32
+#define KV_HAVE_SMEM_U32
+KV_DEV uint32_t kv_smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+#endif
+
+KV_DEV void kv_mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+KV_DEV void kv_mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+KV_DEV void kv_mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// A diagnostic, never a knob: -DKEVO_DIAG_MBAR_SUSPEND_HINT=NS gives each
+// try_wait a suspend-time hint of NS nanoseconds (round 13: 0.14% at 4096^3
+// on an H100, inside what one call separates; not taken).
+#ifdef KEVO_DIAG_MBAR_SUSPEND_HINT
+#define KV_MBAR_HINT_STR2(x) #x
+#define KV_MBAR_HINT_STR(x) KV_MBAR_HINT_STR2(x)
+#define KV_MBAR_HINT_OPERAND ", " KV_MBAR_HINT_STR(KEVO_DIAG_MBAR_SUSPEND_HINT)
+#else
+#define KV_MBAR_HINT_OPERAND ""
+#endif
+// Spins until the mbarrier at `bar` has completed the phase of `parity`;
+// SEM qualifies the wait ("" or, say, ".acquire.cluster").
+#define KV_MBAR_WAIT_LOOP(SEM)                                          \
+  "{\n"                                                                 \
+  ".reg .pred P1;\n"                                                    \
+  "LAB_WAIT:\n"                                                         \
+  "mbarrier.try_wait.parity" SEM ".shared::cta.b64 P1, [%0], %1" KV_MBAR_HINT_OPERAND ";\n" \
+  "@P1 bra DONE;\n"                                                     \
+  "bra LAB_WAIT;\n"                                                     \
+  "DONE:\n"                                                             \
+  "}\n"
+KV_DEV void kv_mbar_wait(uint32_t bar, uint32_t parity) {
+  asm volatile(KV_MBAR_WAIT_LOOP("") ::"r"(bar), "r"(parity) : "memory");
+}
+KV_DEV void kv_tma_load_2d(uint32_t dst, const CUtensorMap* map, int c0, int c1,
+                                            uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+}
+// The same load with an L2 cache-policy operand (createpolicy).
+KV_DEV void kv_tma_load_2d_hint(uint32_t dst, const CUtensorMap* map, int c0, int c1,
+                                                 uint32_t bar, uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar), "l"(policy)
+      : "memory");
+}
+// Multicast variant: the box lands at the same smem offset in every CTA of
+// cta_mask and completes bytes on the mbarrier at the same offset in each.
+KV_DEV void kv_tma_load_2d_mc(uint32_t dst, const CUtensorMap* map, int c0, int c1,
+                                               uint32_t bar, uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask)
+      : "memory");
+}
+// TMA store: the box at shared src goes to (c0 inner, c1 outer) of a tensor
+// map; out-of-range parts of the box are not written. Tracked by bulk groups:
+// the issuing thread commits (kv_bulk_commit) and waits (kv_bulk_wait_read<N>
+// before src may be overwritten, kv_bulk_wait<N> for the writes themselves).
+// Generic-proxy writes to src must be fenced first (kv_fence_async_smem).
+KV_DEV void kv_tma_store_2d(const CUtensorMap* map, uint32_t src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+                   reinterpret_cast<uint64_t>(map)),
+               "r"(c0), "r"(c1), "r"(src)
+               : "memory");
+}
+KV_DEV void kv_bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+template <int N>
+KV_DEV void kv_bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+template <int N>
+KV_DEV void kv_bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
+KV_DEV void kv_stmatrix_x4(uint32_t addr, __nv_bfloat162 r0, __nv_bfloat162 r1, __nv_bfloat162 r2,
+                           __nv_bfloat162 r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
+               "r"(reinterpret_cast<const uint32_t&>(r0)), "r"(reinterpret_cast<const uint32_t&>(r1)),
+               "r"(reinterpret_cast<const uint32_t&>(r2)), "r"(reinterpret_cast<const uint32_t&>(r3))
+               : "memory");
+}
+// This thread's shared-memory writes become visible to the async proxy (TMA).
+KV_DEV void kv_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+// Arrive on the mbarrier at local offset `bar` in CTA `rank` of the cluster.
+KV_DEV void kv_mbar_arrive_cluster(uint32_t bar, uint32_t rank) {
+  asm volatile(
+      "{\n"
+      ".reg .b32 remAddr32;\n"
+      "mapa.shared::cluster.u32 remAddr32, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remAddr32];\n"
+      "}\n" ::"r"(bar),
+      "r"(rank)
+      : "memory");
+}
+// Waits for the phase of `parity` of a local mbarrier whose arrivals may come
+// from other CTAs of the cluster: what they wrote before arriving (release,
+// cluster scope) is visible after it.
+KV_DEV void kv_mbar_wait_cluster(uint32_t bar, uint32_t parity) {
+  asm volatile(KV_MBAR_WAIT_LOOP(".acquire.cluster") ::"r"(bar), "r"(parity) : "memory");
+}
+// Stores `value` at local offset `slot` in CTA `rank` of the cluster, then
+// arrives there on the mbarrier at `bar` (release, cluster scope): a reader
+// that waited for the barrier's phase sees the value.
+KV_DEV void kv_publish_cluster(uint32_t slot, uint32_t value, uint32_t bar, uint32_t rank) {
+  asm volatile(
+      "{\n"
+      ".reg .b32 remSlot, remBar;\n"
+      "mapa.shared::cluster.u32 remSlot, %0, %2;\n"
+      "mapa.shared::cluster.u32 remBar, %1, %2;\n"
+      "st.shared::cluster.u32 [remSlot], %3;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remBar];\n"
+      "}\n" ::"r"(slot),
+      "r"(bar), "r"(rank), "r"(value)
+      : "memory");
+}
+KV_DEV void kv_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::
+                   : "memory");
+}
+KV_DEV uint32_t kv_cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+KV_DEV void kv_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+KV_DEV void kv_wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N>
+KV_DEV void kv_wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Keeps the compiler from moving accumulator reads/writes across wgmma issue/wait.
+KV_DEV void kv_fence_operand(float& x) { asm volatile("" : "+f"(x)::"memory"); }
+KV_DEV void kv_named_barrier(int id, int count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+KV_DEV void kv_named_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
+// Shared-memory matrix descriptor, 128-byte swizzle (layout type 1 in bits 62-63).
+// Addresses and byte offsets are encoded >> 4 in 14-bit fields.
+KV_DEV uint64_t kv_make_desc_sw128(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+  return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)((lbo >> 4) & 0x3FFF) << 16) |
+         ((uint64_t)((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);
+}
+
+// wgmma.mma_async m64nNk16, f32 += bf16 * bf16, A and B from shared memory,
+// A K-major (imm-trans-a 0), B N-major (imm-trans-b 1); scale_d 0 overwrites d.
+KV_DEV void kv_wgmma_n64(float* d, uint64_t da, uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, %32, %33, p, 1, 1, 0, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+KV_DEV void kv_wgmma_n128(float* d, uint64_t da, uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, p, 1, 1, 0, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+KV_DEV void kv_wgmma_n192(float* d, uint64_t da, uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+      "}, %96, %97, p, 1, 1, 0, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+KV_DEV void kv_wgmma_n256(float* d, uint64_t da, uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,"
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+      "}, %128, %129, p, 1, 1, 0, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+
+template <int N>
+KV_DEV void kv_wgmma_bf16(float* d, uint64_t da, uint64_t db, int scale_d) {
+  if constexpr (N == 64) kv_wgmma_n64(d, da, db, scale_d);
+  else if constexpr (N == 128) kv_wgmma_n128(d, da, db, scale_d);
+  else if constexpr (N == 192) kv_wgmma_n192(d, da, db, scale_d);
+  else kv_wgmma_n256(d, da, db, scale_d);
+}
+
+// wgmma.mma_async m64nNk16, f32 += bf16 * bf16, A and B from shared memory,
+// A MN-major (imm-trans-a 1), B K-major (imm-trans-b 0): the operands of a GEMM
+// computed transposed (C^T = B^T A^T) with B's columns as the MMA's rows.
+// N is 8, 16, 32, 64 or 128; d holds N/2 floats per thread, in kv_wgmma_bf16's layout.
+KV_DEV void kv_wgmma_mn_a_n8(float* d, uint64_t da, uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3"
+      "}, %4, %5, p, 1, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+KV_DEV void kv_wgmma_mn_a_n16(float* d, uint64_t da, uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7"
+      "}, %8, %9, p, 1, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+KV_DEV void kv_wgmma_mn_a_n32(float* d, uint64_t da, uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+      "}, %16, %17, p, 1, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+KV_DEV void kv_wgmma_mn_a_n64(float* d, uint64_t da, uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, %32, %33, p, 1, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+KV_DEV void kv_wgmma_mn_a_n128(float* d, uint64_t da, uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, p, 1, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+template <int N>
+KV_DEV void kv_wgmma_bf16_mn_a(float* d, uint64_t da, uint64_t db, int scale_d) {
+  static_assert(N == 8 || N == 16 || N == 32 || N == 64 || N == 128, "N must be 8, 16, 32, 64 or 128");
+  if constexpr (N == 8) kv_wgmma_mn_a_n8(d, da, db, scale_d);
+  else if constexpr (N == 16) kv_wgmma_mn_a_n16(d, da, db, scale_d);
+  else if constexpr (N == 32) kv_wgmma_mn_a_n32(d, da, db, scale_d);
+  else if constexpr (N == 64) kv_wgmma_mn_a_n64(d, da, db, scale_d);
+  else kv_wgmma_mn_a_n128(d, da, db, scale_d);
+}
+
+KV_DEV uint64_t kv_evict_first_policy() {
+  uint64_t pol;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
+  return pol;
+}
+
+KV_DEV void kv_ld_cluster_f32x8(float (&v)[8], uint32_t addr, uint32_t rank) {
+  asm volatile(
+      "{\n.reg .b32 ra;\n"
+      "mapa.shared::cluster.u32 ra, %8, %9;\n"
+      "ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [ra];\n"
+      "ld.shared::cluster.v4.f32 {%4, %5, %6, %7}, [ra+16];\n}\n"
+      : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3]), "=f"(v[4]), "=f"(v[5]), "=f"(v[6]), "=f"(v[7])
+      : "r"(addr), "r"(rank)
+      : "memory");
+}
+
+// cuTensorMapEncodeTiled from the driver, looked up once through the runtime.
+inline PFN_cuTensorMapEncodeTiled_v12000 kv_encode_tiled() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
+  if (!fn) {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
+                                         &q) == cudaSuccess &&
+        q == cudaDriverEntryPointSuccess)
+      fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+  }
+  return fn;
+}
+
+// 2-D row-major bf16 tensor [outer][inner], box [box_outer][box_inner], 128B swizzle.
+// A map is a function of these arguments alone, so the last few encoded on
+// this thread are kept and handed out again: a decode GEMM's launch is called
+// with the same tensors call after call, and its host time is part of what a
+// caller pays per token.
+inline bool kv_tma_map_2d(CUtensorMap* map, const void* base, uint64_t inner, uint64_t outer,
+              uint32_t box_inner, uint32_t box_outer) {
+  struct Entry {
+    const void* base;
+    uint64_t inner, outer;
+    uint32_t box_inner, box_outer;
+    CUtensorMap map;
+  };
+  constexpr int kEntries = 8;
+  thread_local Entry kept[kEntries];
+  thread_local int used = 0, next = 0;
+  for (int i = 0; i < used; ++i) {
+    const Entry& e = kept[i];
+    if (e.base == base && e.inner == inner && e.outer == outer && e.box_inner == box_inner &&
+        e.box_outer == box_outer) {
+      *map = e.map;
+      return true;
+    }
+  }
+  PFN_cuTensorMapEncodeTiled_v12000 fn = kv_encode_tiled();
+  if (!fn) return false;
+  const cuuint64_t dims[2] = {inner, outer};
+  const cuuint64_t strides[1] = {inner * 2};  // bytes, dimension 1
+  const cuuint32_t box[2] = {box_inner, box_outer};
+  const cuuint32_t estr[2] = {1, 1};
+  if (fn(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims, strides, box, estr,
+         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+    return false;
+  kept[next] = Entry{base, inner, outer, box_inner, box_outer, *map};
+  next = (next + 1) % kEntries;
+  if (used < kEntries) ++used;
+  return true;
+}
+
+#endif  // KEVO_CUDA_TMA_CUH
+/* kevo: end kevo_cuda_tma.cuh */
+#include "kevo_kernel.h"
+
+namespace {
+
+constexpr int BM = PING ? WGM : NCONS * WGM;  // rows of a tile (of one A stage)
+constexpr int kCRows = NCONS * WGM;           // rows the consumers hold at once (staging)
+constexpr int BK = 64;                      // one 128-byte swizzle span of bf16
+constexpr int kMT = WGM / 64;               // m64 wgmma tiles per consumer
+constexpr int kAcc = BN / 2;                // fp32 accumulators per thread per m64 tile
+constexpr int kThreads = (NCONS + 1) * 128;
+constexpr int kAStage = BM * BK * 2;        // bytes
+constexpr int kBBox = BK * 64 * 2;          // one 64(k) x 64(n) box of B
+constexpr int kBStage = BK * BN * 2;
+constexpr int kStageBytes = kAStage + kBStage;
+constexpr int kPipeBytes = STAGES * kStageBytes;
+constexpr int kEpiLd = BN + 8;              // padded C-tile row (elements)
+constexpr int kEpiBoxes = EPIB ? EPIB : BN / 64;  // EPI 2: boxes a warpgroup stages at a time
+constexpr int kEpiPasses = BN / 64 / kEpiBoxes;
+constexpr int kEpiBytes = EPI == 1 ? kCRows * kEpiLd * 2 : EPI == 2 ? kCRows * 64 * kEpiBoxes * 2 : 0;
+constexpr int kPartLd = BN + 4;             // padded fp32 row of a split-K partial tile
+constexpr int kPartBytes = SPLIT > 1 ? BM * kPartLd * 4 : 0;
+constexpr int kOutBytes = kEpiBytes > kPartBytes ? kEpiBytes : kPartBytes;
+// The output staging (EPI, split-K partials) reuses the ring once the main
+// loop is over; a persistent CTA's producer is already filling the ring for
+// its next tile then, so there the staging has its own space after the ring.
+constexpr int kOutOffset = PERSIST ? kPipeBytes : 0;
+constexpr int kDataBytes = PERSIST ? kPipeBytes + kOutBytes : (kPipeBytes > kOutBytes ? kPipeBytes : kOutBytes);
+// After the ring's barriers, with DYN: two tile slots' "published" and
+// "read" barriers, then the two slots.
+constexpr int kDynBytes = DYN ? 2 * 8 + 2 * 8 + 2 * 4 : 0;
+constexpr int kSmemBytes = 1024 /* alignment slack */ + kDataBytes + 2 * STAGES * 8 + kDynBytes;
+// Registers: the producer warpgroup gives most of its registers to the consumers.
+constexpr int kProducerRegs = 40;
+constexpr int kConsumerRegs = kv_consumer_regs(NCONS, kProducerRegs);
+
+static_assert(BN % 64 == 0 && BN <= 256, "BN must be 64, 128, 192 or 256");
+static_assert(WGM == 64 || WGM == 128, "WGM must be 64 or 128");
+static_assert(kMT * kAcc <= 128, "too many accumulators per thread");
+static_assert(BM <= 256, "TMA box rows <= 256");
+static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER must be 1 or 2");
+static_assert(CDIM == 0 || (CLUSTER == 2 && PING == 0), "CDIM 1 needs CLUSTER 2 and PING 0");
+// The cluster's extent along M and along N, in tiles.
+constexpr int kCM = CDIM ? 1 : CLUSTER;
+constexpr int kCN = CDIM ? CLUSTER : 1;
+static_assert(CDIM == 1 || (BN / 64) % CLUSTER == 0, "B boxes must split evenly across the cluster");
+static_assert(SPLIT >= 1 && SPLIT <= 8, "SPLIT must be 1..8 (portable cluster size)");
+static_assert(SPLIT == 1 || CLUSTER == 1, "split-K and the M cluster do not combine");
+static_assert(EPI >= 0 && EPI <= 2, "EPI must be 0, 1 or 2");
+static_assert(EPIB == 0 || (EPI == 2 && (BN / 64) % EPIB == 0 && 64 * EPIB < BN),
+              "EPIB needs EPI 2 and must divide BN's boxes into several passes");
+static_assert(PERSIST == 0 || SPLIT == 1, "a persistent CTA does not split K");
+static_assert(STM == 0 || EPI == 2, "STM stages the boxes of EPI 2");
+static_assert(EPIR == 0 || (EPI == 2 && EPIB == 1 && PERSIST == 1 && PING == 0 && SK == 0),
+              "EPIR needs EPI 2, EPIB 1, PERSIST 1, PING 0 and SK 0");
+static_assert(PING == 0 || (PERSIST == 1 && NCONS == 2), "PING needs PERSIST 1 and NCONS 2");
+static_assert(SK == 0 || (PERSIST == 1 && PING == 0), "SK needs PERSIST 1 and PING 0");
+static_assert(DYN == 0 || (PERSIST == 1 && PING == 0 && SK == 0), "DYN needs PERSIST 1, PING 0 and SK 0");
+
+// Stream-K (SK 1): CTA c's partial tile, kMT * kAcc floats per consumer
+// thread laid out [i][thread] (each i one coalesced row), and its flag, which
+// holds the number of the launch whose partial is in the slot.
+constexpr int kSkSlots = 160;  // persistent CTAs at most (one per SM)
+constexpr int kConsThreads = NCONS * 128;
+__device__ float g_sk_part[SK ? kSkSlots * kConsThreads * kMT * kAcc : 1];
+__device__ unsigned g_sk_ready[SK ? kSkSlots : 1];
+// DYN: the tiles drawn past the first wave in this launch, and the clusters
+// that have drawn past the last tile (the last of them sets both back to 0).
+__device__ unsigned g_dyn_next = 0;
+__device__ unsigned g_dyn_done = 0;
+// Readers of a DYN tile slot: every CTA's producer and every consumer warp
+// of the cluster, each arriving once on rank 0's "read" barrier.
+constexpr int kDynReaders = CLUSTER + CLUSTER * NCONS * 4;
+static_assert(kSmemBytes <= 232448, "shared memory over 227 KB");
+
+// ------------------------------------------------------------------ kernels
+__global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 1)
+    gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
+                      const __grid_constant__ CUtensorMap tmC, __nv_bfloat16* __restrict__ C, int M,
+                      int N, int K, unsigned epoch) {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  // Stage buffers must sit on 1024-byte boundaries (the 128-byte swizzle
+  // pattern repeats every 8 rows of 128 bytes; descriptors assume base offset 0).
+  const uint32_t raw = kv_smem_u32(smem_raw);
+  const uint32_t s0 = (raw + 1023u) & ~1023u;
+  const uint32_t sA = s0;
+  const uint32_t sB = s0 + STAGES * kAStage;
+  const uint32_t sOut = s0 + kOutOffset;  // EPI staging or the split-K partial tile
+  const uint32_t bar_full = s0 + kDataBytes;
+  const uint32_t bar_empty = bar_full + STAGES * 8;
+  const uint32_t bar_tile = bar_empty + STAGES * 8;  // DYN: slot j % 2 published
+  const uint32_t bar_tile_read = bar_tile + 2 * 8;    // DYN: slot j % 2 read by all
+  const uint32_t tile_slot = bar_tile_read + 2 * 8;   // DYN: two u32 slots
+
+  const int wg = threadIdx.x / 128;
+  const int tid_wg = threadIdx.x % 128;
+
+  // Threadblock rasterization (grouped along M for L2 reuse), in units of
+  // clusters: the CLUSTER CTAs of a cluster take CLUSTER consecutive tile rows
+  // of the same tile column, or with CDIM 1 consecutive tile columns of the
+  // same row (a CTA past the last tile row or column still runs the pipeline
+  // for its peer, loading valid A rows and storing nothing).
+  // A persistent cluster takes the tiles pid, pid + clusters, ... in turn, so
+  // the clusters resident at once work on consecutive tiles of the raster.
+  constexpr int kGroup = GROUP_M / kCM > 1 ? GROUP_M / kCM : 1;
+  const int tiles_m = (M + BM - 1) / BM;
+  const int tiles_mc = (tiles_m + kCM - 1) / kCM;
+  const int tiles_nc = (N + BN * kCN - 1) / (BN * kCN);
+  const int tiles_c = tiles_mc * tiles_nc;  // tiles in cluster units
+  const int pid_step = PERSIST ? (int)gridDim.x / CLUSTER : tiles_c;
+#ifdef KEVO_DIAG_SCRAMBLE
+  // A diagnostic, never a knob: persistent cluster c takes the walk of
+  // cluster (c * KEVO_DIAG_SCRAMBLE) % clusters (a permutation where the two
+  // are coprime; -1 reverses), to see whether which SMs take which tiles
+  // matters. The output is right either way.
+  const int cid = (int)blockIdx.x / CLUSTER;
+  const int pid_first = KEVO_DIAG_SCRAMBLE < 0 ? pid_step - 1 - cid : (int)(((int64_t)cid * KEVO_DIAG_SCRAMBLE) % pid_step);
+#else
+  const int pid_first = (int)blockIdx.x / CLUSTER;
+#endif
+  const uint32_t crank = CLUSTER > 1 ? kv_cluster_rank() : 0;  // rank along M or N (SPLIT is 1 then)
+  auto tile_origin = [&](int pid, int& m0, int& n0) {
+    int pid_mc, pid_n;
+    if constexpr (kGroup <= 1) {
+      pid_mc = pid / tiles_nc;
+      pid_n = pid % tiles_nc;
+    } else {
+      const int in_group = kGroup * tiles_nc;
+      const int first_m = (pid / in_group) * kGroup;
+      const int gsize = min(tiles_mc - first_m, kGroup);
+      const int r = pid % in_group;
+      pid_mc = first_m + r % gsize;
+      pid_n = r / gsize;
+    }
+    m0 = (pid_mc * kCM + (CDIM ? 0 : (int)crank)) * BM;
+    n0 = (pid_n * kCN + (CDIM ? (int)crank : 0)) * BN;
+  };
+  // Split-K: this CTA's k tiles are [kt0, kt0 + ktiles) of the whole range;
+  // its rank in the split cluster is blockIdx.y (the cluster spans grid.y).
+  const int ktiles_all = (K + BK - 1) / BK;
+  const int split_rank = SPLIT > 1 ? (int)blockIdx.y : 0;
+  const int kt0 = (int)((int64_t)ktiles_all * split_rank / SPLIT);
+  const int ktiles = (int)((int64_t)ktiles_all * (split_rank + 1) / SPLIT) - kt0;
+
+  // The j-th unit of this CTA's work: k tiles [ka, kb) of tile pid. With DYN
+  // (whole tiles), tile 0 is pid_first and tile j >= 1 comes through slot
+  // j % 2, published by rank 0's scheduler thread (below); every CTA's
+  // producer and consumer warps wait for it there and then say they have read
+  // it (`warp`: one arrival for the calling warp, after all its lanes read).
+  // A tile past the last ends the walk.
+  auto next_tile = [&](KvTileWalk& walk, int j, bool warp, int& pid, int& ka, int& kb) -> bool {
+    if constexpr (DYN) {
+      ka = 0;
+      kb = ktiles;
+      if (j == 0) {
+        pid = pid_first;
+        return pid < tiles_c;
+      }
+      const uint32_t slot = (uint32_t)(j & 1);
+      kv_mbar_wait_cluster(bar_tile + 8 * slot, (uint32_t)((j - 1) >> 1) & 1u);
+      pid = (int)*reinterpret_cast<volatile uint32_t*>(smem_raw + (tile_slot + 4 * slot - raw));
+      if (warp) __syncwarp();
+      // The arrival waits on the value read (a branch on it: the read is
+      // done before the slot can be written again). It is not a release at
+      // cluster scope: in threads with TMA loads or stores in flight that
+      // one made the 4096^3 kernel 2.6% slower on an H100 (round 12).
+      if ((!warp || (threadIdx.x & 31) == 0) && pid >= 0) kv_mbar_arrive_cluster(bar_tile_read + 8 * slot, 0);
+      return pid < tiles_c;
+    } else {
+      (void)j, (void)warp;
+      return kv_next_unit(walk, pid, ka, kb);
+    }
+  };
+  // DYN: rank 0's scheduler (one thread of the producer warpgroup, which
+  // issues no loads: its release fences wait on nothing) draws tile j from
+  // the counter once every reader has read tile j - 1, i.e. as the cluster
+  // starts tile j - 1, and publishes it to every CTA of the cluster.
+  auto schedule = [&]() {
+    for (int j = 1;; ++j) {
+      if (j >= 2) kv_mbar_wait_cluster(bar_tile_read + 8 * ((j - 1) & 1), (uint32_t)((j - 2) >> 1) & 1u);
+      int pid = pid_step + (int)atomicAdd(&g_dyn_next, 1u);
+      if (pid >= tiles_c) {
+        pid = tiles_c;
+        __threadfence();  // this cluster's last draw comes before its count
+        if (atomicAdd(&g_dyn_done, 1u) == (unsigned)pid_step - 1u) {
+          atomicExch(&g_dyn_next, 0u);  // every cluster has drawn its last
+          atomicExch(&g_dyn_done, 0u);
+        }
+      }
+      const uint32_t slot = (uint32_t)(j & 1);
+#pragma unroll
+      for (int r = 0; r < CLUSTER; ++r)
+        kv_publish_cluster(tile_slot + 4 * slot, (uint32_t)pid, bar_tile + 8 * slot, (uint32_t)r);
+      if (pid >= tiles_c) return;
+    }
+  };
+
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+      kv_mbar_init(bar_full + 8 * s, 1);               // the producer's arrive.expect_tx
+      // every consumer warp of the cluster that reads the stage (with PING, one warpgroup's)
+      kv_mbar_init(bar_empty + 8 * s, CLUSTER * (PING ? 1 : NCONS) * 4);
+    }
+    if constexpr (DYN) {
+      for (int i = 0; i < 2; ++i) {
+        kv_mbar_init(bar_tile + 8 * i, 1);  // rank 0's scheduler publishes
+        kv_mbar_init(bar_tile_read + 8 * i, kDynReaders);
+      }
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  if constexpr (CLUSTER > 1) kv_cluster_sync();  // peers' barriers exist before any multicast
+  else __syncthreads();
+  float* part = reinterpret_cast<float*>(smem_raw + (sOut - raw));  // split-K partial (SPLIT > 1)
+
+  if (wg == 0) {
+    // ------------------------------------------------------------ producer
+    if constexpr (kConsumerRegs > 0) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
+    // Warps 1-3 of this warpgroup have no work. They leave now instead of
+    // waiting the whole kernel at the closing barrier: an exited thread
+    // counts as arrived at barrier.cluster and bar.sync, and ncu's stall
+    // samples then come from warps that work, not from parked ones.
+    if constexpr (DYN) {
+      if (tid_wg == 32 && crank == 0) schedule();
+    }
+    if (tid_wg >= 32) return;
+    if (tid_wg == 0) {
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmA)) : "memory");
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmB)) : "memory");
+      uint64_t bpolicy = 0;
+      if constexpr (BHINT) bpolicy = kv_evict_first_policy();
+      int s = 0;
+      uint32_t phase = 0;  // parity of the empty-barrier phase to wait for
+      int it = 0;          // k tiles issued so far, over all of this CTA's tiles
+      KvTileWalk walk = kv_tile_walk(tiles_c, ktiles, pid_step, pid_first, SK);
+      int pid, ka, kb;
+      for (int j = 0; next_tile(walk, j, false, pid, ka, kb); ++j) {
+        int m0, n0;
+        tile_origin(pid, m0, n0);
+        for (int kt = ka; kt < kb; ++kt, ++it) {
+          if (it >= STAGES) kv_mbar_wait(bar_empty + 8 * s, phase);
+          const uint32_t full = bar_full + 8 * s;
+          const int k = (kt0 + kt) * BK;
+          if constexpr (KEVO_DIAG_NO_LOAD) {
+            kv_mbar_arrive(full);  // the stage "arrives" with what it held before
+            if (++s == STAGES) {
+              s = 0;
+              if (it >= STAGES) phase ^= 1;
+            }
+            continue;
+          }
+          kv_mbar_expect_tx(full, kStageBytes);
+          if constexpr (CDIM) {
+            // This CTA's half of A's rows, to both CTAs (the map's box is BM / 2 rows).
+            const int ra = m0 + (int)crank * (BM / 2);
+            kv_tma_load_2d_mc(sA + s * kAStage + crank * (BM / 2) * 128, &tmA, k, ra < M ? ra : 0, full,
+                              (uint16_t)3);
+          } else {
+            kv_tma_load_2d(sA + s * kAStage, &tmA, k, m0 < M ? m0 : 0, full);
+          }
+          if constexpr (CLUSTER == 1 || CDIM) {
+            const int nb = n0 < N ? n0 : 0;  // CDIM: a CTA past the last tile column loads valid columns
+#pragma unroll
+            for (int j = 0; j < BN / 64; ++j) {
+              if constexpr (BHINT)
+                kv_tma_load_2d_hint(sB + s * kBStage + j * kBBox, &tmB, nb + 64 * j, k, full, bpolicy);
+              else
+                kv_tma_load_2d(sB + s * kBStage + j * kBBox, &tmB, nb + 64 * j, k, full);
+            }
+          } else {
+#pragma unroll
+            for (int jj = 0; jj < BN / 64 / CLUSTER; ++jj) {
+              const int j = jj * CLUSTER + (int)crank;
+              kv_tma_load_2d_mc(sB + s * kBStage + j * kBBox, &tmB, n0 + 64 * j, k, full,
+                                (uint16_t)((1u << CLUSTER) - 1));
+            }
+          }
+          if (++s == STAGES) {
+            s = 0;
+            if (it >= STAGES) phase ^= 1;
+          }
+        }
+      }
+    }
+  } else {
+    // ------------------------------------------------------------ consumers
+    if constexpr (kConsumerRegs > 0) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
+    // Read from lane 0, so that ptxas knows it is the same in every lane of
+    // the warp: the wgmma descriptors built from it stay in uniform registers
+    // (held in ordinary ones, each k tile took 119 instructions per warp, now
+    // 58; 4096^3 0.47% faster on an H100, round 13).
+    const int cw = __shfl_sync(0xffffffffu, wg - 1, 0);
+    // A: K-major, 128B swizzle: 8-row groups 1024 bytes apart (SBO), LBO unused (16).
+    //    k16 step = +32 bytes inside the 128-byte row; m64 tile = +64 rows * 128 bytes.
+    // B: N-major ("transposed"), 128B swizzle: 8-k-row groups 1024 bytes apart
+    //    (SBO), 64-column blocks kBBox bytes apart (LBO); k16 step = +16 rows * 128 bytes.
+    const uint32_t a_row_off = PING ? 0u : (uint32_t)(cw * WGM) * 128u;
+    const int crow = PING ? 0 : cw * WGM;  // this warpgroup's first row in the tile
+    // One arrival per consumer warp on the stage's empty barrier of every CTA
+    // of the cluster (each CTA's producer overwrites the stage in all of them).
+    const bool lane0 = (tid_wg & 31) == 0;
+    auto release = [&](int stage) {
+      if (lane0) {
+        if constexpr (CLUSTER == 1) {
+          kv_mbar_arrive(bar_empty + 8 * stage);
+        } else {
+#pragma unroll
+          for (int r = 0; r < CLUSTER; ++r) kv_mbar_arrive_cluster(bar_empty + 8 * stage, r);
+        }
+      }
+    };
+    // Accumulator layout of m64nN: warp w of the warpgroup owns rows 16w..16w+15;
+    // d[4j + e]: row 16w + g + 8*(e/2), column 8j + 2t + (e%2), g = lane/4, t = lane%4.
+    const int w = tid_wg >> 5;
+    const int lane = tid_wg & 31;
+    const int g = lane >> 2;
+    const int t4 = lane & 3;
+    int s = 0;
+    uint32_t phase = 0;  // parity of the full-barrier phase to wait for
+    // Stage 0's wgmma descriptors; stage s's, and the k16 and m64 steps in it,
+    // are these plus the byte offset / 16 (the 14-bit address field never
+    // carries: shared memory is below 256 KB).
+    const uint64_t da0 = kv_make_desc_sw128(sA + a_row_off, 16, 1024);
+    const uint64_t db0 = kv_make_desc_sw128(sB, kBBox, 1024);
+    float acc[kMT][kAcc];
+    // The same walk as the producer's: unit j is k tiles [ka, kb) of tile pid
+    // (whole tiles but for SK's stream-K units).
+    KvTileWalk walk = kv_tile_walk(tiles_c, ktiles, pid_step, pid_first, SK);
+    int pid, ka, kb;
+    for (int j = 0; next_tile(walk, j, true, pid, ka, kb); ++j) {
+      if constexpr (PING) {
+        // Tile j of this CTA is warpgroup j % 2's; its k tiles are the ring's
+        // j * ktiles, ... in order. Wait until the other warpgroup has waited
+        // for the last k tile of tile j - 1: then every stage has completed
+        // the phase before the one this tile waits for.
+        if (j % NCONS != cw) continue;
+        const int first = j * ktiles;
+        s = first % STAGES;
+        phase = (uint32_t)((first / STAGES) & 1);
+        if (j > 0) kv_named_barrier(4 + (j & 1), 2 * 128);
+      }
+      int m0, n0;
+      tile_origin(pid, m0, n0);
+      // The first k tile's wgmmas overwrite the accumulators (scale-d 0);
+      // they are zeroed here only for a unit with no k tiles (and for the
+      // diagnostic build without wgmmas).
+      if (kb <= ka || KEVO_DIAG_NO_MMA) {
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+          for (int i = 0; i < kAcc; ++i) acc[mt][i] = 0.0f;
+      }
+      int prev_s = 0;
+      for (int kt = ka; kt < kb; ++kt) {
+        kv_mbar_wait(bar_full + 8 * s, phase);
+        if constexpr (PING) {
+          // Tile j + 1 (the other warpgroup's) may start waiting on the ring.
+          if (kt == ktiles - 1 && pid + pid_step < tiles_c) kv_named_arrive(4 + ((j + 1) & 1), 2 * 128);
+        }
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+          for (int i = 0; i < kAcc; ++i) kv_fence_operand(acc[mt][i]);
+        kv_wgmma_fence();
+        const int scale_d = kt > ka;
+        const uint64_t da_s = da0 + (uint32_t)s * (uint32_t)(kAStage >> 4);
+        const uint64_t db_s = db0 + (uint32_t)s * (uint32_t)(kBStage >> 4);
+#pragma unroll
+        for (int ks = 0; ks < BK / 16 * !KEVO_DIAG_NO_MMA; ++ks) {
+          const uint64_t db = db_s + (uint32_t)((ks * 16 * 128) >> 4);
+#pragma unroll
+          for (int mt = 0; mt < kMT; ++mt) {
+            const uint64_t da = da_s + (uint32_t)((mt * 64 * 128 + ks * 32) >> 4);
+            kv_wgmma_bf16<BN>(acc[mt], da, db, ks == 0 ? scale_d : 1);
+          }
+        }
+        kv_wgmma_commit();
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+          for (int i = 0; i < kAcc; ++i) kv_fence_operand(acc[mt][i]);
+        if constexpr (KEEP) {
+          kv_wgmma_wait<1>();  // the previous tile's wgmmas are done: release its stage
+          if (kt > ka) release(prev_s);
+        } else {
+          kv_wgmma_wait<0>();
+          if (!EPIR || kt + 1 < kb) release(s);  // EPIR: the epilogue releases the last one
+        }
+        prev_s = s;
+        if (++s == STAGES) {
+          s = 0;
+          phase ^= 1;
+        }
+      }
+      kv_wgmma_wait<0>();
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int i = 0; i < kAcc; ++i) kv_fence_operand(acc[mt][i]);
+      // The last k tile's stage: the producer may need it for the next tile
+      // (with EPIR the epilogue stages its first box there and releases it).
+      if constexpr (KEEP && !EPIR) {
+        if (kb > ka) release(prev_s);
+      }
+      if constexpr (SK) {
+        const int ct = (int)threadIdx.x - 128;  // 0 .. kConsThreads - 1
+        if (kb < ktiles) {
+          // The start (or a middle part) of a tile whose end a higher CTA
+          // holds: the partial goes to this CTA's slot, then its flag.
+          const int slot = walk.w * CLUSTER + (int)crank;
+          float* part_out = g_sk_part + (size_t)slot * (kConsThreads * kMT * kAcc);
+#pragma unroll
+          for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+            for (int i = 0; i < kAcc; ++i)
+              __stcg(part_out + (size_t)(mt * kAcc + i) * kConsThreads + ct, acc[mt][i]);
+          __threadfence();
+          kv_named_barrier(1, kConsThreads);  // every consumer's share is written
+          if (ct == 0) kv_flag_raise(g_sk_ready + slot, epoch);
+          continue;
+        }
+        if (ka > 0) {
+          // The end of a tile whose earlier k tiles lower CTAs hold: add
+          // their partials, lowest first.
+          for (int q = kv_first_holder(walk, pid); q < walk.w; ++q) {
+            if (!kv_holds_sk(walk, q)) continue;
+            const int slot = q * CLUSTER + (int)crank;
+            kv_flag_wait(g_sk_ready + slot, epoch);
+            const float* part_in = g_sk_part + (size_t)slot * (kConsThreads * kMT * kAcc);
+#pragma unroll
+            for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+              for (int i = 0; i < kAcc; ++i) acc[mt][i] += __ldcg(part_in + (size_t)(mt * kAcc + i) * kConsThreads + ct);
+          }
+        }
+      }
+
+      // ------------------------------------------------------------ epilogue
+#if KEVO_DIAG_NO_EPILOGUE || KEVO_DIAG_EPI_NO_STAGE
+      // Diagnostics only: every accumulator is read (summed, stored never),
+      // or ptxas drops the wgmmas whose results go unread, asm volatile or
+      // not: with one accumulator read, half of WGM 128's (2026-12-06), with
+      // none, all. bench/gpu_gemm_epilogue.sh counts each build's HGMMAs.
+      {
+        float keep = 0.0f;
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+          for (int i = 0; i < kAcc; ++i) keep += acc[mt][i];
+        if (keep == 1.0e-38f && m0 < 0) C[0] = __float2bfloat16(keep);
+      }
+#endif
+#if KEVO_DIAG_NO_EPILOGUE
+      // A diagnostic, never a knob (its output is wrong): the main loop
+      // alone, to bound what an epilogue hidden behind the next tile's main
+      // loop could gain.
+      if constexpr (EPIR) release(prev_s);
+      continue;
+#endif
+      if constexpr (SPLIT > 1) {
+        // All consumers must be done reading the stages before any overwrites them.
+        kv_named_barrier(1, NCONS * 128);
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j) {
+            const int r = cw * WGM + mt * 64 + 16 * w + g;
+            const int c = 8 * j + 2 * t4;
+            *reinterpret_cast<float2*>(&part[r * kPartLd + c]) = make_float2(acc[mt][4 * j], acc[mt][4 * j + 1]);
+            *reinterpret_cast<float2*>(&part[(r + 8) * kPartLd + c]) =
+                make_float2(acc[mt][4 * j + 2], acc[mt][4 * j + 3]);
+          }
+      } else if constexpr (EPI == 1) {
+        if constexpr (PERSIST)
+          kv_named_barrier(2 + cw, 128);  // this warpgroup has stored its previous tile's rows
+        else
+          kv_named_barrier(1, NCONS * 128);  // all consumers are done reading the stages
+        __nv_bfloat16* sC = reinterpret_cast<__nv_bfloat16*>(smem_raw + (sOut - raw));
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j) {
+            const int r = cw * WGM + mt * 64 + 16 * w + g;
+            const int c = 8 * j + 2 * t4;
+            *reinterpret_cast<__nv_bfloat162*>(&sC[r * kEpiLd + c]) =
+                __floats2bfloat162_rn(acc[mt][4 * j], acc[mt][4 * j + 1]);
+            *reinterpret_cast<__nv_bfloat162*>(&sC[(r + 8) * kEpiLd + c]) =
+                __floats2bfloat162_rn(acc[mt][4 * j + 2], acc[mt][4 * j + 3]);
+          }
+        kv_named_barrier(2 + cw, 128);  // this warpgroup's rows are staged
+        constexpr int kCpr = BN / 8;
+        constexpr int kIters = WGM * kCpr / 128;
+        static_assert(kIters * 128 == WGM * kCpr, "C tile chunks must divide among 128 threads");
+#pragma unroll 4
+        for (int i = 0; i < kIters; ++i) {
+          const int id = tid_wg + i * 128;
+          const int row = cw * WGM + id / kCpr;  // in the staging
+          const int ch = id % kCpr;
+          const int gm = m0 + crow + id / kCpr;
+          const int gn = n0 + ch * 8;
+          if (gm < M && gn < N)
+            *reinterpret_cast<uint4*>(C + (size_t)gm * N + gn) =
+                *reinterpret_cast<const uint4*>(&sC[row * kEpiLd + ch * 8]);
+        }
+      } else if constexpr (EPI == 2) {
+        // This warpgroup's WGM rows go to shared memory as BN/64 boxes of
+        // WGM x 64 in the 128-byte swizzle (16-byte chunk c of row r at chunk
+        // c ^ (r % 8): a warp's stores hit 32 distinct banks), and one thread
+        // stores the boxes with TMA, which clips rows and columns past C;
+        // kEpiBoxes of them at a time (EPIB), each pass once TMA has read the
+        // boxes of the one before.
+        // EPIR: pass 0 goes to this warpgroup's A rows of the last k tile's
+        // stage (held since the main loop), which only this warpgroup read.
+        const uint32_t sCw = sOut + (uint32_t)(cw * WGM * 64 * kEpiBoxes * 2);
+        const uint32_t sHold = sA + (uint32_t)(prev_s * kAStage) + a_row_off;
+#pragma unroll
+        for (int pass = 0; pass < kEpiPasses; ++pass) {
+          const uint32_t sBox = EPIR && pass == 0 ? sHold : sCw;
+          unsigned char* box0 = smem_raw + (sBox - raw);
+          if (EPIR && pass == 0) {
+            kv_named_barrier(2 + cw, 128);  // every warp's wgmmas on the stage are done
+          } else if (PERSIST || pass > 0) {
+            // The boxes staged here before have been read (with EPIR, pass 0's
+            // store, from the held stage, may still be reading).
+            if (tid_wg == 0 && !KEVO_DIAG_EPI_NO_WAIT) {
+              if (EPIR && pass == 1) kv_bulk_wait_read<1>();
+              else kv_bulk_wait_read<0>();
+            }
+            kv_named_barrier(2 + cw, 128);
+          } else {
+            kv_named_barrier(1, NCONS * 128);  // all consumers are done reading the stages
+          }
+          if constexpr (STM) {
+            // Lane l gives row l % 8 (+ 8 for matrices 1 and 3) of its 16-byte
+            // chunk of 8 columns (+ 8 columns for matrices 2 and 3).
+            const int q = lane >> 3;
+#pragma unroll
+            for (int mt = 0; mt < kMT * !KEVO_DIAG_EPI_NO_STAGE; ++mt)
+#pragma unroll
+              for (int jj = 0; jj < 8 * kEpiBoxes; jj += 2) {
+                const int j = pass * 8 * kEpiBoxes + jj;
+                const int r = mt * 64 + 16 * w + (lane & 7) + 8 * (q & 1);
+                const int jc = jj + (q >> 1);  // the chunk's 8-column group in this pass
+                const uint32_t off = (uint32_t)((jc / 8) * WGM * 128 + r * 128 + (((jc % 8) ^ (lane & 7)) << 4));
+                kv_stmatrix_x4(sBox + off, __floats2bfloat162_rn(acc[mt][4 * j], acc[mt][4 * j + 1]),
+                               __floats2bfloat162_rn(acc[mt][4 * j + 2], acc[mt][4 * j + 3]),
+                               __floats2bfloat162_rn(acc[mt][4 * j + 4], acc[mt][4 * j + 5]),
+                               __floats2bfloat162_rn(acc[mt][4 * j + 6], acc[mt][4 * j + 7]));
+              }
+          } else {
+#pragma unroll
+            for (int mt = 0; mt < kMT * !KEVO_DIAG_EPI_NO_STAGE; ++mt)
+#pragma unroll
+              for (int jj = 0; jj < 8 * kEpiBoxes; ++jj) {
+                const int j = pass * 8 * kEpiBoxes + jj;  // 8-column group of the tile
+                const int r = mt * 64 + 16 * w + g;       // row in this warpgroup's rows; r % 8 == g
+                const uint32_t off = (uint32_t)((jj / 8) * WGM * 128 + r * 128 + (((jj % 8) ^ g) << 4) + t4 * 4);
+                *reinterpret_cast<__nv_bfloat162*>(box0 + off) =
+                    __floats2bfloat162_rn(acc[mt][4 * j], acc[mt][4 * j + 1]);
+                *reinterpret_cast<__nv_bfloat162*>(box0 + off + 8 * 128) =
+                    __floats2bfloat162_rn(acc[mt][4 * j + 2], acc[mt][4 * j + 3]);
+              }
+          }
+          kv_fence_async_smem();
+          kv_named_barrier(2 + cw, 128);  // this warpgroup's boxes are written
+          if (tid_wg == 0) {
+            const int gm = m0 + crow;
+            if (gm < M) {
+#pragma unroll
+              for (int b = 0; b < kEpiBoxes; ++b) {
+                const int gn = n0 + 64 * (pass * kEpiBoxes + b);
+                if (gn < N && !KEVO_DIAG_EPI_NO_STORE) kv_tma_store_2d(&tmC, sBox + (uint32_t)(b * WGM * 128), gn, gm);
+              }
+            }
+            kv_bulk_commit();
+          }
+        }
+        if constexpr (EPIR) {
+          // The held stage back to the producer: this warpgroup's other warps
+          // arrive now; its storing thread once TMA has read pass 0's box (the
+          // stage completes with the last arrival).
+          if (tid_wg == 0 && !KEVO_DIAG_EPI_NO_WAIT) kv_bulk_wait_read<kEpiPasses - 1>();
+          release(prev_s);
+        }
+      } else {
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
+          const int gm = m0 + crow + mt * 64 + 16 * w + g;
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j) {
+            const int gn = n0 + 8 * j + 2 * t4;
+            if (gn < N) {  // N % 8 == 0 and gn even: gn + 1 < N too
+              if (gm < M)
+                *reinterpret_cast<__nv_bfloat162*>(C + (size_t)gm * N + gn) =
+                    __floats2bfloat162_rn(acc[mt][4 * j], acc[mt][4 * j + 1]);
+              if (gm + 8 < M)
+                *reinterpret_cast<__nv_bfloat162*>(C + (size_t)(gm + 8) * N + gn) =
+                    __floats2bfloat162_rn(acc[mt][4 * j + 2], acc[mt][4 * j + 3]);
+            }
+          }
+        }
+      }
+    }
+    // The TMA stores read shared memory and write C after they are issued:
+    // both must be done before the CTA exits.
+    if constexpr (EPI == 2 && SPLIT == 1) {
+      if (tid_wg == 0) kv_bulk_wait<0>();
+    }
+  }
+  if constexpr (SPLIT > 1) {
+    // Every rank's partial tile is in its shared memory. The consumer threads
+    // of rank r sum chunks [r*chunks/SPLIT, (r+1)*chunks/SPLIT) of the tile's
+    // valid rows (8 columns each) over ranks 0..SPLIT-1 in order, and store bf16.
+    // (Not persistent: this CTA has the one tile pid_first.)
+    kv_cluster_sync();
+    if (wg > 0 && pid_first < tiles_c) {
+      int m0, n0;
+      tile_origin(pid_first, m0, n0);
+      const int rows = min(BM, M - m0);
+      constexpr int kCpr = BN / 8;
+      const int chunks = rows > 0 ? rows * kCpr : 0;
+      const int c_begin = (int)((int64_t)chunks * split_rank / SPLIT);
+      const int c_end = (int)((int64_t)chunks * (split_rank + 1) / SPLIT);
+      const uint32_t part_local = kv_smem_u32(part);
+      for (int id = c_begin + (int)threadIdx.x - 128; id < c_end; id += NCONS * 128) {
+        const int row = id / kCpr;
+        const int col = (id % kCpr) * 8;
+        const int gn = n0 + col;
+        if (gn >= N) continue;  // N % 8 == 0: a chunk is all in or all out
+        float v[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+        const uint32_t off = part_local + (uint32_t)(row * kPartLd + col) * 4u;
+#pragma unroll
+        for (int q = 0; q < SPLIT; ++q) {
+          float p[8];
+          kv_ld_cluster_f32x8(p, off, (uint32_t)q);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) v[e] += p[e];
+        }
+        uint4 o;
+        __nv_bfloat162 h0 = __floats2bfloat162_rn(v[0], v[1]), h1 = __floats2bfloat162_rn(v[2], v[3]);
+        __nv_bfloat162 h2 = __floats2bfloat162_rn(v[4], v[5]), h3 = __floats2bfloat162_rn(v[6], v[7]);
+        o.x = *reinterpret_cast<uint32_t*>(&h0);
+        o.y = *reinterpret_cast<uint32_t*>(&h1);
+        o.z = *reinterpret_cast<uint32_t*>(&h2);
+        o.w = *reinterpret_cast<uint32_t*>(&h3);
+        *reinterpret_cast<uint4*>(C + (size_t)(m0 + row) * N + gn) = o;
+      }
+    }
+  }
+  // No CTA may exit while a peer can still multicast into it, arrive on its
+  // barriers or read its partial tile.
+  if constexpr (CLUSTER > 1 || SPLIT > 1) kv_cluster_sync();
+}
+
+}  // namespace
+
+extern "C" KEVO_EXPORT int kevo_launch(const kevo_tensor* in, int n_in, kevo_tensor* out,
+                                       int n_out, const double* scalars, int n_scalars,
+                                       cudaStream_t stream) {
+  (void)scalars;
+  if (n_in != 2 || n_out != 1 || n_scalars != 0) return KEVO_ERR_ARGS;
+  const kevo_tensor *ta = &in[0], *tb = &in[1], *tc = &out[0];
+  if (ta->dtype != KEVO_BF16 || tb->dtype != KEVO_BF16 || tc->dtype != KEVO_BF16)
+    return KEVO_ERR_UNSUPPORTED;
+  if (ta->rank != 2 || tb->rank != 2 || tc->rank != 2) return KEVO_ERR_UNSUPPORTED;
+  if (!kevo_is_contiguous(ta) || !kevo_is_contiguous(tb) || !kevo_is_contiguous(tc))
+    return KEVO_ERR_UNSUPPORTED;
+  const int64_t M64 = ta->shape[0], K64 = ta->shape[1], N64 = tb->shape[1];
+  if (tb->shape[0] != K64 || tc->shape[0] != M64 || tc->shape[1] != N64) return KEVO_ERR_ARGS;
+  if (M64 > INT32_MAX - 1024 || N64 > INT32_MAX - 1024 || K64 > INT32_MAX - 1024)
+    return KEVO_ERR_UNSUPPORTED;
+  const int M = (int)M64, N = (int)N64, K = (int)K64;
+  if (M == 0 || N == 0) return KEVO_OK;
+  const __nv_bfloat16* A = static_cast<const __nv_bfloat16*>(ta->data);
+  const __nv_bfloat16* B = static_cast<const __nv_bfloat16*>(tb->data);
+  __nv_bfloat16* C = static_cast<__nv_bfloat16*>(tc->data);
+
+  const bool aligned = ((reinterpret_cast<uintptr_t>(A) | reinterpret_cast<uintptr_t>(B) |
+                         reinterpret_cast<uintptr_t>(C)) &
+                        15) == 0;
+  if (K > 0 && K % 8 == 0 && N % 8 == 0 && aligned) {
+    const int64_t tiles_mc = ((M + BM - 1) / BM + kCM - 1) / kCM;
+    const int64_t tiles_nc = ((N + BN - 1) / BN + kCN - 1) / kCN;
+    const int64_t tiles = tiles_mc * tiles_nc * CLUSTER;  // a multiple of CLUSTER
+    if (tiles > INT32_MAX) return KEVO_ERR_UNSUPPORTED;
+    CUtensorMap mapA, mapB, mapC = {};
+    if (!kv_tma_map_2d(&mapA, A, (uint64_t)K, (uint64_t)M, BK, BM / (CDIM ? 2 : 1))) return KEVO_ERR_RUNTIME;
+    if (!kv_tma_map_2d(&mapB, B, (uint64_t)N, (uint64_t)K, 64, BK)) return KEVO_ERR_RUNTIME;
+    if (EPI == 2 && !kv_tma_map_2d(&mapC, C, (uint64_t)N, (uint64_t)M, 64, WGM)) return KEVO_ERR_RUNTIME;
+    if (cudaFuncSetAttribute(gemm_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             kSmemBytes) != cudaSuccess)
+      return KEVO_ERR_RUNTIME;
+    // With SK, a CTA (cluster) per k tile at most: fewer tiles than SMs are
+    // shared out by their k tiles too, as split-K would.
+    int64_t grid = SK ? tiles * ((K + BK - 1) / BK) : tiles;
+    if (PERSIST) {
+      // As many CTAs as can be resident at once (one per multiprocessor, in
+      // whole clusters: a GPC whose SM count is odd leaves one SM out of
+      // clusters of two), and no more than the tiles. A cluster that had to
+      // wait for a resident one to finish all of its tiles would double the
+      // time of its own (and with SK, a CTA waits for lower ones: all of them
+      // must be resident at once).
+      static int resident_dev = -1, resident = 0;
+      int dev = 0;
+      if (cudaGetDevice(&dev) != cudaSuccess) return KEVO_ERR_RUNTIME;
+      if (resident_dev != dev) {
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3((unsigned)tiles, 1, 1);
+        cfg.blockDim = dim3(kThreads, 1, 1);
+        cfg.dynamicSmemBytes = kSmemBytes;
+        int clusters = 0, sms = 0;
+        if (cudaOccupancyMaxActiveClusters(&clusters, gemm_wgmma_kernel, &cfg) != cudaSuccess || clusters < 1) {
+          (void)cudaGetLastError();  // not sticky: fall back on the SM count
+          if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1)
+            return KEVO_ERR_RUNTIME;
+          clusters = sms / CLUSTER > 0 ? sms / CLUSTER : 1;
+        }
+        resident = clusters * CLUSTER;
+        resident_dev = dev;
+      }
+      if (grid > resident) grid = resident;
+      if (SK && grid > kSkSlots) grid = kSkSlots / CLUSTER * CLUSTER;  // a workspace slot each
+    }
+    // The launch's number: a stream-K flag raised by an earlier launch (one
+    // that was stopped half-way included) never passes for this one's.
+    static unsigned launches = 0;
+    if (++launches == 0) launches = 1;
+    gemm_wgmma_kernel<<<dim3((unsigned)grid, SPLIT), kThreads, kSmemBytes, stream>>>(mapA, mapB, mapC, C, M,
+                                                                                     N, K, launches);
+  } else {
+    const int rc = kv_gemm_fallback(A, B, C, M, N, K, stream);
+    if (rc != KEVO_OK) return rc;
+  }
+  return cudaGetLastError() == cudaSuccess ? KEVO_OK : KEVO_ERR_RUNTIME;
+}
