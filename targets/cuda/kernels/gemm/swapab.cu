@@ -185,7 +185,10 @@ __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
   } else {
     // ------------------------------------------------------------ consumers
     if constexpr (kConsumerRegs > 0) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
-    const int cw = wg - 1;
+    // Read from lane 0, so that ptxas knows it is the same in every lane of
+    // the warp and keeps the wgmma descriptors in uniform registers (as the
+    // wgmma family does).
+    const int cw = __shfl_sync(0xffffffffu, wg - 1, 0);
     float acc[MT][kAcc];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
@@ -196,6 +199,11 @@ __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
     //   apart (SBO); an m64 tile is one 64-column box; k16 step = +16 rows * 128 bytes.
     // The tokens (MMA B, K-major, 128B swizzle): 8-token groups 1024 bytes
     //   apart (SBO), LBO unused (16); k16 step = +32 bytes inside the 128-byte row.
+    // Stage 0's descriptors; stage s's, and the k16 and m64 steps in it, are
+    // these plus the byte offset / 16 (the 14-bit address field never
+    // carries: shared memory is below 256 KB).
+    const uint64_t dw0 = kv_make_desc_sw128(sW + cw * MT * kWBox, kWBox, 1024);
+    const uint64_t da0 = kv_make_desc_sw128(sA, 16, 1024);
     const bool lane0 = (tid_wg & 31) == 0;
     int s = 0;
     uint32_t phase = 0;  // parity of the full-barrier phase to wait for
@@ -207,14 +215,14 @@ __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
 #pragma unroll
         for (int i = 0; i < kAcc; ++i) kv_fence_operand(acc[mt][i]);
       kv_wgmma_fence();
-      const uint32_t w_base = sW + s * kWStage + cw * MT * kWBox;
-      const uint32_t a_base = sA + s * kAStage;
+      const uint64_t dw_s = dw0 + (uint32_t)s * (uint32_t)(kWStage >> 4);
+      const uint64_t da_s = da0 + (uint32_t)s * (uint32_t)(kAStage >> 4);
 #pragma unroll
       for (int ks = 0; ks < BK / 16; ++ks) {
-        const uint64_t db = kv_make_desc_sw128(a_base + ks * 32, 16, 1024);
+        const uint64_t db = da_s + (uint32_t)((ks * 32) >> 4);
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
-          const uint64_t da = kv_make_desc_sw128(w_base + mt * kWBox + ks * 16 * 128, kWBox, 1024);
+          const uint64_t da = dw_s + (uint32_t)((mt * kWBox + ks * 16 * 128) >> 4);
           kv_wgmma_bf16_mn_a<TN>(acc[mt], da, db, 1);
         }
       }

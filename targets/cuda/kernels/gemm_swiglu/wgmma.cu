@@ -237,7 +237,10 @@ __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
   } else {
     // ------------------------------------------------------------ consumers
     if constexpr (kConsumerRegs > 0) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
-    const int cw = wg - 1;
+    // Read from lane 0, so that ptxas knows it is the same in every lane of
+    // the warp and keeps the wgmma descriptors in uniform registers (as the
+    // gemm wgmma family does).
+    const int cw = __shfl_sync(0xffffffffu, wg - 1, 0);
     float accg[kMT][kAcc], accu[kMT][kAcc];
     auto fence_all = [&]() {
 #pragma unroll
@@ -252,6 +255,11 @@ __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
     // bytes. Weights: N-major, 8-k-row groups 1024 bytes apart, 64-column
     // boxes kBBox apart (LBO); k16 step = +16 rows * 128 bytes.
     const uint32_t a_row_off = (uint32_t)(cw * WGM) * 128u;
+    // Stage 0's descriptors; stage s's, and the k16 and m64 steps in it, are
+    // these plus the byte offset / 16 (the 14-bit address field never
+    // carries: shared memory is below 256 KB).
+    const uint64_t da0 = kv_make_desc_sw128(sA + a_row_off, 16, 1024);
+    const uint64_t dg0 = kv_make_desc_sw128(sB, kBBox, 1024);
     const bool lane0 = (tid_wg & 31) == 0;
     // d[4j + e]: row 16w + lane/4 + 8*(e/2), column 8j + 2*(lane%4) + e%2.
     const int w = tid_wg >> 5;
@@ -275,15 +283,15 @@ __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
         kv_mbar_wait(bar_full + 8 * s, phase);
         fence_all();
         kv_wgmma_fence();
-        const uint32_t a_base = sA + s * kAStage + a_row_off;
-        const uint32_t g_base = sB + s * 2 * kBStage, u_base = g_base + kBStage;
+        const uint64_t da_s = da0 + (uint32_t)s * (uint32_t)(kAStage >> 4);
+        const uint64_t dg_s = dg0 + (uint32_t)s * (uint32_t)((2 * kBStage) >> 4);
 #pragma unroll
         for (int ks = 0; ks < BK / 16; ++ks) {
-          const uint64_t dg = kv_make_desc_sw128(g_base + ks * 16 * 128, kBBox, 1024);
-          const uint64_t du = kv_make_desc_sw128(u_base + ks * 16 * 128, kBBox, 1024);
+          const uint64_t dg = dg_s + (uint32_t)((ks * 16 * 128) >> 4);
+          const uint64_t du = dg + (uint32_t)(kBStage >> 4);
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt) {
-            const uint64_t da = kv_make_desc_sw128(a_base + mt * 64 * 128 + ks * 32, 16, 1024);
+            const uint64_t da = da_s + (uint32_t)((mt * 64 * 128 + ks * 32) >> 4);
             kv_wgmma_bf16<BN>(accg[mt], da, dg, 1);
             kv_wgmma_bf16<BN>(accu[mt], da, du, 1);
           }
