@@ -932,20 +932,29 @@ def kevo_lib_name(label, cmd, source):
     return f"{label}.{h}.kevo.so"
 
 
-def kevo_kernel(task, src, knobs, workdir, label):
-    """A kevo kernel source (a best kernel, or a family file with `knobs` as
-    -D defines) built with kevo's nvcc flags into WORKDIR/<label>.kevo.so and
-    wrapped as a function like the peers'."""
+def kevo_nvcc_command(task, src, knobs, output_kind):
+    """The nvcc command that builds a kevo kernel source (a best kernel, or a
+    family file with `knobs` as -D defines) for the task as kevo builds it:
+    kevo's flags and arch, the task's shape defines, kevo's include paths.
+    output_kind: "shared" (a library with kevo_launch) or "cubin" (the device
+    code alone, for reading its SASS). The output path is left to the caller."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     a = task.arch
     # kevo's form: -arch=sm_90a also runs a plain sm_90 pass that rejects wgmma.
     arch = f"-gencode=arch=compute_{a[3:]},code=sm_{a[3:]}" if a.startswith("sm_") else f"-arch={a}"
-    cmd = [os.environ.get("NVCC", "nvcc"), arch, *task.flags, "-std=c++17",
-           "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared",
-           *[f"-D{k}={v}" for k, v in sorted(knobs.items())],
-           *[f"-D{d}" for d in shape_defines(task)],
-           "-I" + os.path.join(root, "targets", "abi"),
-           "-I" + os.path.join(root, "targets", "cuda", "include"), src]
+    kind = {"shared": ["-shared", "-Xcompiler", "-fPIC", "-cudart", "shared"], "cubin": ["-cubin"]}[output_kind]
+    return [os.environ.get("NVCC", "nvcc"), arch, *task.flags, "-std=c++17", *kind,
+            *[f"-D{k}={v}" for k, v in sorted(knobs.items())],
+            *[f"-D{d}" for d in shape_defines(task)],
+            "-I" + os.path.join(root, "targets", "abi"),
+            "-I" + os.path.join(root, "targets", "cuda", "include"), src]
+
+
+def kevo_kernel(task, src, knobs, workdir, label):
+    """A kevo kernel source (a best kernel, or a family file with `knobs` as
+    -D defines) built with kevo's nvcc flags into WORKDIR/<label>.kevo.so and
+    wrapped as a function like the peers'."""
+    cmd = kevo_nvcc_command(task, src, knobs, "shared")
     with open(src, "rb") as f:
         lib_path = os.path.join(workdir, kevo_lib_name(label, cmd, f.read()))
     cmd += ["-o", lib_path]
