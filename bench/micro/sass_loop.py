@@ -20,7 +20,8 @@ Usage:
          --point start=targets/cuda/kernels/gemm/wgmma.cu:BN=128,WGM=128,NCONS=2,STAGES=4,EPI=2,EPIB=1,EPIR=1,PERSIST=1,CLUSTER=2,CDIM=1,GROUP_M=8,DYN=1
 
 cuobjdump is taken from $CUOBJDUMP, then PATH, then $CUDA_HOME/bin, then the
-Triton that kevo's setup installs (it ships one). The counts depend on the
+Triton that kevo's setup installs ($KEVO_TRITON_VENV, as scripts/setup.sh
+places it; Triton ships one). The counts depend on the
 nvcc and ptxas versions: compare points built by one toolkit.
 Exit status: 0; 1 when a point did not build or has no such loop; 2 for bad input.
 """
@@ -117,8 +118,10 @@ def find_cuobjdump():
                  os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "cuobjdump")]:
         if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
             return cand
-    home = os.path.expanduser("~/.cache/kevo")
-    for cand in sorted(glob.glob(os.path.join(home, "*", "lib", "python3*", "site-packages",
+    # the Triton venv where scripts/setup.sh puts it
+    venv = os.environ.get("KEVO_TRITON_VENV") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kevo", "triton-venv")
+    for cand in sorted(glob.glob(os.path.join(venv, "lib", "python3*", "site-packages",
                                               "triton", "backends", "nvidia", "bin", "cuobjdump"))):
         if os.access(cand, os.X_OK):
             return cand

@@ -38,6 +38,10 @@
  *   kv_wgmma_fence(), kv_wgmma_commit(), kv_wgmma_wait<N>()
  *   kv_fence_operand(x)               keep accumulator x in place across wgmma issue/wait
  *   kv_make_desc_sw128(addr, lbo, sbo)  shared-memory matrix descriptor, 128-byte swizzle
+ *   kv_desc_advance(desc, bytes)      that descriptor `bytes` further on (one add);
+ *   kv_desc_advance(desc, n, bytes)   n blocks of `bytes` further on
+ *   kv_warp_uniform(x)                x as lane 0 holds it, known to ptxas to be the
+ *                                     same in every lane (every lane calls it)
  *   kv_consumer_regs(consumers, producer_regs)  registers per thread a consumer
  *                                     warpgroup can take (setmaxnreg.inc) when one
  *                                     producer warpgroup keeps producer_regs: the
@@ -240,6 +244,26 @@ KV_DEV uint64_t kv_make_desc_sw128(uint32_t addr, uint32_t lbo, uint32_t sbo) {
   return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)((lbo >> 4) & 0x3FFF) << 16) |
          ((uint64_t)((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);
 }
+
+// The descriptor of the matrix `bytes` (a multiple of 16) further on in
+// shared memory: a stage of a ring, a k16 or m64 step. The address field
+// holds address >> 4 in 14 bits, and shared memory (below 256 KB) never
+// carries out of it, so this is one add; built once from stage 0's
+// descriptor, a main loop's descriptors cost an add each per k tile.
+KV_DEV uint64_t kv_desc_advance(uint64_t desc, uint32_t bytes) { return desc + (bytes >> 4); }
+// The same, `count` blocks of `bytes_each` on (stage s of a ring: count s);
+// the multiply by bytes_each / 16 saves ptxas a shift per descriptor.
+KV_DEV uint64_t kv_desc_advance(uint64_t desc, uint32_t count, uint32_t bytes_each) {
+  return desc + count * (bytes_each >> 4);
+}
+
+// x as lane 0 of the warp holds it (every lane of the warp calls this
+// together). ptxas knows the result is the same in every lane, so what is
+// built from it stays in uniform registers: computed from threadIdx, a
+// consumer warpgroup's index put every wgmma descriptor of a main loop in
+// ordinary registers, moved to uniform ones before each wgmma (twice the
+// loop's instructions; bench/micro/sass_loop.py shows it).
+KV_DEV int kv_warp_uniform(int x) { return __shfl_sync(0xffffffffu, x, 0); }
 
 // wgmma.mma_async m64nNk16, f32 += bf16 * bf16, A and B from shared memory,
 // A K-major (imm-trans-a 0), B N-major (imm-trans-b 1); scale_d 0 overwrites d.

@@ -200,15 +200,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   } else {
     // ------------------------------------------------------------ consumers
     if constexpr (kConsumerRegs > 0) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
-    // Read from lane 0, so that ptxas knows it is the same in every lane of
-    // the warp and keeps the wgmma descriptors in uniform registers (as the
-    // wgmma family does).
-    const int cw = __shfl_sync(0xffffffffu, wg - 1, 0);
+    const int cw = kv_warp_uniform(wg - 1);  // keeps the wgmma descriptors in uniform registers
     const int ct = (int)threadIdx.x - 128;  // 0 .. kConsThreads-1
     const uint32_t a_row_off = (uint32_t)(cw * WGM) * 128u;
     // Stage 0's descriptors; stage s's, and the k16 and m64 steps in it, are
-    // these plus the byte offset / 16 (the 14-bit address field never
-    // carries: shared memory is below 256 KB).
+    // these advanced (kv_desc_advance).
     const uint64_t da0 = kv_make_desc_sw128(sA + a_row_off, 16, 1024);
     const uint64_t db0 = kv_make_desc_sw128(sB, kBBox, 1024);
     const bool lane0 = (tid_wg & 31) == 0;
@@ -234,14 +230,14 @@ __global__ void __launch_bounds__(kThreads, 1)
         kv_mbar_wait(bar_full + 8 * s, (n / STAGES) & 1);
         fence_acc();
         kv_wgmma_fence();
-        const uint64_t da_s = da0 + (uint32_t)s * (uint32_t)(kAStage >> 4);
-        const uint64_t db_s = db0 + (uint32_t)s * (uint32_t)(kBStage >> 4);
+        const uint64_t da_s = kv_desc_advance(da0, s, kAStage);
+        const uint64_t db_s = kv_desc_advance(db0, s, kBStage);
 #pragma unroll
         for (int ks = 0; ks < BK / 16; ++ks) {
-          const uint64_t db = db_s + (uint32_t)((ks * 16 * 128) >> 4);
+          const uint64_t db = kv_desc_advance(db_s, ks * 16 * 128);
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt) {
-            const uint64_t da = da_s + (uint32_t)((mt * 64 * 128 + ks * 32) >> 4);
+            const uint64_t da = kv_desc_advance(da_s, mt * 64 * 128 + ks * 32);
             kv_wgmma_bf16<BN>(acc[mt], da, db, 1);
           }
         }

@@ -185,10 +185,7 @@ __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
   } else {
     // ------------------------------------------------------------ consumers
     if constexpr (kConsumerRegs > 0) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
-    // Read from lane 0, so that ptxas knows it is the same in every lane of
-    // the warp and keeps the wgmma descriptors in uniform registers (as the
-    // wgmma family does).
-    const int cw = __shfl_sync(0xffffffffu, wg - 1, 0);
+    const int cw = kv_warp_uniform(wg - 1);  // keeps the wgmma descriptors in uniform registers
     float acc[MT][kAcc];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
@@ -200,8 +197,7 @@ __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
     // The tokens (MMA B, K-major, 128B swizzle): 8-token groups 1024 bytes
     //   apart (SBO), LBO unused (16); k16 step = +32 bytes inside the 128-byte row.
     // Stage 0's descriptors; stage s's, and the k16 and m64 steps in it, are
-    // these plus the byte offset / 16 (the 14-bit address field never
-    // carries: shared memory is below 256 KB).
+    // these advanced (kv_desc_advance).
     const uint64_t dw0 = kv_make_desc_sw128(sW + cw * MT * kWBox, kWBox, 1024);
     const uint64_t da0 = kv_make_desc_sw128(sA, 16, 1024);
     const bool lane0 = (tid_wg & 31) == 0;
@@ -215,14 +211,14 @@ __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
 #pragma unroll
         for (int i = 0; i < kAcc; ++i) kv_fence_operand(acc[mt][i]);
       kv_wgmma_fence();
-      const uint64_t dw_s = dw0 + (uint32_t)s * (uint32_t)(kWStage >> 4);
-      const uint64_t da_s = da0 + (uint32_t)s * (uint32_t)(kAStage >> 4);
+      const uint64_t dw_s = kv_desc_advance(dw0, s, kWStage);
+      const uint64_t da_s = kv_desc_advance(da0, s, kAStage);
 #pragma unroll
       for (int ks = 0; ks < BK / 16; ++ks) {
-        const uint64_t db = da_s + (uint32_t)((ks * 32) >> 4);
+        const uint64_t db = kv_desc_advance(da_s, ks * 32);
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
-          const uint64_t da = dw_s + (uint32_t)((mt * kWBox + ks * 16 * 128) >> 4);
+          const uint64_t da = kv_desc_advance(dw_s, mt * kWBox + ks * 16 * 128);
           kv_wgmma_bf16_mn_a<TN>(acc[mt], da, db, 1);
         }
       }

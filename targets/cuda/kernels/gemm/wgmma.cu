@@ -571,11 +571,11 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
   } else {
     // ------------------------------------------------------------ consumers
     if constexpr (kConsumerRegs > 0) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
-    // Read from lane 0, so that ptxas knows it is the same in every lane of
-    // the warp: the wgmma descriptors built from it stay in uniform registers
-    // (held in ordinary ones, each k tile took 119 instructions per warp, now
-    // 58; 4096^3 0.47% faster on an H100, round 13).
-    const int cw = __shfl_sync(0xffffffffu, wg - 1, 0);
+    // kv_warp_uniform keeps the wgmma descriptors built from it in uniform
+    // registers (in ordinary ones, a k tile took 120 instructions per warp,
+    // now 55 by bench/micro/sass_loop.py; 4096^3 0.47% faster on an H100,
+    // round 13).
+    const int cw = kv_warp_uniform(wg - 1);
     // A: K-major, 128B swizzle: 8-row groups 1024 bytes apart (SBO), LBO unused (16).
     //    k16 step = +32 bytes inside the 128-byte row; m64 tile = +64 rows * 128 bytes.
     // B: N-major ("transposed"), 128B swizzle: 8-k-row groups 1024 bytes apart
@@ -604,8 +604,7 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
     int s = 0;
     uint32_t phase = 0;  // parity of the full-barrier phase to wait for
     // Stage 0's wgmma descriptors; stage s's, and the k16 and m64 steps in it,
-    // are these plus the byte offset / 16 (the 14-bit address field never
-    // carries: shared memory is below 256 KB).
+    // are these advanced (kv_desc_advance).
     const uint64_t da0 = kv_make_desc_sw128(sA + a_row_off, 16, 1024);
     const uint64_t db0 = kv_make_desc_sw128(sB, kBBox, 1024);
     float acc[kMT][kAcc];
@@ -649,14 +648,14 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
           for (int i = 0; i < kAcc; ++i) kv_fence_operand(acc[mt][i]);
         kv_wgmma_fence();
         const int scale_d = kt > ka;
-        const uint64_t da_s = da0 + (uint32_t)s * (uint32_t)(kAStage >> 4);
-        const uint64_t db_s = db0 + (uint32_t)s * (uint32_t)(kBStage >> 4);
+        const uint64_t da_s = kv_desc_advance(da0, s, kAStage);
+        const uint64_t db_s = kv_desc_advance(db0, s, kBStage);
 #pragma unroll
         for (int ks = 0; ks < BK / 16 * !KEVO_DIAG_NO_MMA; ++ks) {
-          const uint64_t db = db_s + (uint32_t)((ks * 16 * 128) >> 4);
+          const uint64_t db = kv_desc_advance(db_s, ks * 16 * 128);
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt) {
-            const uint64_t da = da_s + (uint32_t)((mt * 64 * 128 + ks * 32) >> 4);
+            const uint64_t da = kv_desc_advance(da_s, mt * 64 * 128 + ks * 32);
             kv_wgmma_bf16<BN>(acc[mt], da, db, ks == 0 ? scale_d : 1);
           }
         }

@@ -237,10 +237,7 @@ __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
   } else {
     // ------------------------------------------------------------ consumers
     if constexpr (kConsumerRegs > 0) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
-    // Read from lane 0, so that ptxas knows it is the same in every lane of
-    // the warp and keeps the wgmma descriptors in uniform registers (as the
-    // gemm wgmma family does).
-    const int cw = __shfl_sync(0xffffffffu, wg - 1, 0);
+    const int cw = kv_warp_uniform(wg - 1);  // keeps the wgmma descriptors in uniform registers
     float accg[kMT][kAcc], accu[kMT][kAcc];
     auto fence_all = [&]() {
 #pragma unroll
@@ -256,8 +253,7 @@ __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
     // boxes kBBox apart (LBO); k16 step = +16 rows * 128 bytes.
     const uint32_t a_row_off = (uint32_t)(cw * WGM) * 128u;
     // Stage 0's descriptors; stage s's, and the k16 and m64 steps in it, are
-    // these plus the byte offset / 16 (the 14-bit address field never
-    // carries: shared memory is below 256 KB).
+    // these advanced (kv_desc_advance).
     const uint64_t da0 = kv_make_desc_sw128(sA + a_row_off, 16, 1024);
     const uint64_t dg0 = kv_make_desc_sw128(sB, kBBox, 1024);
     const bool lane0 = (tid_wg & 31) == 0;
@@ -283,15 +279,15 @@ __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
         kv_mbar_wait(bar_full + 8 * s, phase);
         fence_all();
         kv_wgmma_fence();
-        const uint64_t da_s = da0 + (uint32_t)s * (uint32_t)(kAStage >> 4);
-        const uint64_t dg_s = dg0 + (uint32_t)s * (uint32_t)((2 * kBStage) >> 4);
+        const uint64_t da_s = kv_desc_advance(da0, s, kAStage);
+        const uint64_t dg_s = kv_desc_advance(dg0, s, 2 * kBStage);
 #pragma unroll
         for (int ks = 0; ks < BK / 16; ++ks) {
-          const uint64_t dg = dg_s + (uint32_t)((ks * 16 * 128) >> 4);
-          const uint64_t du = dg + (uint32_t)(kBStage >> 4);
+          const uint64_t dg = kv_desc_advance(dg_s, ks * 16 * 128);
+          const uint64_t du = kv_desc_advance(dg, kBStage);
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt) {
-            const uint64_t da = da_s + (uint32_t)((mt * 64 * 128 + ks * 32) >> 4);
+            const uint64_t da = kv_desc_advance(da_s, mt * 64 * 128 + ks * 32);
             kv_wgmma_bf16<BN>(accg[mt], da, dg, 1);
             kv_wgmma_bf16<BN>(accu[mt], da, du, 1);
           }
