@@ -1,9 +1,11 @@
 // The persistent GEMM schedule of targets/cuda/include/kevo_cuda_tile_walk.cuh,
 // compiled as plain C++: the walk the wgmma family's PERSIST/SK kernels take.
-// Every (tile, k tile) is taken once; stream-K evens the workers' loads; a
-// tile's partials are where its completing worker looks for them, and it only
-// waits on lower workers; and a GEMM summed along the walk, partials added as
-// the kernel adds them, is exact on integer data.
+// Every (tile, k tile) is taken once; stream-K (first, SK 1, or after the
+// whole tiles, SK 2) evens the workers' loads; a tile's partials are where its
+// completing worker looks for them (by the divisions or by the additions the
+// kernel's consumers use), and it only waits on lower workers; and a GEMM
+// summed along the walk, partials added as the kernel adds them, is exact on
+// integer data.
 #include "targets/cuda/include/kevo_cuda_tile_walk.cuh"
 
 #include <gtest/gtest.h>
@@ -21,7 +23,7 @@ struct Unit {
   int tile, ka, kb;
 };
 
-std::vector<Unit> walk_of(int tiles, int ktiles, int workers, int w, bool streamk) {
+std::vector<Unit> walk_of(int tiles, int ktiles, int workers, int w, int streamk) {
   KvTileWalk t = kv_tile_walk(tiles, ktiles, workers, w, streamk);
   std::vector<Unit> out;
   Unit u{};
@@ -41,9 +43,9 @@ const std::vector<Case> kCases = {{512, 64, 132}, {256, 64, 66}, {144, 9, 132}, 
 
 TEST(TileWalk, EveryKTileOfEveryTileIsTakenOnce) {
   for (const Case& c : kCases)
-    for (bool sk : {false, true}) {
-      SCOPED_TRACE(::testing::Message() << c.tiles << " tiles x " << c.ktiles << " over " << c.workers
-                                        << (sk ? " stream-K" : ""));
+    for (int sk : {0, 1, 2}) {
+      SCOPED_TRACE(::testing::Message() << c.tiles << " tiles x " << c.ktiles << " over "
+                                        << c.workers << " stream-K " << sk);
       std::vector<int> seen(static_cast<size_t>(c.tiles) * c.ktiles, 0);
       std::vector<int> stores(c.tiles, 0);
       for (int w = 0; w < c.workers; ++w)
@@ -71,32 +73,61 @@ TEST(TileWalk, EveryKTileOfEveryTileIsTakenOnce) {
 // rounded up; the plain walk's busiest takes a whole tile more.
 TEST(TileWalk, StreamKEvensTheLoads) {
   for (const Case& c : kCases) {
-    SCOPED_TRACE(::testing::Message() << c.tiles << " tiles x " << c.ktiles << " over " << c.workers);
-    auto load = [&](bool sk) {
+    SCOPED_TRACE(::testing::Message()
+                 << c.tiles << " tiles x " << c.ktiles << " over " << c.workers);
+    auto load = [&](int sk) {
       std::vector<int64_t> k(c.workers, 0);
       for (int w = 0; w < c.workers; ++w)
         for (const Unit& u : walk_of(c.tiles, c.ktiles, c.workers, w, sk)) k[w] += u.kb - u.ka;
       return k;
     };
-    const std::vector<int64_t> sk = load(true), plain = load(false);
-    const int64_t total = static_cast<int64_t>(c.tiles) * c.ktiles;
-    const auto [lo, hi] = std::minmax_element(sk.begin(), sk.end());
-    EXPECT_LE(*hi - *lo, 1);
-    EXPECT_LE(*hi, (total + c.workers - 1) / c.workers);
-    // The hybrid: the stream-K share (about 1 + (T % G) / G tiles' worth),
-    // then one wave fewer whole tiles than the plain walk's full waves.
-    if (c.tiles % c.workers != 0 && c.tiles >= c.workers) {
-      for (int w = 0; w < c.workers; ++w) {
-        const KvTileWalk t = kv_tile_walk(c.tiles, c.ktiles, c.workers, w, true);
-        EXPECT_EQ(t.dp_tiles, (c.tiles / c.workers - 1) * c.workers);
-        EXPECT_EQ(t.sk_iters, int64_t{c.tiles % c.workers + c.workers} * c.ktiles);
-      }
-    }
+    const std::vector<int64_t> plain = load(0);
     const int64_t plain_max = *std::max_element(plain.begin(), plain.end());
     if (c.tiles % c.workers != 0) {
       EXPECT_EQ(plain_max, (c.tiles / c.workers + 1) * int64_t{c.ktiles});
     }
-    EXPECT_LE(*hi, plain_max);
+    const int64_t total = static_cast<int64_t>(c.tiles) * c.ktiles;
+    for (int mode : {1, 2}) {
+      SCOPED_TRACE(::testing::Message() << "stream-K " << mode);
+      const std::vector<int64_t> sk = load(mode);
+      const auto [lo, hi] = std::minmax_element(sk.begin(), sk.end());
+      EXPECT_LE(*hi - *lo, 1);
+      EXPECT_LE(*hi, (total + c.workers - 1) / c.workers);
+      EXPECT_LE(*hi, plain_max);
+      // SK 1, the hybrid: the stream-K share (about 1 + (T % G) / G tiles'
+      // worth), then one wave fewer whole tiles than the plain walk's full
+      // waves; SK 2: the full waves whole, then T % G tiles' worth.
+      if (c.tiles % c.workers != 0 && c.tiles >= c.workers) {
+        for (int w = 0; w < c.workers; ++w) {
+          const KvTileWalk t = kv_tile_walk(c.tiles, c.ktiles, c.workers, w, mode);
+          EXPECT_EQ(t.dp_tiles, (c.tiles / c.workers - (mode == 1)) * c.workers);
+          EXPECT_EQ(t.sk_iters, int64_t{c.tiles % c.workers + (mode == 1) * c.workers} * c.ktiles);
+        }
+      }
+    }
+  }
+}
+
+// SK 2 takes the whole tiles first, in the plain walk's order, and only then
+// its stream-K units.
+TEST(TileWalk, StreamKLastTakesTheWholeTilesFirst) {
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(::testing::Message()
+                 << c.tiles << " tiles x " << c.ktiles << " over " << c.workers);
+    for (int w = 0; w < c.workers; ++w) {
+      const std::vector<Unit> plain = walk_of(c.tiles, c.ktiles, c.workers, w, 0);
+      const std::vector<Unit> last = walk_of(c.tiles, c.ktiles, c.workers, w, 2);
+      const KvTileWalk t = kv_tile_walk(c.tiles, c.ktiles, c.workers, w, 2);
+      size_t i = 0;
+      for (; i < last.size() && last[i].tile < t.dp_tiles; ++i) {
+        ASSERT_LT(i, plain.size());
+        EXPECT_EQ(last[i].tile, plain[i].tile);
+        EXPECT_EQ(last[i].ka, 0);
+        EXPECT_EQ(last[i].kb, c.ktiles);
+      }
+      for (; i < last.size(); ++i)
+        EXPECT_GE(last[i].tile, t.dp_tiles) << "a whole tile after a stream-K unit";
+    }
   }
 }
 
@@ -105,57 +136,71 @@ TEST(TileWalk, StreamKEvensTheLoads) {
 // workers kv_first_holder() .. w - 1, in k order and without a gap, and they
 // are all lower than it.
 TEST(TileWalk, PartialsAreWhereTheCompletingWorkerLooks) {
-  for (const Case& c : kCases) {
-    SCOPED_TRACE(::testing::Message() << c.tiles << " tiles x " << c.ktiles << " over " << c.workers);
-    std::map<int, Unit> partial;  // by worker
-    for (int w = 0; w < c.workers; ++w) {
-      const std::vector<Unit> units = walk_of(c.tiles, c.ktiles, c.workers, w, true);
-      for (size_t i = 0; i < units.size(); ++i)
-        if (units[i].kb < c.ktiles) {
-          EXPECT_EQ(i, 0u) << "worker " << w << ": a partial that is not the first unit of its walk";
-          EXPECT_FALSE(partial.count(w)) << "worker " << w << " leaves two partials";
-          partial[w] = units[i];
-        }
-    }
-    int completing = 0;
-    for (int w = 0; w < c.workers; ++w) {
-      const KvTileWalk t = kv_tile_walk(c.tiles, c.ktiles, c.workers, w, true);
-      for (const Unit& u : walk_of(c.tiles, c.ktiles, c.workers, w, true)) {
-        if (u.kb < c.ktiles || u.ka == 0) continue;
-        ++completing;
-        const int first = kv_first_holder(t, u.tile);
-        ASSERT_LT(first, w);
-        int k = 0;
-        for (int q = first; q < w; ++q) {
-          if (!kv_holds_sk(t, q)) {
-            EXPECT_FALSE(partial.count(q));
-            continue;
+  for (const Case& c : kCases)
+    for (int mode : {1, 2}) {
+      SCOPED_TRACE(::testing::Message() << c.tiles << " tiles x " << c.ktiles << " over "
+                                        << c.workers << " stream-K " << mode);
+      std::map<int, Unit> partial;  // by worker
+      for (int w = 0; w < c.workers; ++w) {
+        const std::vector<Unit> units = walk_of(c.tiles, c.ktiles, c.workers, w, mode);
+        const KvTileWalk t = kv_tile_walk(c.tiles, c.ktiles, c.workers, w, mode);
+        size_t first_sk = 0;  // SK 2: after the whole tiles
+        while (first_sk < units.size() && units[first_sk].tile < t.dp_tiles) ++first_sk;
+        for (size_t i = 0; i < units.size(); ++i)
+          if (units[i].kb < c.ktiles) {
+            EXPECT_EQ(i, first_sk)
+                << "worker " << w << ": a partial that is not the first stream-K unit of its walk";
+            EXPECT_FALSE(partial.count(w)) << "worker " << w << " leaves two partials";
+            partial[w] = units[i];
           }
-          ASSERT_TRUE(partial.count(q)) << "worker " << q << " holds no partial";
-          EXPECT_EQ(partial[q].tile, u.tile);
-          EXPECT_EQ(partial[q].ka, k);
-          k = partial[q].kb;
+      }
+      int completing = 0;
+      for (int w = 0; w < c.workers; ++w) {
+        const KvTileWalk t = kv_tile_walk(c.tiles, c.ktiles, c.workers, w, mode);
+        for (const Unit& u : walk_of(c.tiles, c.ktiles, c.workers, w, mode)) {
+          if (u.kb < c.ktiles || u.ka == 0) continue;
+          ++completing;
+          const int first = kv_first_holder(t, u.tile);
+          ASSERT_LT(first, w);
+          int k = 0;
+          std::vector<int> holders;
+          for (int q = first; q < w; ++q) {
+            if (!kv_holds_sk(t, q)) {
+              EXPECT_FALSE(partial.count(q));
+              continue;
+            }
+            holders.push_back(q);
+            ASSERT_TRUE(partial.count(q)) << "worker " << q << " holds no partial";
+            EXPECT_EQ(partial[q].tile, u.tile);
+            EXPECT_EQ(partial[q].ka, k);
+            k = partial[q].kb;
+          }
+          EXPECT_EQ(k, u.ka);
+          // The kernel's consumers find the same workers by additions alone.
+          KvHolderScan h = kv_holder_scan(t, u.tile);
+          std::vector<int> scanned;
+          for (int q; kv_next_holder(h, c.workers, w, q);) scanned.push_back(q);
+          EXPECT_EQ(scanned, holders);
         }
-        EXPECT_EQ(k, u.ka);
+      }
+      // Every partial is added by exactly one completing unit.
+      int added = 0;
+      for (const auto& [q, p] : partial) {
+        int by = 0;
+        for (int w = q + 1; w < c.workers; ++w) {
+          const KvTileWalk t = kv_tile_walk(c.tiles, c.ktiles, c.workers, w, mode);
+          for (const Unit& u : walk_of(c.tiles, c.ktiles, c.workers, w, mode))
+            by +=
+                u.tile == p.tile && u.kb == c.ktiles && u.ka > 0 && kv_first_holder(t, u.tile) <= q;
+        }
+        EXPECT_EQ(by, 1) << "worker " << q << "'s partial";
+        added += by;
+      }
+      EXPECT_EQ(added, static_cast<int>(partial.size()));
+      if (c.tiles % c.workers != 0 && c.ktiles > 1 && c.workers > 1) {
+        EXPECT_GT(completing, 0);
       }
     }
-    // Every partial is added by exactly one completing unit.
-    int added = 0;
-    for (const auto& [q, p] : partial) {
-      int by = 0;
-      for (int w = q + 1; w < c.workers; ++w) {
-        const KvTileWalk t = kv_tile_walk(c.tiles, c.ktiles, c.workers, w, true);
-        for (const Unit& u : walk_of(c.tiles, c.ktiles, c.workers, w, true))
-          by += u.tile == p.tile && u.kb == c.ktiles && u.ka > 0 && kv_first_holder(t, u.tile) <= q;
-      }
-      EXPECT_EQ(by, 1) << "worker " << q << "'s partial";
-      added += by;
-    }
-    EXPECT_EQ(added, static_cast<int>(partial.size()));
-    if (c.tiles % c.workers != 0 && c.ktiles > 1 && c.workers > 1) {
-      EXPECT_GT(completing, 0);
-    }
-  }
 }
 
 // A small GEMM computed as the kernel computes it: every worker sums its
@@ -176,42 +221,45 @@ TEST(TileWalk, AGemmSummedAlongTheWalkIsExact) {
     for (int j = 0; j < N; ++j)
       for (int k = 0; k < K; ++k) want[i * N + j] += A[i * K + k] * B[k * N + j];
   const int tiles = tm * tn;
-  for (int workers : {4, 6, 8, 34, 35, 36, 300}) {
-    SCOPED_TRACE(::testing::Message() << workers << " workers");
-    std::vector<int64_t> C(want.size(), INT64_MIN);
-    std::vector<std::vector<int64_t>> slot(workers);
-    using Acc = std::vector<int64_t>;
-    auto sum = [&](int tile, int ka, int kb) {
-      Acc acc(kTileM * kTileN, 0);
-      const int m0 = (tile / tn) * kTileM, n0 = (tile % tn) * kTileN;
-      for (int r = 0; r < kTileM; ++r)
-        for (int c = 0; c < kTileN; ++c)
-          for (int k = ka * kBk; k < kb * kBk; ++k) acc[r * kTileN + c] += A[(m0 + r) * K + k] * B[k * N + n0 + c];
-      return acc;
-    };
-    // Workers in order: a completing unit reads only lower workers' slots.
-    for (int w = 0; w < workers; ++w) {
-      KvTileWalk t = kv_tile_walk(tiles, ktiles, workers, w, true);
-      int tile, ka, kb;
-      while (kv_next_unit(t, tile, ka, kb)) {
-        Acc acc = sum(tile, ka, kb);
-        if (kb < ktiles) {
-          slot[w] = acc;
-          continue;
-        }
-        if (ka > 0)
-          for (int q = kv_first_holder(t, tile); q < w; ++q) {
-            if (!kv_holds_sk(t, q)) continue;
-            ASSERT_EQ(slot[q].size(), acc.size()) << "worker " << q << " left no partial";
-            for (size_t i = 0; i < acc.size(); ++i) acc[i] += slot[q][i];
-          }
+  for (int mode : {1, 2})
+    for (int workers : {4, 6, 8, 34, 35, 36, 300}) {
+      SCOPED_TRACE(::testing::Message() << workers << " workers, stream-K " << mode);
+      std::vector<int64_t> C(want.size(), INT64_MIN);
+      std::vector<std::vector<int64_t>> slot(workers);
+      using Acc = std::vector<int64_t>;
+      auto sum = [&](int tile, int ka, int kb) {
+        Acc acc(kTileM * kTileN, 0);
         const int m0 = (tile / tn) * kTileM, n0 = (tile % tn) * kTileN;
         for (int r = 0; r < kTileM; ++r)
-          for (int c = 0; c < kTileN; ++c) C[(m0 + r) * N + n0 + c] = acc[r * kTileN + c];
+          for (int c = 0; c < kTileN; ++c)
+            for (int k = ka * kBk; k < kb * kBk; ++k)
+              acc[r * kTileN + c] += A[(m0 + r) * K + k] * B[k * N + n0 + c];
+        return acc;
+      };
+      // Workers in order: a completing unit reads only lower workers' slots.
+      for (int w = 0; w < workers; ++w) {
+        KvTileWalk t = kv_tile_walk(tiles, ktiles, workers, w, mode);
+        int tile, ka, kb;
+        while (kv_next_unit(t, tile, ka, kb)) {
+          Acc acc = sum(tile, ka, kb);
+          if (kb < ktiles) {
+            slot[w] = acc;
+            continue;
+          }
+          if (ka > 0) {
+            KvHolderScan h = kv_holder_scan(t, tile);  // as the kernel's consumers add them
+            for (int q; kv_next_holder(h, workers, w, q);) {
+              ASSERT_EQ(slot[q].size(), acc.size()) << "worker " << q << " left no partial";
+              for (size_t i = 0; i < acc.size(); ++i) acc[i] += slot[q][i];
+            }
+          }
+          const int m0 = (tile / tn) * kTileM, n0 = (tile % tn) * kTileN;
+          for (int r = 0; r < kTileM; ++r)
+            for (int c = 0; c < kTileN; ++c) C[(m0 + r) * N + n0 + c] = acc[r * kTileN + c];
+        }
       }
+      EXPECT_EQ(C, want);
     }
-    EXPECT_EQ(C, want);
-  }
 }
 
 }  // namespace

@@ -8,30 +8,34 @@
  *
  * The walk of worker w of G over T tiles of KT k tiles each:
  *
- *   - with stream-K, when G does not divide T, first: the last T % G + G
- *     tiles (all T when T < G) are not taken whole. Their k tiles, laid end to
- *     end (tile by tile, KT each), are cut into G ranges as even as integers
- *     allow; worker w takes range [S*w/G, S*(w+1)/G), S = (T % G + G) * KT;
+ *   - with stream-K first (streamk 1), when G does not divide T: the last
+ *     T % G + G tiles (all T when T < G) are not taken whole. Their k tiles,
+ *     laid end to end (tile by tile, KT each), are cut into G ranges as even
+ *     as integers allow; worker w takes range [S*w/G, S*(w+1)/G),
+ *     S = (T % G + G) * KT;
  *   - then data-parallel: tiles w, w + G, w + 2G, ... below dp_tiles, each
  *     whole.
+ *   - stream-K last (streamk 2): the whole tiles first, then only the last
+ *     T % G tiles (all T when T < G) shared out so, S = (T % G) * KT: the
+ *     tiles that share rows of A and columns of B run side by side up to
+ *     the last wave, and a tile's pieces meet at the end.
  *
  * So every worker takes about 1 + (T % G) / G tiles' worth of k tiles and
  * then (T / G - 1) whole tiles, where the plain walk gives some workers one
  * whole tile more than others (the part-empty last wave). The stream-K part
  * comes first so that a tile's fix-up (the wait, reading the partials) is
- * hidden behind the loads of the whole tiles after it.
+ * hidden behind the loads of the whole tiles after it (streamk 1).
  *
  * A worker walks its stream-K range from its end down: first the start (or a
  * middle part) of the tile its range ends in, then whole tiles, then the end
  * of the tile its range starts in. A unit that stops short of its tile's end
  * (kb < KT) is a partial: the worker leaves it for a higher worker to add,
- * and a worker has at most one (the first unit of its walk). A unit that
+ * and a worker has at most one (the first stream-K unit of its walk). A unit that
  * ends its tile but starts past its start (ka > 0) completes the tile: its
  * worker adds the partials of the workers kv_first_holder() .. w - 1 (those
  * of them that kv_holds_sk()), which hold the tile's earlier k tiles, then
  * stores the tile. A worker so only waits on lower workers, and on their
- * first unit: lower workers start first, and nothing they do before that
- * unit waits on anyone.
+ * first stream-K unit: nothing they do before that unit waits on anyone.
  *
  *   KvTileWalk walk = kv_tile_walk(T, KT, G, w, streamk);
  *   int tile, ka, kb;
@@ -65,14 +69,18 @@ struct KvTileWalk {
   int dp_tiles;      // tiles [0, dp_tiles) are taken whole
   int64_t sk_iters;  // the k tiles of tiles [dp_tiles, tiles), laid end to end
   int next_dp;       // this worker's next whole tile
+  int64_t begin;     // this worker's first stream-K k tile
   int64_t end;       // one past the stream-K k tile this worker takes next (walking down)
+  int mode;          // 0 whole tiles, 1 stream-K first, 2 stream-K last
 };
 
 // First stream-K k tile of worker w (w == workers: one past the last).
 KV_WALK_FN int64_t kv_sk_begin(const KvTileWalk& t, int w) { return t.sk_iters * w / t.workers; }
 
-KV_WALK_FN KvTileWalk kv_tile_walk(int tiles, int ktiles, int workers, int w, bool streamk) {
+// streamk: 0 whole tiles only, 1 stream-K first, 2 stream-K last (above).
+KV_WALK_FN KvTileWalk kv_tile_walk(int tiles, int ktiles, int workers, int w, int streamk) {
   KvTileWalk t;
+  t.mode = streamk;
   t.tiles = tiles;
   t.ktiles = ktiles;
   t.workers = workers;
@@ -81,18 +89,26 @@ KV_WALK_FN KvTileWalk kv_tile_walk(int tiles, int ktiles, int workers, int w, bo
   t.sk_iters = 0;
   const int rem = tiles % workers;
   if (streamk && rem != 0) {
-    const int sk = tiles >= workers ? rem + workers : tiles;
+    const int sk = tiles >= workers ? rem + (streamk == 1 ? workers : 0) : tiles;
     t.dp_tiles = tiles - sk;
     t.sk_iters = (int64_t)sk * ktiles;
   }
   t.next_dp = w;
+  t.begin = kv_sk_begin(t, w);
   t.end = kv_sk_begin(t, w + 1);
   return t;
 }
 
 // The next unit of the walk: k tiles [ka, kb) of `tile`; false when done.
 KV_WALK_FN bool kv_next_unit(KvTileWalk& t, int& tile, int& ka, int& kb) {
-  const int64_t lo = kv_sk_begin(t, t.w);
+  if (t.mode == 2 && t.next_dp < t.dp_tiles) {
+    tile = t.next_dp;
+    ka = 0;
+    kb = t.ktiles;
+    t.next_dp += t.workers;
+    return true;
+  }
+  const int64_t lo = t.begin;
   if (t.end > lo) {
     const int s = (int)((t.end - 1) / t.ktiles);  // among the stream-K tiles
     const int64_t start = (int64_t)s * t.ktiles;
@@ -119,10 +135,47 @@ KV_WALK_FN bool kv_next_unit(KvTileWalk& t, int& tile, int& ka, int& kb) {
 KV_WALK_FN bool kv_holds_sk(const KvTileWalk& t, int q) { return kv_sk_begin(t, q) < kv_sk_begin(t, q + 1); }
 
 KV_WALK_FN int kv_first_holder(const KvTileWalk& t, int tile) {
+  // The highest q <= w with kv_sk_begin(q) = S * q / G <= start, i.e. with
+  // S * q < (start + 1) * G.
   const int64_t start = (int64_t)(tile - t.dp_tiles) * t.ktiles;
-  int q = t.w;
-  while (q > 0 && kv_sk_begin(t, q) > start) --q;
-  return q;
+  const int64_t q = ((start + 1) * t.workers - 1) / t.sk_iters;
+  return q < t.w ? (int)q : t.w;
+}
+
+// The same workers, kv_first_holder(t, tile) .. t.w - 1 that kv_holds_sk(),
+// found by additions alone: kv_holder_scan (divisions, once, where the unit
+// is published) and kv_next_holder (in the loop that adds the partials). A
+// GPU kernel's consumer that walked the divisions itself kept ptxas from
+// proving its main loop warp-uniform.
+struct KvHolderScan {
+  int q;           // the next worker to look at
+  int b, r;        // kv_sk_begin(t, q) and sk_iters * q % workers
+  int sdiv, smod;  // sk_iters / workers and sk_iters % workers
+};
+
+KV_WALK_FN KvHolderScan kv_holder_scan(const KvTileWalk& t, int tile) {
+  KvHolderScan h;
+  h.q = kv_first_holder(t, tile);
+  const int64_t sq = t.sk_iters * h.q, b = sq / t.workers, sdiv = t.sk_iters / t.workers;
+  h.b = (int)b;
+  h.r = (int)(sq - b * t.workers);
+  h.sdiv = (int)sdiv;
+  h.smod = (int)(t.sk_iters - sdiv * t.workers);
+  return h;
+}
+
+// The next holder q below worker w; false when there is none left.
+KV_WALK_FN bool kv_next_holder(KvHolderScan& h, int workers, int w, int& q) {
+  while (h.q < w) {
+    const int t = h.r + h.smod;  // kv_sk_begin(q + 1) = b + sdiv + (r + smod) / workers
+    const int b1 = h.b + h.sdiv + (t >= workers);
+    h.r = t >= workers ? t - workers : t;
+    const bool holds = b1 > h.b;
+    h.b = b1;
+    q = h.q++;
+    if (holds) return true;
+  }
+  return false;
 }
 
 #if defined(__CUDACC__)
