@@ -1732,7 +1732,13 @@ TEST_F(OnGpu, PersistentTilesAreRight) {
                  {"BN", 128}, {"WGM", 128}, {"STAGES", 4}},
                 {{"PERSIST", 1}, {"DYN", 1}, {"EPI", 2}, {"BN", 256}, {"STAGES", 3}},
                 {{"PERSIST", 1}, {"DYN", 1}, {"EPI", 0}, {"CLUSTER", 2}, {"BN", 128}, {"KEEP", 0}, {"STAGES", 3}},
-                {{"PERSIST", 1}, {"DYN", 1}, {"EPI", 1}, {"BN", 64}, {"NCONS", 1}, {"STAGES", 6}}},
+                {{"PERSIST", 1}, {"DYN", 1}, {"EPI", 1}, {"BN", 64}, {"NCONS", 1}, {"STAGES", 6}},
+                // stream-K for the last wave only, after the whole tiles (SK 2),
+                // and stream-K with the first box staged in the held stage (EPIR)
+                {{"PERSIST", 1}, {"SK", 2}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"CLUSTER", 2}, {"CDIM", 1},
+                 {"BN", 128}, {"WGM", 128}, {"STAGES", 4}},
+                {{"PERSIST", 1}, {"SK", 2}, {"EPI", 0}, {"BN", 64}, {"NCONS", 1}, {"STAGES", 6}},
+                {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"BN", 128}, {"STAGES", 3}}},
                many);
   expect_right("gemm", "wgmma",
                {{{"EPI", 2}},
@@ -1752,7 +1758,9 @@ TEST_F(OnGpu, PersistentTilesAreRight) {
                 {{"PERSIST", 1}, {"EPI", 2}, {"CLUSTER", 2}, {"CDIM", 1}, {"BN", 128}, {"STAGES", 3}},
                 {{"EPI", 2}, {"CLUSTER", 2}, {"CDIM", 1}, {"BN", 64}, {"NCONS", 1}, {"STAGES", 4}},
                 // fewer tiles than SMs: every cluster draws past the end at once
-                {{"PERSIST", 1}, {"DYN", 1}, {"EPI", 2}, {"CLUSTER", 2}, {"CDIM", 1}, {"BN", 128}, {"STAGES", 3}}},
+                {{"PERSIST", 1}, {"DYN", 1}, {"EPI", 2}, {"CLUSTER", 2}, {"CDIM", 1}, {"BN", 128}, {"STAGES", 3}},
+                {{"PERSIST", 1}, {"SK", 2}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"CLUSTER", 2}, {"CDIM", 1},
+                 {"BN", 128}, {"WGM", 128}, {"STAGES", 4}}},
                {{"A", {33, 1000}}, {"B", {1000, 392}}});
 }
 
@@ -1776,6 +1784,7 @@ TEST_F(OnGpu, PartialSumsAreTheSameEveryRun) {
       {"gemm", "wgmma", {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"BN", 256}, {"STAGES", 3}}, small},
       {"gemm", "wgmma", {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"BN", 256}, {"STAGES", 3}}, many},
       {"gemm", "wgmma", {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"BN", 256}, {"CLUSTER", 2}, {"STAGES", 3}}, many},
+      {"gemm", "wgmma", {{"PERSIST", 1}, {"SK", 2}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"CLUSTER", 2}, {"CDIM", 1}, {"BN", 128}, {"WGM", 128}, {"STAGES", 4}}, many},
       // DYN's tile counter carries over from launch to launch too (set back
       // to 0 by the last cluster to draw past the end)
       {"gemm", "wgmma", {{"PERSIST", 1}, {"DYN", 1}, {"EPI", 2}, {"CLUSTER", 2}, {"CDIM", 1}, {"BN", 128}, {"STAGES", 3}}, many},

@@ -110,8 +110,12 @@
  *            grid, i.e. GPU) and stores the tile. Fewer tiles than SMs
  *            are shared out by their k tiles the same way (a CTA per k tile
  *            at most). Two launches of this module must not run at the same
- *            time (on two streams): they would share the workspace. 0: whole
- *            tiles only.
+ *            time (on two streams): they would share the workspace.
+ *            2: the same, but the whole tiles first and stream-K only for the
+ *            T % G tiles of the last wave, so that the tiles that share A rows
+ *            and B columns still run side by side until then. 0: whole tiles
+ *            only. (Either way the consumers read their units from shared
+ *            memory, where a producer thread publishes the walk.)
  *   DYN      1 (with PERSIST 1, PING 0, SK 0): tiles after the first wave are
  *            handed out in raster order as clusters free up: a thread of rank
  *            0's producer warpgroup that issues no loads draws the cluster's
@@ -176,13 +180,13 @@
 // @kevo knob BHINT 0 {0, 1}
 // @kevo knob PERSIST 0 {0, 1}
 // @kevo knob PING 0 {0, 1}
-// @kevo knob SK 0 {0, 1}
+// @kevo knob SK 0 {0, 1, 2}
 // @kevo knob DYN 0 {0, 1}
 // @kevo require WGM / 64 * BN / 2 <= 128
 // @kevo require STAGES * ((NCONS - PING) * WGM + BN) * 128 + PERSIST * (EPI == 1) * NCONS * WGM * (BN + 8) * 2 + PERSIST * (EPI == 2) * NCONS * WGM * (BN - (EPIB > 0) * (BN - 64 * EPIB)) * 2 + 2048 <= 232448
 // @kevo require EPIB == 0 || (EPI == 2 && (BN / 64) % EPIB == 0 && 64 * EPIB < BN)
 // @kevo require EPI == 0 || NCONS * WGM * (BN + 8) * 2 + 2048 <= 232448
-// @kevo require EPIR == 0 || (EPI == 2 && EPIB == 1 && PERSIST == 1 && PING == 0 && SK == 0)
+// @kevo require EPIR == 0 || (EPI == 2 && EPIB == 1 && PERSIST == 1 && PING == 0)
 // @kevo require STM == 0 || EPI == 2
 // @kevo require CDIM == 1 || (BN / 64) % CLUSTER == 0
 // @kevo require CDIM == 0 || (CLUSTER == 2 && PING == 0)
@@ -311,12 +315,16 @@ constexpr int kOutBytes = kEpiBytes > kPartBytes ? kEpiBytes : kPartBytes;
 // its next tile then, so there the staging has its own space after the ring.
 constexpr int kOutOffset = PERSIST ? kPipeBytes : 0;
 constexpr int kDataBytes = PERSIST ? kPipeBytes + kOutBytes : (kPipeBytes > kOutBytes ? kPipeBytes : kOutBytes);
-// After the ring's barriers, with DYN: two tile slots' "published" and
-// "read" barriers, then the two slots.
-constexpr int kDynBytes = DYN ? 2 * 8 + 2 * 8 + 2 * 4 : 0;
-constexpr int kSmemBytes = 1024 /* alignment slack */ + kDataBytes + 2 * STAGES * 8 + kDynBytes;
-// Registers: the producer warpgroup gives most of its registers to the consumers.
-constexpr int kProducerRegs = 40;
+// After the ring's barriers, with DYN or SK: two unit slots' "published"
+// and "read" barriers, then the two slots (DYN: a tile; SK: a unit and its
+// fix-up, kSkWords words).
+constexpr int kSkWords = 8;
+constexpr int kSlotBytes = DYN ? 2 * 8 + 2 * 8 + 2 * 4 : SK ? 2 * 8 + 2 * 8 + 2 * 4 * kSkWords : 0;
+constexpr int kSmemBytes = 1024 /* alignment slack */ + kDataBytes + 2 * STAGES * 8 + kSlotBytes;
+// Registers: the producer warpgroup gives most of its registers to the
+// consumers. With SK its publishing thread walks the units in 64-bit
+// arithmetic and spilled in 40; two consumers get 232 either way.
+constexpr int kProducerRegs = SK ? 48 : 40;
 constexpr int kConsumerRegs = kv_consumer_regs(NCONS, kProducerRegs);
 
 static_assert(BN % 64 == 0 && BN <= 256, "BN must be 64, 128, 192 or 256");
@@ -336,8 +344,8 @@ static_assert(EPIB == 0 || (EPI == 2 && (BN / 64) % EPIB == 0 && 64 * EPIB < BN)
               "EPIB needs EPI 2 and must divide BN's boxes into several passes");
 static_assert(PERSIST == 0 || SPLIT == 1, "a persistent CTA does not split K");
 static_assert(STM == 0 || EPI == 2, "STM stages the boxes of EPI 2");
-static_assert(EPIR == 0 || (EPI == 2 && EPIB == 1 && PERSIST == 1 && PING == 0 && SK == 0),
-              "EPIR needs EPI 2, EPIB 1, PERSIST 1, PING 0 and SK 0");
+static_assert(EPIR == 0 || (EPI == 2 && EPIB == 1 && PERSIST == 1 && PING == 0),
+              "EPIR needs EPI 2, EPIB 1, PERSIST 1 and PING 0");
 static_assert(PING == 0 || (PERSIST == 1 && NCONS == 2), "PING needs PERSIST 1 and NCONS 2");
 static_assert(SK == 0 || (PERSIST == 1 && PING == 0), "SK needs PERSIST 1 and PING 0");
 static_assert(DYN == 0 || (PERSIST == 1 && PING == 0 && SK == 0), "DYN needs PERSIST 1, PING 0 and SK 0");
@@ -373,9 +381,9 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
   const uint32_t sOut = s0 + kOutOffset;  // EPI staging or the split-K partial tile
   const uint32_t bar_full = s0 + kDataBytes;
   const uint32_t bar_empty = bar_full + STAGES * 8;
-  const uint32_t bar_tile = bar_empty + STAGES * 8;  // DYN: slot j % 2 published
-  const uint32_t bar_tile_read = bar_tile + 2 * 8;    // DYN: slot j % 2 read by all
-  const uint32_t tile_slot = bar_tile_read + 2 * 8;   // DYN: two u32 slots
+  const uint32_t bar_tile = bar_empty + STAGES * 8;  // DYN, SK: slot j % 2 published
+  const uint32_t bar_tile_read = bar_tile + 2 * 8;    // DYN, SK: slot j % 2 read by all
+  const uint32_t tile_slot = bar_tile_read + 2 * 8;   // DYN: two u32 slots; SK: two of kSkWords
 
   const int wg = threadIdx.x / 128;
   const int tid_wg = threadIdx.x % 128;
@@ -479,6 +487,39 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
       if (pid >= tiles_c) return;
     }
   };
+  // SK: the consumers take their units from this CTA's shared memory, where
+  // one thread of the producer warpgroup that issues no loads publishes the
+  // walk (the same as the producer's) unit by unit, in two slots in turn.
+  // Walked in the consumers themselves (64-bit divisions among its steps),
+  // it kept ptxas from proving their main loop warp-uniform: every k tile
+  // then built its wgmma descriptors in ordinary registers, 105.5
+  // instructions per warp and k tile at 4096^3 (bench/micro/sass_loop.py),
+  // 57.5 so (55 without SK).
+  // A completing unit's slot also says where its partials are (a
+  // KvHolderScan, which the readers step by additions).
+  auto publish_units = [&]() {
+    KvTileWalk walk = kv_tile_walk(tiles_c, ktiles, pid_step, pid_first, SK);
+    for (int j = 0;; ++j) {
+      int pid = tiles_c, ka = 0, kb = 0;
+      const bool more = kv_next_unit(walk, pid, ka, kb);
+      const uint32_t slot = (uint32_t)(j & 1);
+      if (j >= 2) kv_mbar_wait(bar_tile_read + 8 * slot, (uint32_t)((j - 2) >> 1) & 1u);
+      volatile int* w = reinterpret_cast<volatile int*>(smem_raw + (tile_slot - raw)) + kSkWords * slot;
+      w[0] = more ? pid : tiles_c;
+      w[1] = ka;
+      w[2] = kb;
+      if (more && ka > 0 && kb == ktiles) {
+        const KvHolderScan h = kv_holder_scan(walk, pid);
+        w[3] = h.q;
+        w[4] = h.b;
+        w[5] = h.r;
+        w[6] = h.sdiv;
+        w[7] = h.smod;
+      }
+      kv_mbar_arrive(bar_tile + 8 * slot);  // release: the words before it
+      if (!more) return;
+    }
+  };
 
   if (threadIdx.x == 0) {
 #pragma unroll
@@ -487,10 +528,11 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
       // every consumer warp of the cluster that reads the stage (with PING, one warpgroup's)
       kv_mbar_init(bar_empty + 8 * s, CLUSTER * (PING ? 1 : NCONS) * 4);
     }
-    if constexpr (DYN) {
+    if constexpr (DYN || SK) {
       for (int i = 0; i < 2; ++i) {
-        kv_mbar_init(bar_tile + 8 * i, 1);  // rank 0's scheduler publishes
-        kv_mbar_init(bar_tile_read + 8 * i, kDynReaders);
+        kv_mbar_init(bar_tile + 8 * i, 1);  // the publishing thread
+        // DYN: rank 0's, read by the cluster; SK: this CTA's, read by its consumer warps
+        kv_mbar_init(bar_tile_read + 8 * i, DYN ? kDynReaders : NCONS * 4);
       }
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -508,6 +550,9 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
     // samples then come from warps that work, not from parked ones.
     if constexpr (DYN) {
       if (tid_wg == 32 && crank == 0) schedule();
+    }
+    if constexpr (SK) {
+      if (tid_wg == 32) publish_units();
     }
     if (tid_wg >= 32) return;
     if (tid_wg == 0) {
@@ -610,9 +655,28 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
     float acc[kMT][kAcc];
     // The same walk as the producer's: unit j is k tiles [ka, kb) of tile pid
     // (whole tiles but for SK's stream-K units).
-    KvTileWalk walk = kv_tile_walk(tiles_c, ktiles, pid_step, pid_first, SK);
+    // (SK: from the slots, see publish_units.)
+    KvTileWalk walk = kv_tile_walk(tiles_c, ktiles, pid_step, pid_first, 0);
     int pid, ka, kb;
-    for (int j = 0; next_tile(walk, j, true, pid, ka, kb); ++j) {
+    // SK: unit j's slot; the warp is done with it (its fix-up words read
+    // after the main loop, not held in registers through it) when it takes
+    // unit j + 1.
+    auto sk_slot = [&](int j) {
+      return reinterpret_cast<const volatile int*>(smem_raw + (tile_slot - raw)) + kSkWords * (j & 1);
+    };
+    auto sk_unit = [&](int j) -> bool {
+      if (j > 0) {
+        __syncwarp();
+        if (lane0) kv_mbar_arrive(bar_tile_read + 8 * ((j - 1) & 1));
+      }
+      kv_mbar_wait(bar_tile + 8 * (j & 1), (uint32_t)(j >> 1) & 1u);
+      const volatile int* w = sk_slot(j);
+      pid = w[0];
+      ka = w[1];
+      kb = w[2];
+      return pid < tiles_c;
+    };
+    for (int j = 0; SK ? sk_unit(j) : next_tile(walk, j, true, pid, ka, kb); ++j) {
       if constexpr (PING) {
         // Tile j of this CTA is warpgroup j % 2's; its k tiles are the ring's
         // j * ktiles, ... in order. Wait until the other warpgroup has waited
@@ -692,7 +756,7 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
         if (kb < ktiles) {
           // The start (or a middle part) of a tile whose end a higher CTA
           // holds: the partial goes to this CTA's slot, then its flag.
-          const int slot = walk.w * CLUSTER + (int)crank;
+          const int slot = pid_first * CLUSTER + (int)crank;
           float* part_out = g_sk_part + (size_t)slot * (kConsThreads * kMT * kAcc);
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt)
@@ -702,13 +766,15 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
           __threadfence();
           kv_named_barrier(1, kConsThreads);  // every consumer's share is written
           if (ct == 0) kv_flag_raise(g_sk_ready + slot, epoch);
+          if constexpr (EPIR) release(prev_s);  // the stage held for the epilogue it skips
           continue;
         }
         if (ka > 0) {
           // The end of a tile whose earlier k tiles lower CTAs hold: add
           // their partials, lowest first.
-          for (int q = kv_first_holder(walk, pid); q < walk.w; ++q) {
-            if (!kv_holds_sk(walk, q)) continue;
+          const volatile int* u = sk_slot(j);
+          KvHolderScan holders = {u[3], u[4], u[5], u[6], u[7]};
+          for (int q; kv_next_holder(holders, pid_step, pid_first, q);) {
             const int slot = q * CLUSTER + (int)crank;
             kv_flag_wait(g_sk_ready + slot, epoch);
             const float* part_in = g_sk_part + (size_t)slot * (kConsThreads * kMT * kAcc);
