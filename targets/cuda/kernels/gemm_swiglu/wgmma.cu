@@ -36,7 +36,11 @@
  * end waits for the lower CTAs' flags, adds their partials in order
  * (deterministic for a given grid, i.e. GPU), applies the epilogue and
  * stores y. Two launches of this module must not run at the same time (on
- * two streams): they would share the workspace.
+ * two streams): they would share the workspace. The consumers read their
+ * units from shared memory, where a thread of the producer warpgroup that
+ * issues no loads publishes the walk (walked in the consumers, its divisions
+ * kept ptxas from proving their main loop warp-uniform: 100.5 SASS
+ * instructions per warp and k tile instead of 43).
  *
  * Fast path (checked at launch): K % 8 == 0, N % 8 == 0 (TMA strides are
  * multiples of 16 bytes), 16-byte aligned pointers; TMA zero-fills the boxes
@@ -127,9 +131,16 @@ constexpr int kPipeBytes = STAGES * kStageBytes;
 constexpr int kPartLd = BN + 4;        // padded fp32 row of a partial tile
 constexpr int kPartBytes = SPLIT > 1 ? 2 * BM * kPartLd * 4 : 0;  // g then u
 constexpr int kDataBytes = kPipeBytes > kPartBytes ? kPipeBytes : kPartBytes;
-constexpr int kSmemBytes = 1024 /* alignment slack */ + kDataBytes + 2 * STAGES * 8;
-// With two consumer warpgroups the producer gives most of its registers to them.
-constexpr int kProducerRegs = 40;
+// With SK, after the ring's barriers: two unit slots' "published" and "read"
+// barriers, then the two slots of kSkWords words (a unit and where its
+// partials are).
+constexpr int kSkWords = 8;
+constexpr int kSlotBytes = SK ? 2 * 8 + 2 * 8 + 2 * 4 * kSkWords : 0;
+constexpr int kSmemBytes = 1024 /* alignment slack */ + kDataBytes + 2 * STAGES * 8 + kSlotBytes;
+// With two consumer warpgroups the producer gives most of its registers to
+// them (with SK 48: its publishing thread walks in 64-bit arithmetic; two
+// consumers get 232 either way).
+constexpr int kProducerRegs = SK ? 48 : 40;
 constexpr int kConsumerRegs = kv_consumer_regs(NCONS, kProducerRegs);
 
 static_assert(BN == 64 || BN == 128, "BN must be 64 or 128");
@@ -162,6 +173,9 @@ __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
   const uint32_t sB = s0 + STAGES * kAStage;  // stage s: Wg boxes, then Wu boxes
   const uint32_t bar_full = s0 + kDataBytes;
   const uint32_t bar_empty = bar_full + STAGES * 8;
+  const uint32_t bar_unit = bar_empty + STAGES * 8;  // SK: slot j % 2 published
+  const uint32_t bar_unit_read = bar_unit + 2 * 8;   // SK: slot j % 2 read by every consumer warp
+  const uint32_t unit_slot = bar_unit_read + 2 * 8;  // SK: two slots of kSkWords words
   float* part = reinterpret_cast<float*>(smem_raw + (s0 - raw));  // split-K partials (SPLIT > 1)
 
   const int wg = threadIdx.x / 128;
@@ -184,6 +198,12 @@ __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
       kv_mbar_init(bar_full + 8 * s, 1);           // the producer's arrive.expect_tx
       kv_mbar_init(bar_empty + 8 * s, NCONS * 4);  // every consumer warp
     }
+    if constexpr (SK) {
+      for (int i = 0; i < 2; ++i) {
+        kv_mbar_init(bar_unit + 8 * i, 1);                // the publishing thread
+        kv_mbar_init(bar_unit_read + 8 * i, NCONS * 4);  // every consumer warp
+      }
+    }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
@@ -195,6 +215,33 @@ __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
     // waiting the whole kernel at the closing barrier: an exited thread
     // counts as arrived at barrier.cluster and bar.sync, and ncu's stall
     // samples then come from warps that work, not from parked ones.
+    if constexpr (SK) {
+      // One thread of warp 1 publishes the stream-K walk for the consumers,
+      // unit j in slot j % 2 once every consumer warp is done with unit j - 2.
+      if (tid_wg == 32) {
+        KvTileWalk walk = kv_tile_walk(tiles, ktiles, (int)gridDim.x, (int)blockIdx.x, SK);
+        for (int j = 0;; ++j) {
+          int tile = tiles, ka = 0, kb = 0;
+          const bool more = kv_next_unit(walk, tile, ka, kb);
+          const uint32_t slot = (uint32_t)(j & 1);
+          if (j >= 2) kv_mbar_wait(bar_unit_read + 8 * slot, (uint32_t)((j - 2) >> 1) & 1u);
+          volatile int* u = reinterpret_cast<volatile int*>(smem_raw + (unit_slot - raw)) + kSkWords * slot;
+          u[0] = more ? tile : tiles;
+          u[1] = ka;
+          u[2] = kb;
+          if (more && ka > 0 && kb == ktiles) {
+            const KvHolderScan h = kv_holder_scan(walk, tile);
+            u[3] = h.q;
+            u[4] = h.b;
+            u[5] = h.r;
+            u[6] = h.sdiv;
+            u[7] = h.smod;
+          }
+          kv_mbar_arrive(bar_unit + 8 * slot);  // release: the words before it
+          if (!more) break;
+        }
+      }
+    }
     if (tid_wg >= 32) return;
     if (tid_wg == 0) {
       asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmA)) : "memory");
@@ -264,10 +311,27 @@ __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
     const int t4 = lane & 3;
     int s = 0;
     uint32_t phase = 0;  // parity of the full-barrier phase to wait for
-    // The producer's walk: k tiles [ka, kb) of tile `tile` per unit.
-    KvTileWalk walk = kv_tile_walk(tiles, ktiles, SK ? (int)gridDim.x : tiles, (int)blockIdx.x, SK);
+    // The producer's walk: k tiles [ka, kb) of tile `tile` per unit; with SK
+    // read from the slots the publishing thread writes (a warp is done with
+    // unit j's slot, its fix-up words included, when it takes unit j + 1).
+    KvTileWalk walk = kv_tile_walk(tiles, ktiles, tiles, (int)blockIdx.x, 0);
     int tile, ka, kb;
-    while (kv_next_unit(walk, tile, ka, kb)) {
+    auto sk_slot = [&](int j) {
+      return reinterpret_cast<const volatile int*>(smem_raw + (unit_slot - raw)) + kSkWords * (j & 1);
+    };
+    auto sk_unit = [&](int j) -> bool {
+      if (j > 0) {
+        __syncwarp();
+        if (lane0) kv_mbar_arrive(bar_unit_read + 8 * ((j - 1) & 1));
+      }
+      kv_mbar_wait(bar_unit + 8 * (j & 1), (uint32_t)(j >> 1) & 1u);
+      const volatile int* u = sk_slot(j);
+      tile = u[0];
+      ka = u[1];
+      kb = u[2];
+      return tile < tiles;
+    };
+    for (int j = 0; SK ? sk_unit(j) : kv_next_unit(walk, tile, ka, kb); ++j) {
       int m0, n0;
       origin(tile, m0, n0);
 #pragma unroll
@@ -333,8 +397,9 @@ __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
         if (ka > 0) {
           // The end of a tile whose earlier k tiles lower CTAs hold: add
           // their partials, lowest first.
-          for (int q = kv_first_holder(walk, tile); q < walk.w; ++q) {
-            if (!kv_holds_sk(walk, q)) continue;
+          const volatile int* u = sk_slot(j);
+          KvHolderScan holders = {u[3], u[4], u[5], u[6], u[7]};
+          for (int q; kv_next_holder(holders, (int)gridDim.x, (int)blockIdx.x, q);) {
             kv_flag_wait(g_sk_ready + q, epoch);
             const float* in_p = g_sk_part + (size_t)q * kSkSlotFloats;
 #pragma unroll
