@@ -250,6 +250,21 @@
 #ifndef KEVO_DIAG_EPI_NO_STAGE
 #define KEVO_DIAG_EPI_NO_STAGE 0
 #endif
+// KEVO_DIAG_EPI_STORE_ONLY (EPI 2, a diagnostic): 1 stores only the tiles of
+// the last wave (cluster tiles from tiles_c - tiles_c % clusters on), 2 only
+// the tiles before it: which of the stores cost the time that
+// KEVO_DIAG_EPI_NO_STORE saves, the drain at the end or those the next
+// tile's main loop runs beside.
+#ifndef KEVO_DIAG_EPI_STORE_ONLY
+#define KEVO_DIAG_EPI_STORE_ONLY 0
+#endif
+// KEVO_DIAG_EPI_STORE_SAME (EPI 2, a diagnostic): every tile of a CTA is
+// stored to one place of its own (its tile's region of C as if it were CTA
+// blockIdx.x's only tile), so C's footprint in the L2 and DRAM is one tile per
+// CTA: whether the stores cost the SM or the memory behind it.
+#ifndef KEVO_DIAG_EPI_STORE_SAME
+#define KEVO_DIAG_EPI_STORE_SAME 0
+#endif
 #ifndef EPIR
 #define EPIR 0
 #endif
@@ -915,12 +930,15 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
           kv_fence_async_smem();
           kv_named_barrier(2 + cw, 128);  // this warpgroup's boxes are written
           if (tid_wg == 0) {
-            const int gm = m0 + crow;
+            const int gm = (KEVO_DIAG_EPI_STORE_SAME ? (int)(blockIdx.x % 16) * BM : m0) + crow;
+            const int last_wave = tiles_c - (tiles_c % pid_step ? tiles_c % pid_step : pid_step);
+            const bool store = !KEVO_DIAG_EPI_NO_STORE &&
+                               (KEVO_DIAG_EPI_STORE_ONLY == 0 || (pid >= last_wave) == (KEVO_DIAG_EPI_STORE_ONLY == 1));
             if (gm < M) {
 #pragma unroll
               for (int b = 0; b < kEpiBoxes; ++b) {
-                const int gn = n0 + 64 * (pass * kEpiBoxes + b);
-                if (gn < N && !KEVO_DIAG_EPI_NO_STORE) kv_tma_store_2d(&tmC, sBox + (uint32_t)(b * WGM * 128), gn, gm);
+                const int gn = (KEVO_DIAG_EPI_STORE_SAME ? (int)(blockIdx.x / 16) * BN : n0) + 64 * (pass * kEpiBoxes + b);
+                if (gn < N && store) kv_tma_store_2d(&tmC, sBox + (uint32_t)(b * WGM * 128), gn, gm);
               }
             }
             kv_bulk_commit();
