@@ -45,8 +45,12 @@
  *   kv_consumer_regs(consumers, producer_regs)  registers per thread a consumer
  *                                     warpgroup can take (setmaxnreg.inc) when one
  *                                     producer warpgroup keeps producer_regs: the
- *                                     64K register file shared out, a multiple of 8,
- *                                     at most 240; 0 for one consumer (no rebalancing)
+ *                                     registers the launch holds (what ptxas allows
+ *                                     each of its threads, a multiple of 8, times
+ *                                     the threads) shared out, a multiple of 8, at
+ *                                     most 240; 0 for one consumer (no rebalancing).
+ *                                     Asking for more than the launch holds makes
+ *                                     setmaxnreg.inc wait for ever.
  *   kv_wgmma_bf16<N>(d, da, db, scale_d)  d[N/2] (+)= A(64x16, K-major) * B(16xN,
  *                                     N-major) for N in 64, 128, 192, 256; scale_d 0
  *                                     overwrites d. Accumulator layout: warp w of the
@@ -77,12 +81,17 @@
 #ifndef KV_DEV
 #define KV_DEV __device__ __forceinline__
 
+constexpr int kv_launch_regs(int threads) {  // per thread, at one CTA per SM
+  return (65536 / threads) / 8 * 8 > 255 ? 255 : (65536 / threads) / 8 * 8;
+}
 constexpr int kv_consumer_regs(int consumers, int producer_regs) {
   return consumers == 1 ? 0
-         : ((65536 - 128 * producer_regs) / (consumers * 128)) / 8 * 8 > 240
+         : ((kv_launch_regs((consumers + 1) * 128) * (consumers + 1) - producer_regs) / consumers) / 8 * 8 > 240
              ? 240
-             : ((65536 - 128 * producer_regs) / (consumers * 128)) / 8 * 8;
+             : ((kv_launch_regs((consumers + 1) * 128) * (consumers + 1) - producer_regs) / consumers) / 8 * 8;
 }
+static_assert(kv_consumer_regs(2, 40) == 232 && kv_consumer_regs(2, 48) == 224 && kv_consumer_regs(3, 40) == 152,
+              "the launch's registers shared out");
 #endif
 
 #ifndef KV_HAVE_SMEM_U32

@@ -338,7 +338,7 @@ constexpr int kSlotBytes = DYN ? 2 * 8 + 2 * 8 + 2 * 4 : SK ? 2 * 8 + 2 * 8 + 2 
 constexpr int kSmemBytes = 1024 /* alignment slack */ + kDataBytes + 2 * STAGES * 8 + kSlotBytes;
 // Registers: the producer warpgroup gives most of its registers to the
 // consumers. With SK its publishing thread walks the units in 64-bit
-// arithmetic and spilled in 40; two consumers get 232 either way.
+// arithmetic and spilled in 40; two consumers then take 224 instead of 232.
 constexpr int kProducerRegs = SK ? 48 : 40;
 constexpr int kConsumerRegs = kv_consumer_regs(NCONS, kProducerRegs);
 

@@ -139,7 +139,7 @@ constexpr int kSlotBytes = SK ? 2 * 8 + 2 * 8 + 2 * 4 * kSkWords : 0;
 constexpr int kSmemBytes = 1024 /* alignment slack */ + kDataBytes + 2 * STAGES * 8 + kSlotBytes;
 // With two consumer warpgroups the producer gives most of its registers to
 // them (with SK 48: its publishing thread walks in 64-bit arithmetic; two
-// consumers get 232 either way).
+// consumers then take 224 instead of 232).
 constexpr int kProducerRegs = SK ? 48 : 40;
 constexpr int kConsumerRegs = kv_consumer_regs(NCONS, kProducerRegs);
 
