@@ -41,7 +41,9 @@
  *   int tile, ka, kb;
  *   while (kv_next_unit(walk, tile, ka, kb)) { ... k tiles [ka, kb) of tile ... }
  *
- * Under nvcc, the flags that say a partial is written (device functions):
+ * Under nvcc, the units published in shared memory for a kernel's consumers
+ * (kv_publish_units, kv_take_unit, kv_unit_holders, below), and the flags
+ * that say a partial is written (device functions):
  *
  *   kv_flag_raise(flag, value)  after the partial's stores and a
  *                               __threadfence() by every thread that wrote
@@ -179,6 +181,75 @@ KV_WALK_FN bool kv_next_holder(KvHolderScan& h, int workers, int w, int& q) {
 }
 
 #if defined(__CUDACC__)
+#include "kevo_cuda_tma.cuh"  // mbarriers
+
+// A GEMM's consumers that walk the schedule themselves (64-bit divisions
+// among its steps) keep ptxas from proving their main loop warp-uniform, and
+// every k tile then builds its wgmma descriptors in ordinary registers
+// (about twice the instructions). So one thread that issues no loads walks
+// it and publishes the units in shared memory, in two slots of
+// kKvUnitWords ints in turn (`slots`), each with a "published" mbarrier
+// (count 1, at bar_pub + 8 * slot) and a "read" one (one arrival per
+// reading warp, at bar_read + 8 * slot):
+//
+//   publisher:  kv_publish_units(walk, slots, bar_pub, bar_read);
+//   each reading warp:
+//     for (int j = 0; kv_take_unit(slots, bar_pub, bar_read, j, lane0, tile, ka, kb); ++j) {
+//       ... k tiles [ka, kb) of tile; a completing unit's partials:
+//       KvHolderScan h = kv_unit_holders(slots, j); ...
+//     }
+//
+// A warp is done with unit j's slot when it takes unit j + 1, so the fix-up
+// words are read after the main loop, not carried through it in registers;
+// the publisher writes unit j once every reader is done with unit j - 2.
+constexpr int kKvUnitWords = 8;  // tile, ka, kb, then a completing unit's KvHolderScan
+
+__device__ __forceinline__ void kv_publish_units(KvTileWalk walk, volatile int* slots, uint32_t bar_pub,
+                                                 uint32_t bar_read) {
+  for (int j = 0;; ++j) {
+    int tile = walk.tiles, ka = 0, kb = 0;
+    const bool more = kv_next_unit(walk, tile, ka, kb);
+    const uint32_t slot = (uint32_t)(j & 1);
+    if (j >= 2) kv_mbar_wait(bar_read + 8 * slot, (uint32_t)((j - 2) >> 1) & 1u);
+    volatile int* u = slots + kKvUnitWords * slot;
+    u[0] = more ? tile : walk.tiles;  // past the last: the end
+    u[1] = ka;
+    u[2] = kb;
+    if (more && ka > 0 && kb == walk.ktiles) {
+      const KvHolderScan h = kv_holder_scan(walk, tile);
+      u[3] = h.q;
+      u[4] = h.b;
+      u[5] = h.r;
+      u[6] = h.sdiv;
+      u[7] = h.smod;
+    }
+    kv_mbar_arrive(bar_pub + 8 * slot);  // release: the words before it
+    if (!more) return;
+  }
+}
+
+// Unit j for the calling warp (all its lanes); false past the last unit of
+// a walk over `tiles` tiles.
+__device__ __forceinline__ bool kv_take_unit(const volatile int* slots, uint32_t bar_pub, uint32_t bar_read, int j,
+                                             bool lane0, int tiles, int& tile, int& ka, int& kb) {
+  if (j > 0) {
+    __syncwarp();
+    if (lane0) kv_mbar_arrive(bar_read + 8 * ((j - 1) & 1));  // done with unit j - 1
+  }
+  kv_mbar_wait(bar_pub + 8 * (j & 1), (uint32_t)(j >> 1) & 1u);
+  const volatile int* u = slots + kKvUnitWords * (j & 1);
+  tile = u[0];
+  ka = u[1];
+  kb = u[2];
+  return tile < tiles;
+}
+
+// Where the partials of unit j (a completing one, taken last) are.
+__device__ __forceinline__ KvHolderScan kv_unit_holders(const volatile int* slots, int j) {
+  const volatile int* u = slots + kKvUnitWords * (j & 1);
+  return KvHolderScan{u[3], u[4], u[5], u[6], u[7]};
+}
+
 __device__ __forceinline__ void kv_flag_raise(unsigned* flag, unsigned value) {
   asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(flag), "r"(value) : "memory");
 }

@@ -331,10 +331,9 @@ constexpr int kOutBytes = kEpiBytes > kPartBytes ? kEpiBytes : kPartBytes;
 constexpr int kOutOffset = PERSIST ? kPipeBytes : 0;
 constexpr int kDataBytes = PERSIST ? kPipeBytes + kOutBytes : (kPipeBytes > kOutBytes ? kPipeBytes : kOutBytes);
 // After the ring's barriers, with DYN or SK: two unit slots' "published"
-// and "read" barriers, then the two slots (DYN: a tile; SK: a unit and its
-// fix-up, kSkWords words).
-constexpr int kSkWords = 8;
-constexpr int kSlotBytes = DYN ? 2 * 8 + 2 * 8 + 2 * 4 : SK ? 2 * 8 + 2 * 8 + 2 * 4 * kSkWords : 0;
+// and "read" barriers, then the two slots (DYN: a tile; SK: a unit and
+// where its partials are, kKvUnitWords words).
+constexpr int kSlotBytes = DYN ? 2 * 8 + 2 * 8 + 2 * 4 : SK ? 2 * 8 + 2 * 8 + 2 * 4 * kKvUnitWords : 0;
 constexpr int kSmemBytes = 1024 /* alignment slack */ + kDataBytes + 2 * STAGES * 8 + kSlotBytes;
 // Registers: the producer warpgroup gives most of its registers to the
 // consumers. With SK its publishing thread walks the units in 64-bit
@@ -398,7 +397,7 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
   const uint32_t bar_empty = bar_full + STAGES * 8;
   const uint32_t bar_tile = bar_empty + STAGES * 8;  // DYN, SK: slot j % 2 published
   const uint32_t bar_tile_read = bar_tile + 2 * 8;    // DYN, SK: slot j % 2 read by all
-  const uint32_t tile_slot = bar_tile_read + 2 * 8;   // DYN: two u32 slots; SK: two of kSkWords
+  const uint32_t tile_slot = bar_tile_read + 2 * 8;   // DYN: two u32 slots; SK: two of kKvUnitWords
 
   const int wg = threadIdx.x / 128;
   const int tid_wg = threadIdx.x % 128;
@@ -502,40 +501,6 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
       if (pid >= tiles_c) return;
     }
   };
-  // SK: the consumers take their units from this CTA's shared memory, where
-  // one thread of the producer warpgroup that issues no loads publishes the
-  // walk (the same as the producer's) unit by unit, in two slots in turn.
-  // Walked in the consumers themselves (64-bit divisions among its steps),
-  // it kept ptxas from proving their main loop warp-uniform: every k tile
-  // then built its wgmma descriptors in ordinary registers, 105.5
-  // instructions per warp and k tile at 4096^3 (bench/micro/sass_loop.py),
-  // 57.5 so (55 without SK).
-  // A completing unit's slot also says where its partials are (a
-  // KvHolderScan, which the readers step by additions).
-  auto publish_units = [&]() {
-    KvTileWalk walk = kv_tile_walk(tiles_c, ktiles, pid_step, pid_first, SK);
-    for (int j = 0;; ++j) {
-      int pid = tiles_c, ka = 0, kb = 0;
-      const bool more = kv_next_unit(walk, pid, ka, kb);
-      const uint32_t slot = (uint32_t)(j & 1);
-      if (j >= 2) kv_mbar_wait(bar_tile_read + 8 * slot, (uint32_t)((j - 2) >> 1) & 1u);
-      volatile int* w = reinterpret_cast<volatile int*>(smem_raw + (tile_slot - raw)) + kSkWords * slot;
-      w[0] = more ? pid : tiles_c;
-      w[1] = ka;
-      w[2] = kb;
-      if (more && ka > 0 && kb == ktiles) {
-        const KvHolderScan h = kv_holder_scan(walk, pid);
-        w[3] = h.q;
-        w[4] = h.b;
-        w[5] = h.r;
-        w[6] = h.sdiv;
-        w[7] = h.smod;
-      }
-      kv_mbar_arrive(bar_tile + 8 * slot);  // release: the words before it
-      if (!more) return;
-    }
-  };
-
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int s = 0; s < STAGES; ++s) {
@@ -567,7 +532,12 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
       if (tid_wg == 32 && crank == 0) schedule();
     }
     if constexpr (SK) {
-      if (tid_wg == 32) publish_units();
+      // The stream-K walk for the consumers (kv_publish_units: walked in the
+      // consumers themselves, it kept their main loop out of uniform
+      // registers, 105.5 SASS instructions per k tile at 4096^3 against 57.5).
+      if (tid_wg == 32)
+        kv_publish_units(kv_tile_walk(tiles_c, ktiles, pid_step, pid_first, SK),
+                         reinterpret_cast<volatile int*>(smem_raw + (tile_slot - raw)), bar_tile, bar_tile_read);
     }
     if (tid_wg >= 32) return;
     if (tid_wg == 0) {
@@ -670,27 +640,11 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
     float acc[kMT][kAcc];
     // The same walk as the producer's: unit j is k tiles [ka, kb) of tile pid
     // (whole tiles but for SK's stream-K units).
-    // (SK: from the slots, see publish_units.)
+    // (SK: taken from the slots the publishing thread writes, kv_take_unit.)
     KvTileWalk walk = kv_tile_walk(tiles_c, ktiles, pid_step, pid_first, 0);
     int pid, ka, kb;
-    // SK: unit j's slot; the warp is done with it (its fix-up words read
-    // after the main loop, not held in registers through it) when it takes
-    // unit j + 1.
-    auto sk_slot = [&](int j) {
-      return reinterpret_cast<const volatile int*>(smem_raw + (tile_slot - raw)) + kSkWords * (j & 1);
-    };
-    auto sk_unit = [&](int j) -> bool {
-      if (j > 0) {
-        __syncwarp();
-        if (lane0) kv_mbar_arrive(bar_tile_read + 8 * ((j - 1) & 1));
-      }
-      kv_mbar_wait(bar_tile + 8 * (j & 1), (uint32_t)(j >> 1) & 1u);
-      const volatile int* w = sk_slot(j);
-      pid = w[0];
-      ka = w[1];
-      kb = w[2];
-      return pid < tiles_c;
-    };
+    const volatile int* sk_slots = reinterpret_cast<const volatile int*>(smem_raw + (tile_slot - raw));
+    auto sk_unit = [&](int j) { return kv_take_unit(sk_slots, bar_tile, bar_tile_read, j, lane0, tiles_c, pid, ka, kb); };
     for (int j = 0; SK ? sk_unit(j) : next_tile(walk, j, true, pid, ka, kb); ++j) {
       if constexpr (PING) {
         // Tile j of this CTA is warpgroup j % 2's; its k tiles are the ring's
@@ -787,8 +741,7 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
         if (ka > 0) {
           // The end of a tile whose earlier k tiles lower CTAs hold: add
           // their partials, lowest first.
-          const volatile int* u = sk_slot(j);
-          KvHolderScan holders = {u[3], u[4], u[5], u[6], u[7]};
+          KvHolderScan holders = kv_unit_holders(sk_slots, j);
           for (int q; kv_next_holder(holders, pid_step, pid_first, q);) {
             const int slot = q * CLUSTER + (int)crank;
             kv_flag_wait(g_sk_ready + slot, epoch);

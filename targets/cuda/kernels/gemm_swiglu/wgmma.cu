@@ -132,10 +132,9 @@ constexpr int kPartLd = BN + 4;        // padded fp32 row of a partial tile
 constexpr int kPartBytes = SPLIT > 1 ? 2 * BM * kPartLd * 4 : 0;  // g then u
 constexpr int kDataBytes = kPipeBytes > kPartBytes ? kPipeBytes : kPartBytes;
 // With SK, after the ring's barriers: two unit slots' "published" and "read"
-// barriers, then the two slots of kSkWords words (a unit and where its
-// partials are).
-constexpr int kSkWords = 8;
-constexpr int kSlotBytes = SK ? 2 * 8 + 2 * 8 + 2 * 4 * kSkWords : 0;
+// barriers, then the two slots of kKvUnitWords words (a unit and where its
+// partials are; kevo_cuda_tile_walk.cuh).
+constexpr int kSlotBytes = SK ? 2 * 8 + 2 * 8 + 2 * 4 * kKvUnitWords : 0;
 constexpr int kSmemBytes = 1024 /* alignment slack */ + kDataBytes + 2 * STAGES * 8 + kSlotBytes;
 // With two consumer warpgroups the producer gives most of its registers to
 // them (with SK 48: its publishing thread walks in 64-bit arithmetic; two
@@ -175,7 +174,7 @@ __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
   const uint32_t bar_empty = bar_full + STAGES * 8;
   const uint32_t bar_unit = bar_empty + STAGES * 8;  // SK: slot j % 2 published
   const uint32_t bar_unit_read = bar_unit + 2 * 8;   // SK: slot j % 2 read by every consumer warp
-  const uint32_t unit_slot = bar_unit_read + 2 * 8;  // SK: two slots of kSkWords words
+  const uint32_t unit_slot = bar_unit_read + 2 * 8;  // SK: two slots of kKvUnitWords words
   float* part = reinterpret_cast<float*>(smem_raw + (s0 - raw));  // split-K partials (SPLIT > 1)
 
   const int wg = threadIdx.x / 128;
@@ -216,31 +215,10 @@ __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
     // counts as arrived at barrier.cluster and bar.sync, and ncu's stall
     // samples then come from warps that work, not from parked ones.
     if constexpr (SK) {
-      // One thread of warp 1 publishes the stream-K walk for the consumers,
-      // unit j in slot j % 2 once every consumer warp is done with unit j - 2.
-      if (tid_wg == 32) {
-        KvTileWalk walk = kv_tile_walk(tiles, ktiles, (int)gridDim.x, (int)blockIdx.x, SK);
-        for (int j = 0;; ++j) {
-          int tile = tiles, ka = 0, kb = 0;
-          const bool more = kv_next_unit(walk, tile, ka, kb);
-          const uint32_t slot = (uint32_t)(j & 1);
-          if (j >= 2) kv_mbar_wait(bar_unit_read + 8 * slot, (uint32_t)((j - 2) >> 1) & 1u);
-          volatile int* u = reinterpret_cast<volatile int*>(smem_raw + (unit_slot - raw)) + kSkWords * slot;
-          u[0] = more ? tile : tiles;
-          u[1] = ka;
-          u[2] = kb;
-          if (more && ka > 0 && kb == ktiles) {
-            const KvHolderScan h = kv_holder_scan(walk, tile);
-            u[3] = h.q;
-            u[4] = h.b;
-            u[5] = h.r;
-            u[6] = h.sdiv;
-            u[7] = h.smod;
-          }
-          kv_mbar_arrive(bar_unit + 8 * slot);  // release: the words before it
-          if (!more) break;
-        }
-      }
+      // One thread of warp 1 publishes the stream-K walk for the consumers.
+      if (tid_wg == 32)
+        kv_publish_units(kv_tile_walk(tiles, ktiles, (int)gridDim.x, (int)blockIdx.x, SK),
+                         reinterpret_cast<volatile int*>(smem_raw + (unit_slot - raw)), bar_unit, bar_unit_read);
     }
     if (tid_wg >= 32) return;
     if (tid_wg == 0) {
@@ -312,25 +290,11 @@ __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
     int s = 0;
     uint32_t phase = 0;  // parity of the full-barrier phase to wait for
     // The producer's walk: k tiles [ka, kb) of tile `tile` per unit; with SK
-    // read from the slots the publishing thread writes (a warp is done with
-    // unit j's slot, its fix-up words included, when it takes unit j + 1).
+    // taken from the slots the publishing thread writes (kv_take_unit).
     KvTileWalk walk = kv_tile_walk(tiles, ktiles, tiles, (int)blockIdx.x, 0);
     int tile, ka, kb;
-    auto sk_slot = [&](int j) {
-      return reinterpret_cast<const volatile int*>(smem_raw + (unit_slot - raw)) + kSkWords * (j & 1);
-    };
-    auto sk_unit = [&](int j) -> bool {
-      if (j > 0) {
-        __syncwarp();
-        if (lane0) kv_mbar_arrive(bar_unit_read + 8 * ((j - 1) & 1));
-      }
-      kv_mbar_wait(bar_unit + 8 * (j & 1), (uint32_t)(j >> 1) & 1u);
-      const volatile int* u = sk_slot(j);
-      tile = u[0];
-      ka = u[1];
-      kb = u[2];
-      return tile < tiles;
-    };
+    const volatile int* sk_slots = reinterpret_cast<const volatile int*>(smem_raw + (unit_slot - raw));
+    auto sk_unit = [&](int j) { return kv_take_unit(sk_slots, bar_unit, bar_unit_read, j, lane0, tiles, tile, ka, kb); };
     for (int j = 0; SK ? sk_unit(j) : kv_next_unit(walk, tile, ka, kb); ++j) {
       int m0, n0;
       origin(tile, m0, n0);
@@ -397,8 +361,7 @@ __global__ void __cluster_dims__(1, SPLIT, 1) __launch_bounds__(kThreads, 1)
         if (ka > 0) {
           // The end of a tile whose earlier k tiles lower CTAs hold: add
           // their partials, lowest first.
-          const volatile int* u = sk_slot(j);
-          KvHolderScan holders = {u[3], u[4], u[5], u[6], u[7]};
+          KvHolderScan holders = kv_unit_holders(sk_slots, j);
           for (int q; kv_next_holder(holders, (int)gridDim.x, (int)blockIdx.x, q);) {
             kv_flag_wait(g_sk_ready + q, epoch);
             const float* in_p = g_sk_part + (size_t)q * kSkSlotFloats;
