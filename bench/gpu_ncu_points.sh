@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Memory-side counters of knob points (or diagnostic -D builds) of the gemm
 # wgmma family at 4096^3, read by ncu from bench/micro/harness_points.py's
-# --profile-calls (no torch.compile peer: its autotuning under ncu is what
-# crashed python before, round 13). Each point's CALLS calls, caches flushed by
-# ncu before each, clocks not locked. The counters say where a difference the
-# harness times comes from: DRAM bytes read and written, L2 hit rate and
-# sectors, the SM clock.
+# --profile-calls, without the torch.compile peer (round 13's ncu pass over
+# the harness with it crashed python). Each point's CALLS calls, caches
+# flushed by ncu before each, clocks not locked. The counters say where a
+# difference the harness times comes from: DRAM bytes read and written, L2
+# hit rate and sectors, the SM clock. A diagnostic build fails the harness's
+# check (its output is wrong by design), so ncu's status is 1 then; the
+# counters still stand.
 #   bench/gpu_ncu_points.sh LABEL=K=V,K=V ...   (each point on top of BASE; LABEL= alone is BASE)
 #   BASE=... (as bench/gpu_gemm_points.sh), CALLS=2, CFG=configs/cuda/gemm-4096.json
 #   METRICS=a,b,...  (ncu metric names; the default below)
