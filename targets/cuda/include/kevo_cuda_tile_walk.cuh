@@ -42,8 +42,9 @@
  *   while (kv_next_unit(walk, tile, ka, kb)) { ... k tiles [ka, kb) of tile ... }
  *
  * Under nvcc, the units published in shared memory for a kernel's consumers
- * (kv_publish_units, kv_take_unit, kv_unit_holders, below), and the flags
- * that say a partial is written (device functions):
+ * (kv_publish_units, kv_take_unit, kv_unit_holders, below; where
+ * kevo_cuda_tma.cuh is included first), and the flags that say a partial is
+ * written (device functions):
  *
  *   kv_flag_raise(flag, value)  after the partial's stores and a
  *                               __threadfence() by every thread that wrote
@@ -181,8 +182,7 @@ KV_WALK_FN bool kv_next_holder(KvHolderScan& h, int workers, int w, int& q) {
 }
 
 #if defined(__CUDACC__)
-#include "kevo_cuda_tma.cuh"  // mbarriers
-
+#if defined(KEVO_CUDA_TMA_CUH)  // the unit slots need its mbarriers: include it first
 // A GEMM's consumers that walk the schedule themselves (64-bit divisions
 // among its steps) keep ptxas from proving their main loop warp-uniform, and
 // every k tile then builds its wgmma descriptors in ordinary registers
@@ -249,6 +249,7 @@ __device__ __forceinline__ KvHolderScan kv_unit_holders(const volatile int* slot
   const volatile int* u = slots + kKvUnitWords * (j & 1);
   return KvHolderScan{u[3], u[4], u[5], u[6], u[7]};
 }
+#endif  // KEVO_CUDA_TMA_CUH
 
 __device__ __forceinline__ void kv_flag_raise(unsigned* flag, unsigned value) {
   asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(flag), "r"(value) : "memory");

@@ -110,8 +110,9 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "kevo_cuda_tile_walk.cuh"
+// kevo_cuda_tma.cuh before the tile walk: its unit slots use the mbarriers.
 #include "kevo_cuda_tma.cuh"
+#include "kevo_cuda_tile_walk.cuh"
 #include "kevo_kernel.h"
 
 namespace {
