@@ -203,6 +203,9 @@ KV_WALK_FN bool kv_next_holder(KvHolderScan& h, int workers, int w, int& q) {
 // words are read after the main loop, not carried through it in registers;
 // the publisher writes unit j once every reader is done with unit j - 2.
 constexpr int kKvUnitWords = 8;  // tile, ka, kb, then a completing unit's KvHolderScan
+// The shared memory a kernel sets aside for them: the two "published"
+// mbarriers, the two "read" ones, then the two slots, in that order.
+constexpr int kKvUnitAreaBytes = 2 * 8 + 2 * 8 + 2 * 4 * kKvUnitWords;
 
 __device__ __forceinline__ void kv_publish_units(KvTileWalk walk, volatile int* slots, uint32_t bar_pub,
                                                  uint32_t bar_read) {

@@ -51,6 +51,8 @@
  *                                     most 240; 0 for one consumer (no rebalancing).
  *                                     Asking for more than the launch holds makes
  *                                     setmaxnreg.inc wait for ever.
+ *   kv_setmaxnreg_fits(regs, consumers, producer_regs)  (host) whether a build of
+ *                                     `regs` registers a thread (numRegs) holds them
  *   kv_wgmma_bf16<N>(d, da, db, scale_d)  d[N/2] (+)= A(64x16, K-major) * B(16xN,
  *                                     N-major) for N in 64, 128, 192, 256; scale_d 0
  *                                     overwrites d. Accumulator layout: warp w of the
@@ -92,6 +94,17 @@ constexpr int kv_consumer_regs(int consumers, int producer_regs) {
 }
 static_assert(kv_consumer_regs(2, 40) == 232 && kv_consumer_regs(2, 48) == 224 && kv_consumer_regs(3, 40) == 152,
               "the launch's registers shared out");
+// Whether a build whose threads ptxas gave `regs` registers each (what
+// cudaFuncGetAttributes calls numRegs) holds what its setmaxnreg pair asks
+// for: a launcher checks this before the launch, so that a build short of
+// registers fails instead of waiting for ever.
+constexpr bool kv_setmaxnreg_fits(int regs, int consumers, int producer_regs) {
+  return consumers == 1 ||
+         (producer_regs + consumers * kv_consumer_regs(consumers, producer_regs)) <= regs * (consumers + 1);
+}
+static_assert(kv_setmaxnreg_fits(168, 2, 40) && kv_setmaxnreg_fits(168, 2, 48) && !kv_setmaxnreg_fits(160, 2, 40) &&
+                  kv_setmaxnreg_fits(128, 3, 40) && !kv_setmaxnreg_fits(120, 3, 40),
+              "a pool short of the setmaxnreg pair is refused");
 #endif
 
 #ifndef KV_HAVE_SMEM_U32

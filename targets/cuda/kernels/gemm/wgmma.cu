@@ -334,7 +334,7 @@ constexpr int kDataBytes = PERSIST ? kPipeBytes + kOutBytes : (kPipeBytes > kOut
 // After the ring's barriers, with DYN or SK: two unit slots' "published"
 // and "read" barriers, then the two slots (DYN: a tile; SK: a unit and
 // where its partials are, kKvUnitWords words).
-constexpr int kSlotBytes = DYN ? 2 * 8 + 2 * 8 + 2 * 4 : SK ? 2 * 8 + 2 * 8 + 2 * 4 * kKvUnitWords : 0;
+constexpr int kSlotBytes = DYN ? 2 * 8 + 2 * 8 + 2 * 4 : SK ? kKvUnitAreaBytes : 0;
 constexpr int kSmemBytes = 1024 /* alignment slack */ + kDataBytes + 2 * STAGES * 8 + kSlotBytes;
 // Registers: the producer warpgroup gives most of its registers to the
 // consumers. With SK its publishing thread walks the units in 64-bit
@@ -1013,6 +1013,17 @@ extern "C" KEVO_EXPORT int kevo_launch(const kevo_tensor* in, int n_in, kevo_ten
     if (cudaFuncSetAttribute(gemm_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              kSmemBytes) != cudaSuccess)
       return KEVO_ERR_RUNTIME;
+    if constexpr (kConsumerRegs > 0) {
+      // The consumers' setmaxnreg.inc would wait for ever for registers the
+      // launch does not hold: a build that ptxas gave fewer is refused.
+      static int fits = -1;
+      if (fits < 0) {
+        cudaFuncAttributes fa = {};
+        if (cudaFuncGetAttributes(&fa, gemm_wgmma_kernel) != cudaSuccess) return KEVO_ERR_RUNTIME;
+        fits = kv_setmaxnreg_fits(fa.numRegs, NCONS, kProducerRegs);
+      }
+      if (!fits) return KEVO_ERR_UNSUPPORTED;
+    }
     // With SK, a CTA (cluster) per k tile at most: fewer tiles than SMs are
     // shared out by their k tiles too, as split-K would.
     int64_t grid = SK ? tiles * ((K + BK - 1) / BK) : tiles;

@@ -135,7 +135,7 @@ constexpr int kDataBytes = kPipeBytes > kPartBytes ? kPipeBytes : kPartBytes;
 // With SK, after the ring's barriers: two unit slots' "published" and "read"
 // barriers, then the two slots of kKvUnitWords words (a unit and where its
 // partials are; kevo_cuda_tile_walk.cuh).
-constexpr int kSlotBytes = SK ? 2 * 8 + 2 * 8 + 2 * 4 * kKvUnitWords : 0;
+constexpr int kSlotBytes = SK ? kKvUnitAreaBytes : 0;
 constexpr int kSmemBytes = 1024 /* alignment slack */ + kDataBytes + 2 * STAGES * 8 + kSlotBytes;
 // With two consumer warpgroups the producer gives most of its registers to
 // them (with SK 48: its publishing thread walks in 64-bit arithmetic; two
@@ -510,6 +510,17 @@ extern "C" KEVO_EXPORT int kevo_launch(const kevo_tensor* in, int n_in, kevo_ten
     if (cudaFuncSetAttribute(gemm_swiglu_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes) !=
         cudaSuccess)
       return KEVO_ERR_RUNTIME;
+    if constexpr (kConsumerRegs > 0) {
+      // The consumers' setmaxnreg.inc would wait for ever for registers the
+      // launch does not hold: a build that ptxas gave fewer is refused.
+      static int fits = -1;
+      if (fits < 0) {
+        cudaFuncAttributes fa = {};
+        if (cudaFuncGetAttributes(&fa, gemm_swiglu_wgmma_kernel) != cudaSuccess) return KEVO_ERR_RUNTIME;
+        fits = kv_setmaxnreg_fits(fa.numRegs, NCONS, kProducerRegs);
+      }
+      if (!fits) return KEVO_ERR_UNSUPPORTED;
+    }
     int64_t grid = tiles;
     if (SK) {
       // As many CTAs as are resident at once (a CTA waits for lower ones: all
