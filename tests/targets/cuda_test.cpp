@@ -1679,7 +1679,7 @@ TEST_F(OnGpu, SplitKIsRight) {
 // against the reference where each CTA takes several tiles in turn (at
 // 2000 x 520 x 2056, 528 tiles of 128 x 64 or 144 of 128 x 256 over at most one
 // CTA per SM), with the last tile row and column partial and K not a multiple
-// of the k tile; one and two consumers, 128-row consumers, a cluster of two,
+// of the k tile; one and two consumers, 128-row consumers, clusters of two and four,
 // KEEP 0 and 1, each epilogue, and ping-pong consumers (PING 1: alternate
 // tiles, the ring shared in tile order). Then EPI 2 without persistence at the
 // split-K test's ragged 33 x 1000 x 392, and PERSIST where the tiles are fewer
@@ -1745,7 +1745,17 @@ TEST_F(OnGpu, PersistentTilesAreRight) {
                 {{"PERSIST", 1}, {"SK", 2}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"CLUSTER", 2}, {"CDIM", 1},
                  {"BN", 128}, {"WGM", 128}, {"STAGES", 4}},
                 {{"PERSIST", 1}, {"SK", 2}, {"EPI", 0}, {"BN", 64}, {"NCONS", 1}, {"STAGES", 6}},
-                {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"BN", 128}, {"STAGES", 3}}},
+                {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"BN", 128}, {"STAGES", 3}},
+                // 2 x 2 clusters sharing A along the tile row and B along the column
+                // (CLUSTER 4): 8 tile rows of 256 in 4 cluster rows, 17 tile columns of
+                // 128 in 9 (the last cluster's second column past N); 16 rows of 128
+                {{"PERSIST", 1}, {"DYN", 1}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"CLUSTER", 4}, {"BN", 128},
+                 {"WGM", 128}, {"STAGES", 4}},
+                {{"PERSIST", 1}, {"EPI", 2}, {"CLUSTER", 4}, {"BN", 128}, {"STAGES", 3}},
+                {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"CLUSTER", 4}, {"BN", 128},
+                 {"WGM", 128}, {"STAGES", 4}},
+                {{"PERSIST", 1}, {"SK", 2}, {"EPI", 0}, {"CLUSTER", 4}, {"BN", 256}, {"STAGES", 3}},
+                {{"EPI", 1}, {"CLUSTER", 4}, {"BN", 128}, {"NCONS", 1}, {"STAGES", 4}}},
                many);
   expect_right("gemm", "wgmma",
                {{{"EPI", 2}},
@@ -1767,7 +1777,11 @@ TEST_F(OnGpu, PersistentTilesAreRight) {
                 // fewer tiles than SMs: every cluster draws past the end at once
                 {{"PERSIST", 1}, {"DYN", 1}, {"EPI", 2}, {"CLUSTER", 2}, {"CDIM", 1}, {"BN", 128}, {"STAGES", 3}},
                 {{"PERSIST", 1}, {"SK", 2}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"CLUSTER", 2}, {"CDIM", 1},
-                 {"BN", 128}, {"WGM", 128}, {"STAGES", 4}}},
+                 {"BN", 128}, {"WGM", 128}, {"STAGES", 4}},
+                // one tile row in 2 x 2 clusters: every cluster's second row past M
+                {{"PERSIST", 1}, {"DYN", 1}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"CLUSTER", 4}, {"BN", 128},
+                 {"WGM", 128}, {"STAGES", 4}},
+                {{"EPI", 2}, {"CLUSTER", 4}, {"BN", 128}, {"NCONS", 1}, {"STAGES", 4}}},
                {{"A", {33, 1000}}, {"B", {1000, 392}}});
 }
 
@@ -1795,6 +1809,8 @@ TEST_F(OnGpu, PartialSumsAreTheSameEveryRun) {
       // DYN's tile counter carries over from launch to launch too (set back
       // to 0 by the last cluster to draw past the end)
       {"gemm", "wgmma", {{"PERSIST", 1}, {"DYN", 1}, {"EPI", 2}, {"CLUSTER", 2}, {"CDIM", 1}, {"BN", 128}, {"STAGES", 3}}, many},
+      {"gemm", "wgmma", {{"PERSIST", 1}, {"DYN", 1}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"CLUSTER", 4}, {"BN", 128}, {"WGM", 128}, {"STAGES", 4}}, many},
+      {"gemm", "wgmma", {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"CLUSTER", 4}, {"BN", 128}, {"STAGES", 3}}, many},
       {"gemm", "streamk", {}, small},
       {"gemm", "swapab", {{"SPLIT", 3}, {"MT", 1}}, small},
       {"gemm_swiglu", "wgmma", {{"SPLIT", 3}}, small_mlp},

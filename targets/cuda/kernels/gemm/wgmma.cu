@@ -55,11 +55,25 @@
  *            8 x 8 matrices of bf16 (16 output columns of 16 rows) an
  *            instruction, 16-byte rows in the same swizzle; 0: two 4-byte
  *            shared stores per 8-column group (four times the instructions).
- *   CLUSTER  thread-block cluster size (1 or 2), along M unless CDIM 1. With 2,
+ *   CLUSTER  thread-block cluster size (1, 2 or 4), along M unless CDIM 1. With 2,
  *            the two CTAs of a cluster compute vertically adjacent tiles that share the same
  *            B slice: each loads half of the B boxes and multicasts them to
  *            both (TMA .multicast::cluster), halving B traffic from L2; every
  *            consumer warp releases a stage on the empty barriers of both CTAs.
+ *            4 (with CDIM 0, PING 0): a 2 x 2 block of tiles (rank r at tile
+ *            row r % 2 and column r / 2 of the block); the two CTAs of a tile
+ *            row share A (each loads half of its rows for both), the two of a
+ *            column share B (each loads half of its boxes for both): a CTA
+ *            reads a quarter less from L2 a k tile than with 2 (cuBLAS's
+ *            256 x 128 tile: 24 KB instead of 32), and a consumer warp
+ *            releases a stage in the three CTAs that write into its own. Its
+ *            persistent grid is as many clusters of four as can be resident
+ *            (a GPC's SMs beyond a multiple of four stay idle: 120 of 132 on
+ *            an H100 or H200). At 4096^3 on an H200 (round 16) a 256 x 128
+ *            tile took about 6% less time in it than in a cluster of two
+ *            along N, but the 12 idle SMs cost more: 0.84x the cluster of
+ *            two with DYN, 0.93x with SK 1. For shapes whose tiles fill 120
+ *            SMs, not 132.
  *   CDIM     with CLUSTER 2, the cluster's direction: 0 along M (above), 1
  *            along N: the two CTAs compute horizontally adjacent tiles that
  *            share the same A rows; each loads half of A's rows and multicasts
@@ -174,7 +188,7 @@
 // @kevo knob EPIB 0 {0, 1, 2}
 // @kevo knob EPIR 0 {0, 1}
 // @kevo knob STM 0 {0, 1}
-// @kevo knob CLUSTER 1 {1, 2}
+// @kevo knob CLUSTER 1 {1, 2, 4}
 // @kevo knob CDIM 0 {0, 1}
 // @kevo knob SPLIT 1 {1, 2, 3, 4, 6, 8}
 // @kevo knob BHINT 0 {0, 1}
@@ -188,8 +202,9 @@
 // @kevo require EPI == 0 || NCONS * WGM * (BN + 8) * 2 + 2048 <= 232448
 // @kevo require EPIR == 0 || (EPI == 2 && EPIB == 1 && PERSIST == 1 && PING == 0)
 // @kevo require STM == 0 || EPI == 2
-// @kevo require CDIM == 1 || (BN / 64) % CLUSTER == 0
+// @kevo require CDIM == 1 || (BN / 64) % (CLUSTER - 2 * (CLUSTER == 4)) == 0
 // @kevo require CDIM == 0 || (CLUSTER == 2 && PING == 0)
+// @kevo require CLUSTER < 4 || PING == 0
 // @kevo require SPLIT == 1 || CLUSTER == 1
 // @kevo require SPLIT == 1 || EPI == 0
 // @kevo require SPLIT == 1 || NCONS * WGM * (BN + 4) * 4 + 2048 <= 232448
@@ -346,12 +361,19 @@ static_assert(BN % 64 == 0 && BN <= 256, "BN must be 64, 128, 192 or 256");
 static_assert(WGM == 64 || WGM == 128, "WGM must be 64 or 128");
 static_assert(kMT * kAcc <= 128, "too many accumulators per thread");
 static_assert(BM <= 256, "TMA box rows <= 256");
-static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER must be 1 or 2");
+static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "CLUSTER must be 1, 2 or 4");
 static_assert(CDIM == 0 || (CLUSTER == 2 && PING == 0), "CDIM 1 needs CLUSTER 2 and PING 0");
-// The cluster's extent along M and along N, in tiles.
-constexpr int kCM = CDIM ? 1 : CLUSTER;
-constexpr int kCN = CDIM ? CLUSTER : 1;
-static_assert(CDIM == 1 || (BN / 64) % CLUSTER == 0, "B boxes must split evenly across the cluster");
+static_assert(CLUSTER < 4 || PING == 0, "CLUSTER 4 needs PING 0");
+// The cluster's extent along M and along N, in tiles: rank r's tile is at
+// row r % kCM and column r / kCM of the cluster's block. A CTA shares A with
+// the kCN CTAs of its row and B with the kCM CTAs of its column, loading
+// 1 / kCN of A's rows and 1 / kCM of B's boxes for all of them.
+constexpr int kCM = CLUSTER == 4 ? 2 : CDIM ? 1 : CLUSTER;
+constexpr int kCN = CLUSTER / kCM;
+// The CTAs that write into a CTA's stages (itself included), whose
+// consumers all release a stage before its producer loads it again.
+constexpr int kWriters = kCM + kCN - 1;
+static_assert(CDIM == 1 || (BN / 64) % kCM == 0, "B boxes must split evenly across the cluster");
 static_assert(SPLIT >= 1 && SPLIT <= 8, "SPLIT must be 1..8 (portable cluster size)");
 static_assert(SPLIT == 1 || CLUSTER == 1, "split-K and the M cluster do not combine");
 static_assert(EPI >= 0 && EPI <= 2, "EPI must be 0, 1 or 2");
@@ -406,8 +428,9 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
   // Threadblock rasterization (grouped along M for L2 reuse), in units of
   // clusters: the CLUSTER CTAs of a cluster take CLUSTER consecutive tile rows
   // of the same tile column, or with CDIM 1 consecutive tile columns of the
-  // same row (a CTA past the last tile row or column still runs the pipeline
-  // for its peer, loading valid A rows and storing nothing).
+  // same row, or with CLUSTER 4 a 2 x 2 block (a CTA past the last tile row or
+  // column still runs the pipeline for its peers, loading valid rows and
+  // columns and storing nothing).
   // A persistent cluster takes the tiles pid, pid + clusters, ... in turn, so
   // the clusters resident at once work on consecutive tiles of the raster.
   constexpr int kGroup = GROUP_M / kCM > 1 ? GROUP_M / kCM : 1;
@@ -426,7 +449,14 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
 #else
   const int pid_first = (int)blockIdx.x / CLUSTER;
 #endif
-  const uint32_t crank = CLUSTER > 1 ? kv_cluster_rank() : 0;  // rank along M or N (SPLIT is 1 then)
+  const uint32_t crank = CLUSTER > 1 ? kv_cluster_rank() : 0;  // rank in the cluster (SPLIT is 1 then)
+  const int rm = (int)crank % kCM, rn = (int)crank / kCM;     // its tile's row and column in the block
+  // Multicast masks: the CTAs of this tile row (A) and of this column (B).
+  uint16_t mask_a = 0, mask_b = 0;
+#pragma unroll
+  for (int x = 0; x < kCN; ++x) mask_a |= (uint16_t)(1u << (rm + kCM * x));
+#pragma unroll
+  for (int x = 0; x < kCM; ++x) mask_b |= (uint16_t)(1u << (x + kCM * rn));
   auto tile_origin = [&](int pid, int& m0, int& n0) {
     int pid_mc, pid_n;
     if constexpr (kGroup <= 1) {
@@ -440,8 +470,8 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
       pid_mc = first_m + r % gsize;
       pid_n = r / gsize;
     }
-    m0 = (pid_mc * kCM + (CDIM ? 0 : (int)crank)) * BM;
-    n0 = (pid_n * kCN + (CDIM ? (int)crank : 0)) * BN;
+    m0 = (pid_mc * kCM + rm) * BM;
+    n0 = (pid_n * kCN + rn) * BN;
   };
   // Split-K: this CTA's k tiles are [kt0, kt0 + ktiles) of the whole range;
   // its rank in the split cluster is blockIdx.y (the cluster spans grid.y).
@@ -507,7 +537,7 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
     for (int s = 0; s < STAGES; ++s) {
       kv_mbar_init(bar_full + 8 * s, 1);               // the producer's arrive.expect_tx
       // every consumer warp of the cluster that reads the stage (with PING, one warpgroup's)
-      kv_mbar_init(bar_empty + 8 * s, CLUSTER * (PING ? 1 : NCONS) * 4);
+      kv_mbar_init(bar_empty + 8 * s, kWriters * (PING ? 1 : NCONS) * 4);
     }
     if constexpr (DYN || SK) {
       for (int i = 0; i < 2; ++i) {
@@ -567,15 +597,15 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
             continue;
           }
           kv_mbar_expect_tx(full, kStageBytes);
-          if constexpr (CDIM) {
-            // This CTA's half of A's rows, to both CTAs (the map's box is BM / 2 rows).
-            const int ra = m0 + (int)crank * (BM / 2);
-            kv_tma_load_2d_mc(sA + s * kAStage + crank * (BM / 2) * 128, &tmA, k, ra < M ? ra : 0, full,
-                              (uint16_t)3);
+          if constexpr (kCN > 1) {
+            // This CTA's share of A's rows, to every CTA of its tile row (the
+            // map's box is BM / kCN rows).
+            const int ra = m0 + rn * (BM / kCN);
+            kv_tma_load_2d_mc(sA + s * kAStage + rn * (BM / kCN) * 128, &tmA, k, ra < M ? ra : 0, full, mask_a);
           } else {
             kv_tma_load_2d(sA + s * kAStage, &tmA, k, m0 < M ? m0 : 0, full);
           }
-          if constexpr (CLUSTER == 1 || CDIM) {
+          if constexpr (kCM == 1) {
             const int nb = n0 < N ? n0 : 0;  // CDIM: a CTA past the last tile column loads valid columns
 #pragma unroll
             for (int j = 0; j < BN / 64; ++j) {
@@ -585,11 +615,13 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
                 kv_tma_load_2d(sB + s * kBStage + j * kBBox, &tmB, nb + 64 * j, k, full);
             }
           } else {
+            // This CTA's share of B's boxes, to every CTA of its tile column
+            // (one past the last tile column loads valid columns).
+            const int nb = n0 < N ? n0 : 0;
 #pragma unroll
-            for (int jj = 0; jj < BN / 64 / CLUSTER; ++jj) {
-              const int j = jj * CLUSTER + (int)crank;
-              kv_tma_load_2d_mc(sB + s * kBStage + j * kBBox, &tmB, n0 + 64 * j, k, full,
-                                (uint16_t)((1u << CLUSTER) - 1));
+            for (int jj = 0; jj < BN / 64 / kCM; ++jj) {
+              const int j = jj * kCM + rm;
+              kv_tma_load_2d_mc(sB + s * kBStage + j * kBBox, &tmB, nb + 64 * j, k, full, mask_b);
             }
           }
           if (++s == STAGES) {
@@ -614,7 +646,8 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
     const uint32_t a_row_off = PING ? 0u : (uint32_t)(cw * WGM) * 128u;
     const int crow = PING ? 0 : cw * WGM;  // this warpgroup's first row in the tile
     // One arrival per consumer warp on the stage's empty barrier of every CTA
-    // of the cluster (each CTA's producer overwrites the stage in all of them).
+    // that writes into this one's stages (its tile row's and column's: their
+    // producers overwrite the stage here).
     const bool lane0 = (tid_wg & 31) == 0;
     auto release = [&](int stage) {
       if (lane0) {
@@ -622,7 +655,8 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
           kv_mbar_arrive(bar_empty + 8 * stage);
         } else {
 #pragma unroll
-          for (int r = 0; r < CLUSTER; ++r) kv_mbar_arrive_cluster(bar_empty + 8 * stage, r);
+          for (int r = 0; r < CLUSTER; ++r)
+            if (r % kCM == rm || r / kCM == rn) kv_mbar_arrive_cluster(bar_empty + 8 * stage, (uint32_t)r);
         }
       }
     };
@@ -1007,7 +1041,7 @@ extern "C" KEVO_EXPORT int kevo_launch(const kevo_tensor* in, int n_in, kevo_ten
     const int64_t tiles = tiles_mc * tiles_nc * CLUSTER;  // a multiple of CLUSTER
     if (tiles > INT32_MAX) return KEVO_ERR_UNSUPPORTED;
     CUtensorMap mapA, mapB, mapC = {};
-    if (!kv_tma_map_2d(&mapA, A, (uint64_t)K, (uint64_t)M, BK, BM / (CDIM ? 2 : 1))) return KEVO_ERR_RUNTIME;
+    if (!kv_tma_map_2d(&mapA, A, (uint64_t)K, (uint64_t)M, BK, BM / kCN)) return KEVO_ERR_RUNTIME;
     if (!kv_tma_map_2d(&mapB, B, (uint64_t)N, (uint64_t)K, 64, BK)) return KEVO_ERR_RUNTIME;
     if (EPI == 2 && !kv_tma_map_2d(&mapC, C, (uint64_t)N, (uint64_t)M, 64, WGM)) return KEVO_ERR_RUNTIME;
     if (cudaFuncSetAttribute(gemm_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
