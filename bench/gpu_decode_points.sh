@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The decode shapes of the issue's table, each timed at a fixed knob point of
+# a kevo family beside cuBLAS (eager torch.matmul) and a copy of the same
+# bytes, or for the fused MLP beside eager and torch.compile, in one harness
+# (bench/peers/torch_peers.py --kevo-dir: the L2 flushed by a write, a 300 us
+# launch cover, ROUNDS rounds). No search: it says, in one short device call,
+# how far a family's known point is from the peers on this GPU (an H200's
+# cuBLAS moves the weights at about 70% of the copy roof, an H100's at 98%),
+# before a search is worth its minutes.
+#   bench/gpu_decode_points.sh [CONFIG=FAMILY:K=V,...]...
+# CONFIG is a config name under configs/cuda/decode/ (without .json), FAMILY
+# a family file under targets/cuda/kernels/ (e.g. gemm/swapab.cu). With no
+# argument, the points below (round 14's best on an H100, and the start
+# lines' choices for the shapes it did not search).
+# ROUNDS=3, PER=90 (seconds each config may take), OUT=build/gpu-decode-points.
+# Writes $OUT/<config>.txt and .json (torch_peers' own) and $OUT/best/, the
+# sources timed (each a family file with its knobs as #defines).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-build/gpu-decode-points}
+ROUNDS=${ROUNDS:-3}
+PER=${PER:-90}
+points=("$@")
+if [ ${#points[@]} -eq 0 ]; then
+  points=(
+    gemm-16x4096x14336=gemm/swapab.cu:TN=16,MT=1,NCONS=1,STAGES=20,SPLIT=1
+    gemm-64x4096x14336=gemm/swapab.cu:TN=64,MT=1,NCONS=1,STAGES=12,SPLIT=1
+    gemm-128x4096x14336=gemm/swapab.cu:TN=128,MT=1,NCONS=1,STAGES=8,SPLIT=1
+    gemm-64x4096x4096=gemm/swapab.cu:TN=64,MT=1,NCONS=1,STAGES=12,SPLIT=2
+    gemm-128x8192x8192=gemm/swapab.cu:TN=128,MT=1,NCONS=1,STAGES=8,SPLIT=1
+    gemm_swiglu-64x4096x14336=gemm_swiglu/wgmma.cu:WGM=64,NCONS=1,BN=128,STAGES=5,SPLIT=1,BHINT=1,KEEP=1
+    gemm_swiglu-128x4096x14336=gemm_swiglu/wgmma.cu:WGM=64,NCONS=2,BN=128,STAGES=3,SPLIT=1,BHINT=1,KEEP=1
+  )
+fi
+mkdir -p "$OUT/best"
+root=$PWD
+for p in "${points[@]}"; do
+  config=${p%%=*} rest=${p#*=}
+  family=${rest%%:*} knobs=${rest#*:}
+  if [ "$config" = "$p" ] || [ "$family" = "$rest" ]; then
+    echo "bad point '$p': want CONFIG=FAMILY:K=V,..." >&2
+    exit 2
+  fi
+  cfg=configs/cuda/decode/$config.json
+  src=targets/cuda/kernels/$family
+  [ -f "$cfg" ] || { echo "no config $cfg" >&2; exit 2; }
+  [ -f "$src" ] || { echo "no family $src" >&2; exit 2; }
+  {
+    IFS=, read -ra kvs <<< "$knobs"
+    for kv in "${kvs[@]}"; do echo "#define ${kv%%=*} ${kv#*=}"; done
+    echo "#include \"$root/$src\""
+  } > "$OUT/best/$config.best.cu"
+done
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv | tee "$OUT/gpu.txt"
+for p in "${points[@]}"; do
+  config=${p%%=*}
+  peers=eager,copy
+  case $config in gemm_swiglu-*) peers=eager,compile,copy ;; esac
+  timeout "$PER" python3 bench/peers/torch_peers.py "configs/cuda/decode/$config.json" \
+    --kevo-dir "$OUT/best" --peers "$peers" --rounds "$ROUNDS" --flush write --launch-cover-us 300 \
+    --json "$OUT/$config.json" > "$OUT/$config.txt" 2>&1
+  echo "== $config (${p#*=}): rc $?"
+  grep -v "AUTOTUNE\|^  [a-z_]\|strides\|dtypes\|ACC_TYPE\|^[EW][0-9]" "$OUT/$config.txt" | tail -8
+done
