@@ -53,6 +53,9 @@
  *                                     setmaxnreg.inc wait for ever.
  *   kv_setmaxnreg_fits(regs, consumers, producer_regs)  (host) whether a build of
  *                                     `regs` registers a thread (numRegs) holds them
+ *   kv_setmaxnreg_check(kernel, consumers, producer_regs, cache)  (host) the same for
+ *                                     a kernel, from cudaFuncGetAttributes: 1, 0, or -1
+ *                                     where the runtime could not say
  *   kv_wgmma_bf16<N>(d, da, db, scale_d)  d[N/2] (+)= A(64x16, K-major) * B(16xN,
  *                                     N-major) for N in 64, 128, 192, 256; scale_d 0
  *                                     overwrites d. Accumulator layout: warp w of the
@@ -105,6 +108,19 @@ constexpr bool kv_setmaxnreg_fits(int regs, int consumers, int producer_regs) {
 static_assert(kv_setmaxnreg_fits(168, 2, 40) && kv_setmaxnreg_fits(168, 2, 48) && !kv_setmaxnreg_fits(160, 2, 40) &&
                   kv_setmaxnreg_fits(128, 3, 40) && !kv_setmaxnreg_fits(120, 3, 40),
               "a pool short of the setmaxnreg pair is refused");
+// For a launcher: 1 where `kernel`'s build holds its setmaxnreg pair (or has
+// none: one consumer), 0 where it falls short (launching it would hang),
+// -1 where the runtime could not say. `cache` (a static of the launcher's,
+// -1 at first) keeps the answer once the runtime has given one.
+inline int kv_setmaxnreg_check(const void* kernel, int consumers, int producer_regs, int& cache) {
+  if (consumers == 1) return 1;
+  if (cache < 0) {
+    cudaFuncAttributes fa = {};
+    if (cudaFuncGetAttributes(&fa, kernel) != cudaSuccess) return -1;
+    cache = kv_setmaxnreg_fits(fa.numRegs, consumers, producer_regs) ? 1 : 0;
+  }
+  return cache;
+}
 #endif
 
 #ifndef KV_HAVE_SMEM_U32

@@ -1047,17 +1047,11 @@ extern "C" KEVO_EXPORT int kevo_launch(const kevo_tensor* in, int n_in, kevo_ten
     if (cudaFuncSetAttribute(gemm_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              kSmemBytes) != cudaSuccess)
       return KEVO_ERR_RUNTIME;
-    if constexpr (kConsumerRegs > 0) {
-      // The consumers' setmaxnreg.inc would wait for ever for registers the
-      // launch does not hold: a build that ptxas gave fewer is refused.
-      static int fits = -1;
-      if (fits < 0) {
-        cudaFuncAttributes fa = {};
-        if (cudaFuncGetAttributes(&fa, gemm_wgmma_kernel) != cudaSuccess) return KEVO_ERR_RUNTIME;
-        fits = kv_setmaxnreg_fits(fa.numRegs, NCONS, kProducerRegs);
-      }
-      if (!fits) return KEVO_ERR_UNSUPPORTED;
-    }
+    // The consumers' setmaxnreg.inc would wait for ever for registers the
+    // launch does not hold: a build that ptxas gave fewer is refused.
+    static int regs_fit = -1;
+    const int fit = kv_setmaxnreg_check(reinterpret_cast<const void*>(gemm_wgmma_kernel), NCONS, kProducerRegs, regs_fit);
+    if (fit <= 0) return fit < 0 ? KEVO_ERR_RUNTIME : KEVO_ERR_UNSUPPORTED;
     // With SK, a CTA (cluster) per k tile at most: fewer tiles than SMs are
     // shared out by their k tiles too, as split-K would.
     int64_t grid = SK ? tiles * ((K + BK - 1) / BK) : tiles;
