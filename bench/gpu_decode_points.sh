@@ -4,9 +4,9 @@
 # bytes, or for the fused MLP beside eager and torch.compile, in one harness
 # (bench/peers/torch_peers.py --kevo-dir: the L2 flushed by a write, a 300 us
 # launch cover, ROUNDS rounds). No search: it says, in one short device call,
-# how far a family's known point is from the peers on this GPU (an H200's
-# cuBLAS moves the weights at about 70% of the copy roof, an H100's at 98%),
-# before a search is worth its minutes.
+# how far a family's known point is from the peers on this GPU (the issue's
+# H200 table has cuBLAS at 46-73% of the copy roof; on an H100 it was at 98%
+# at 64 x 4096 x 14336, round 14), before a search is worth its minutes.
 #   bench/gpu_decode_points.sh [CONFIG=FAMILY:K=V,...]...
 # CONFIG is a config name under configs/cuda/decode/ (without .json), FAMILY
 # a family file under targets/cuda/kernels/ (e.g. gemm/swapab.cu). With no

@@ -1074,7 +1074,7 @@ void expect_register_budget_edge(const std::string& op, const std::vector<KnobSe
 // tiles with TMA stores, its staging beside the ring; and the ping-pong
 // start, whose consumers take alternate tiles), as the start computes them,
 // with a persistent cluster of two beside them, and cuBLAS's tile with EPIR,
-// with STM and with CDIM and EPIR. With two consumers, each build holds the
+// with STM, with CDIM and EPIR, and in a 2 x 2 cluster. With two consumers, each build holds the
 // 168 registers a thread that the consumers' setmaxnreg counts on.
 TEST(CudaCompile, TheStartsEdgesBuildWithoutSpills) {
   if (std::string why = cuda_unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
@@ -1137,7 +1137,11 @@ TEST(CudaCompile, TheStartsEdgesBuildWithoutSpills) {
       // and in a cluster along N that shares A, its first box staged in the held stage
       {"gemm", "wgmma", {{"A", {4096, 4096}}, {"B", {4096, 4096}}},
        {{"BN", 128}, {"WGM", 128}, {"NCONS", 2}, {"STAGES", 4}, {"EPI", 2}, {"EPIB", 1}, {"CDIM", 1},
-        {"EPIR", 1}, {"PERSIST", 1}, {"CLUSTER", 2}}}};
+        {"EPIR", 1}, {"PERSIST", 1}, {"CLUSTER", 2}}},
+      // and in a 2 x 2 cluster that shares both operands (CLUSTER 4), tiles drawn as clusters free up
+      {"gemm", "wgmma", {{"A", {4096, 4096}}, {"B", {4096, 4096}}},
+       {{"BN", 128}, {"WGM", 128}, {"NCONS", 2}, {"STAGES", 4}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1},
+        {"PERSIST", 1}, {"CLUSTER", 4}, {"DYN", 1}}}};
   // (That point with DYN is the last persistent start, built below.)
   for (const Case& c : cases) {
     Task task = test::quick_task(c.op, c.shapes, {{"target", "cuda"}, {"dtype", "bf16"}});
