@@ -73,6 +73,9 @@
  *                                     entry point is missing or encoding fails. The
  *                                     last 8 maps encoded on the calling thread are
  *                                     kept and returned again for the same arguments
+ *   kv_tma_map_2d_ld(map, base, inner, outer, ld, box_inner, box_outer)  the same
+ *                                     for a window of a wider matrix: rows `ld`
+ *                                     elements apart, `inner` of them in the map
  */
 #ifndef KEVO_CUDA_TMA_CUH
 #define KEVO_CUDA_TMA_CUH
@@ -512,11 +515,11 @@ inline PFN_cuTensorMapEncodeTiled_v12000 kv_encode_tiled() {
 // this thread are kept and handed out again: a decode GEMM's launch is called
 // with the same tensors call after call, and its host time is part of what a
 // caller pays per token.
-inline bool kv_tma_map_2d(CUtensorMap* map, const void* base, uint64_t inner, uint64_t outer,
-              uint32_t box_inner, uint32_t box_outer) {
+inline bool kv_tma_map_2d_ld(CUtensorMap* map, const void* base, uint64_t inner, uint64_t outer, uint64_t ld,
+                             uint32_t box_inner, uint32_t box_outer) {
   struct Entry {
     const void* base;
-    uint64_t inner, outer;
+    uint64_t inner, outer, ld;
     uint32_t box_inner, box_outer;
     CUtensorMap map;
   };
@@ -525,7 +528,7 @@ inline bool kv_tma_map_2d(CUtensorMap* map, const void* base, uint64_t inner, ui
   thread_local int used = 0, next = 0;
   for (int i = 0; i < used; ++i) {
     const Entry& e = kept[i];
-    if (e.base == base && e.inner == inner && e.outer == outer && e.box_inner == box_inner &&
+    if (e.base == base && e.inner == inner && e.outer == outer && e.ld == ld && e.box_inner == box_inner &&
         e.box_outer == box_outer) {
       *map = e.map;
       return true;
@@ -534,17 +537,22 @@ inline bool kv_tma_map_2d(CUtensorMap* map, const void* base, uint64_t inner, ui
   PFN_cuTensorMapEncodeTiled_v12000 fn = kv_encode_tiled();
   if (!fn) return false;
   const cuuint64_t dims[2] = {inner, outer};
-  const cuuint64_t strides[1] = {inner * 2};  // bytes, dimension 1
+  const cuuint64_t strides[1] = {ld * 2};  // bytes, dimension 1
   const cuuint32_t box[2] = {box_inner, box_outer};
   const cuuint32_t estr[2] = {1, 1};
   if (fn(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims, strides, box, estr,
          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
     return false;
-  kept[next] = Entry{base, inner, outer, box_inner, box_outer, *map};
+  kept[next] = Entry{base, inner, outer, ld, box_inner, box_outer, *map};
   next = (next + 1) % kEntries;
   if (used < kEntries) ++used;
   return true;
+}
+
+inline bool kv_tma_map_2d(CUtensorMap* map, const void* base, uint64_t inner, uint64_t outer,
+                          uint32_t box_inner, uint32_t box_outer) {
+  return kv_tma_map_2d_ld(map, base, inner, outer, inner, box_inner, box_outer);
 }
 
 #endif  // KEVO_CUDA_TMA_CUH

@@ -143,6 +143,13 @@
  *            0 for the next launch, so two launches of this module must not
  *            run at the same time (on two streams). 0: tiles pid,
  *            pid + clusters, ... in turn.
+ *   TAIL     1 or 2 (with CLUSTER 4, PERSIST 1, SK 0, EPI 2): the SMs that
+ *            clusters of four leave idle (12 of 132 on an H100 or H200) take
+ *            a band of C's last rows or columns in a second launch, of
+ *            clusters of TAIL CTAs along M, on a stream of the module's own
+ *            that forks from the caller's and joins it again. The band is
+ *            the one whose slower launch has the fewest waves of tiles; none
+ *            where no band beats one launch. 0: one launch.
  *
  * Starts (besides the default; SMS is the GPU's multiprocessors, as its
  * runner reports them): for decode shapes, a BN 64 or 128 tile whose BM
@@ -196,6 +203,7 @@
 // @kevo knob PING 0 {0, 1}
 // @kevo knob SK 0 {0, 1, 2}
 // @kevo knob DYN 0 {0, 1}
+// @kevo knob TAIL 0 {0, 1, 2}
 // @kevo require WGM / 64 * BN / 2 <= 128
 // @kevo require STAGES * ((NCONS - PING) * WGM + BN) * 128 + PERSIST * (EPI == 1) * NCONS * WGM * (BN + 8) * 2 + PERSIST * (EPI == 2) * NCONS * WGM * (BN - (EPIB > 0) * (BN - 64 * EPIB)) * 2 + 2048 <= 232448
 // @kevo require EPIB == 0 || (EPI == 2 && (BN / 64) % EPIB == 0 && 64 * EPIB < BN)
@@ -212,6 +220,7 @@
 // @kevo require PING == 0 || (PERSIST == 1 && NCONS == 2)
 // @kevo require SK == 0 || (PERSIST == 1 && PING == 0)
 // @kevo require DYN == 0 || (PERSIST == 1 && PING == 0 && SK == 0)
+// @kevo require TAIL == 0 || (CLUSTER == 4 && PERSIST == 1 && SK == 0 && EPI == 2)
 #ifndef BN
 #define BN 128
 #endif
@@ -310,10 +319,15 @@
 #ifndef DYN
 #define DYN 0
 #endif
+#ifndef TAIL
+#define TAIL 0
+#endif
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+
+#include <algorithm>
 
 #include "kevo_cuda_gemm_fallback.cuh"
 // kevo_cuda_tma.cuh before the tile walk: its unit slots use the mbarriers.
@@ -364,16 +378,26 @@ static_assert(BM <= 256, "TMA box rows <= 256");
 static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "CLUSTER must be 1, 2 or 4");
 static_assert(CDIM == 0 || (CLUSTER == 2 && PING == 0), "CDIM 1 needs CLUSTER 2 and PING 0");
 static_assert(CLUSTER < 4 || PING == 0, "CLUSTER 4 needs PING 0");
-// The cluster's extent along M and along N, in tiles: rank r's tile is at
-// row r % kCM and column r / kCM of the cluster's block. A CTA shares A with
-// the kCN CTAs of its row and B with the kCM CTAs of its column, loading
-// 1 / kCN of A's rows and 1 / kCM of B's boxes for all of them.
-constexpr int kCM = CLUSTER == 4 ? 2 : CDIM ? 1 : CLUSTER;
-constexpr int kCN = CLUSTER / kCM;
-// The CTAs that write into a CTA's stages (itself included), whose
-// consumers all release a stage before its producer loads it again.
-constexpr int kWriters = kCM + kCN - 1;
-static_assert(CDIM == 1 || (BN / 64) % kCM == 0, "B boxes must split evenly across the cluster");
+// A launch's cluster of kClu CTAs (along N with kCdim 1): its extent along
+// M and along N, in tiles. Rank r's tile is at row r % kCM and column r / kCM
+// of the cluster's block. A CTA shares A with the kCN CTAs of its row and B
+// with the kCM CTAs of its column, loading 1 / kCN of A's rows and 1 / kCM of
+// B's boxes for all of them. The kernel is built for the knobs' cluster and,
+// with TAIL, for the tail's too (TAIL CTAs along M).
+template <int kClu, int kCdim>
+struct ClusterShape {
+  static constexpr int kCM = kClu == 4 ? 2 : kCdim ? 1 : kClu;
+  static constexpr int kCN = kClu / kCM;
+  // The CTAs that write into a CTA's stages (itself included), whose
+  // consumers all release a stage before its producer loads it again.
+  static constexpr int kWriters = kCM + kCN - 1;
+  // DYN: readers of a tile slot, every CTA's producer and every consumer warp
+  // of the cluster, each arriving once on rank 0's "read" barrier.
+  static constexpr int kDynReaders = kClu + kClu * NCONS * 4;
+  static_assert(kClu == 1 || kClu == 2 || kClu == 4, "clusters of 1, 2 or 4 CTAs");
+  static_assert(kCdim == 1 || (BN / 64) % kCM == 0, "B boxes must split evenly across the cluster");
+};
+using MainShape = ClusterShape<CLUSTER, CDIM>;
 static_assert(SPLIT >= 1 && SPLIT <= 8, "SPLIT must be 1..8 (portable cluster size)");
 static_assert(SPLIT == 1 || CLUSTER == 1, "split-K and the M cluster do not combine");
 static_assert(EPI >= 0 && EPI <= 2, "EPI must be 0, 1 or 2");
@@ -386,6 +410,9 @@ static_assert(EPIR == 0 || (EPI == 2 && EPIB == 1 && PERSIST == 1 && PING == 0),
 static_assert(PING == 0 || (PERSIST == 1 && NCONS == 2), "PING needs PERSIST 1 and NCONS 2");
 static_assert(SK == 0 || (PERSIST == 1 && PING == 0), "SK needs PERSIST 1 and PING 0");
 static_assert(DYN == 0 || (PERSIST == 1 && PING == 0 && SK == 0), "DYN needs PERSIST 1, PING 0 and SK 0");
+static_assert(TAIL == 0 || TAIL == 1 || TAIL == 2, "TAIL must be 0, 1 or 2");
+static_assert(TAIL == 0 || (CLUSTER == 4 && PERSIST == 1 && SK == 0 && EPI == 2),
+              "TAIL needs CLUSTER 4, PERSIST 1, SK 0 and EPI 2");
 
 // Stream-K (SK 1): CTA c's partial tile, kMT * kAcc floats per consumer
 // thread laid out [i][thread] (each i one coalesced row), and its flag, which
@@ -395,19 +422,23 @@ constexpr int kConsThreads = NCONS * 128;
 __device__ float g_sk_part[SK ? kSkSlots * kConsThreads * kMT * kAcc : 1];
 __device__ unsigned g_sk_ready[SK ? kSkSlots : 1];
 // DYN: the tiles drawn past the first wave in this launch, and the clusters
-// that have drawn past the last tile (the last of them sets both back to 0).
-__device__ unsigned g_dyn_next = 0;
-__device__ unsigned g_dyn_done = 0;
-// Readers of a DYN tile slot: every CTA's producer and every consumer warp
-// of the cluster, each arriving once on rank 0's "read" barrier.
-constexpr int kDynReaders = CLUSTER + CLUSTER * NCONS * 4;
+// that have drawn past the last tile (the last of them sets both back to 0);
+// [1] is the tail launch's (TAIL), which runs beside the main one.
+__device__ unsigned g_dyn_next[2] = {0, 0};
+__device__ unsigned g_dyn_done[2] = {0, 0};
 static_assert(kSmemBytes <= 232448, "shared memory over 227 KB");
 
 // ------------------------------------------------------------------ kernels
-__global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 1)
+template <int kClu, int kCdim>
+__global__ void __cluster_dims__(kClu, SPLIT, 1) __launch_bounds__(kThreads, 1)
     gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
                       const __grid_constant__ CUtensorMap tmC, __nv_bfloat16* __restrict__ C, int M,
                       int N, int K, unsigned epoch) {
+  constexpr int kCM = ClusterShape<kClu, kCdim>::kCM;
+  constexpr int kCN = ClusterShape<kClu, kCdim>::kCN;
+  constexpr int kWriters = ClusterShape<kClu, kCdim>::kWriters;
+  constexpr int kDynReaders = ClusterShape<kClu, kCdim>::kDynReaders;
+  constexpr int kPart = kClu == CLUSTER && kCdim == CDIM ? 0 : 1;  // g_dyn_*'s
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   // Stage buffers must sit on 1024-byte boundaries (the 128-byte swizzle
   // pattern repeats every 8 rows of 128 bytes; descriptors assume base offset 0).
@@ -426,9 +457,9 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
   const int tid_wg = threadIdx.x % 128;
 
   // Threadblock rasterization (grouped along M for L2 reuse), in units of
-  // clusters: the CLUSTER CTAs of a cluster take CLUSTER consecutive tile rows
+  // clusters: the kClu CTAs of a cluster take kClu consecutive tile rows
   // of the same tile column, or with CDIM 1 consecutive tile columns of the
-  // same row, or with CLUSTER 4 a 2 x 2 block (a CTA past the last tile row or
+  // same row, or with four a 2 x 2 block (a CTA past the last tile row or
   // column still runs the pipeline for its peers, loading valid rows and
   // columns and storing nothing).
   // A persistent cluster takes the tiles pid, pid + clusters, ... in turn, so
@@ -438,18 +469,18 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
   const int tiles_mc = (tiles_m + kCM - 1) / kCM;
   const int tiles_nc = (N + BN * kCN - 1) / (BN * kCN);
   const int tiles_c = tiles_mc * tiles_nc;  // tiles in cluster units
-  const int pid_step = PERSIST ? (int)gridDim.x / CLUSTER : tiles_c;
+  const int pid_step = PERSIST ? (int)gridDim.x / kClu : tiles_c;
 #ifdef KEVO_DIAG_SCRAMBLE
   // A diagnostic, never a knob: persistent cluster c takes the walk of
   // cluster (c * KEVO_DIAG_SCRAMBLE) % clusters (a permutation where the two
   // are coprime; -1 reverses), to see whether which SMs take which tiles
   // matters. The output is right either way.
-  const int cid = (int)blockIdx.x / CLUSTER;
+  const int cid = (int)blockIdx.x / kClu;
   const int pid_first = KEVO_DIAG_SCRAMBLE < 0 ? pid_step - 1 - cid : (int)(((int64_t)cid * KEVO_DIAG_SCRAMBLE) % pid_step);
 #else
-  const int pid_first = (int)blockIdx.x / CLUSTER;
+  const int pid_first = (int)blockIdx.x / kClu;
 #endif
-  const uint32_t crank = CLUSTER > 1 ? kv_cluster_rank() : 0;  // rank in the cluster (SPLIT is 1 then)
+  const uint32_t crank = kClu > 1 ? kv_cluster_rank() : 0;  // rank in the cluster (SPLIT is 1 then)
   const int rm = (int)crank % kCM, rn = (int)crank / kCM;     // its tile's row and column in the block
   // Multicast masks: the CTAs of this tile row (A) and of this column (B).
   uint16_t mask_a = 0, mask_b = 0;
@@ -516,18 +547,18 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
   auto schedule = [&]() {
     for (int j = 1;; ++j) {
       if (j >= 2) kv_mbar_wait_cluster(bar_tile_read + 8 * ((j - 1) & 1), (uint32_t)((j - 2) >> 1) & 1u);
-      int pid = pid_step + (int)atomicAdd(&g_dyn_next, 1u);
+      int pid = pid_step + (int)atomicAdd(&g_dyn_next[kPart], 1u);
       if (pid >= tiles_c) {
         pid = tiles_c;
         __threadfence();  // this cluster's last draw comes before its count
-        if (atomicAdd(&g_dyn_done, 1u) == (unsigned)pid_step - 1u) {
-          atomicExch(&g_dyn_next, 0u);  // every cluster has drawn its last
-          atomicExch(&g_dyn_done, 0u);
+        if (atomicAdd(&g_dyn_done[kPart], 1u) == (unsigned)pid_step - 1u) {
+          atomicExch(&g_dyn_next[kPart], 0u);  // every cluster has drawn its last
+          atomicExch(&g_dyn_done[kPart], 0u);
         }
       }
       const uint32_t slot = (uint32_t)(j & 1);
 #pragma unroll
-      for (int r = 0; r < CLUSTER; ++r)
+      for (int r = 0; r < kClu; ++r)
         kv_publish_cluster(tile_slot + 4 * slot, (uint32_t)pid, bar_tile + 8 * slot, (uint32_t)r);
       if (pid >= tiles_c) return;
     }
@@ -548,7 +579,7 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
-  if constexpr (CLUSTER > 1) kv_cluster_sync();  // peers' barriers exist before any multicast
+  if constexpr (kClu > 1) kv_cluster_sync();  // peers' barriers exist before any multicast
   else __syncthreads();
   float* part = reinterpret_cast<float*>(smem_raw + (sOut - raw));  // split-K partial (SPLIT > 1)
 
@@ -651,11 +682,11 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
     const bool lane0 = (tid_wg & 31) == 0;
     auto release = [&](int stage) {
       if (lane0) {
-        if constexpr (CLUSTER == 1) {
+        if constexpr (kClu == 1) {
           kv_mbar_arrive(bar_empty + 8 * stage);
         } else {
 #pragma unroll
-          for (int r = 0; r < CLUSTER; ++r)
+          for (int r = 0; r < kClu; ++r)
             if (r % kCM == rm || r / kCM == rn) kv_mbar_arrive_cluster(bar_empty + 8 * stage, (uint32_t)r);
         }
       }
@@ -760,7 +791,7 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
         if (kb < ktiles) {
           // The start (or a middle part) of a tile whose end a higher CTA
           // holds: the partial goes to this CTA's slot, then its flag.
-          const int slot = pid_first * CLUSTER + (int)crank;
+          const int slot = pid_first * kClu + (int)crank;
           float* part_out = g_sk_part + (size_t)slot * (kConsThreads * kMT * kAcc);
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt)
@@ -778,7 +809,7 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
           // their partials, lowest first.
           KvHolderScan holders = kv_unit_holders(sk_slots, j);
           for (int q; kv_next_holder(holders, pid_step, pid_first, q);) {
-            const int slot = q * CLUSTER + (int)crank;
+            const int slot = q * kClu + (int)crank;
             kv_flag_wait(g_sk_ready + slot, epoch);
             const float* part_in = g_sk_part + (size_t)slot * (kConsThreads * kMT * kAcc);
 #pragma unroll
@@ -1006,8 +1037,125 @@ __global__ void __cluster_dims__(CLUSTER, SPLIT, 1) __launch_bounds__(kThreads, 
   }
   // No CTA may exit while a peer can still multicast into it, arrive on its
   // barriers or read its partial tile.
-  if constexpr (CLUSTER > 1 || SPLIT > 1) kv_cluster_sync();
+  if constexpr (kClu > 1 || SPLIT > 1) kv_cluster_sync();
 }
+
+// The CTAs of a kClu-cluster launch of this module that can be resident at
+// once on an idle GPU (one per multiprocessor, in whole clusters: a GPC whose
+// SM count is odd leaves one SM out of clusters of two); 0 on an error.
+template <int kClu, int kCdim>
+int resident_ctas(int dev) {
+  static int resident_dev = -1, resident = 0;
+  if (resident_dev != dev) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)(kClu * 1024), 1, 1);
+    cfg.blockDim = dim3(kThreads, 1, 1);
+    cfg.dynamicSmemBytes = kSmemBytes;
+    int clusters = 0, sms = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, gemm_wgmma_kernel<kClu, kCdim>, &cfg) != cudaSuccess ||
+        clusters < 1) {
+      (void)cudaGetLastError();  // not sticky: fall back on the SM count
+      if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1) return 0;
+      clusters = sms / kClu > 0 ? sms / kClu : 1;
+    }
+    resident = clusters * kClu;
+    resident_dev = dev;
+  }
+  return resident;
+}
+
+// One launch over the window C[0:M, 0:N] of a matrix whose rows are ldn
+// elements apart (B's too; A's K), on at most max_ctas CTAs when persistent
+// (0: as many as are resident). KEVO_OK or an error code.
+template <int kClu, int kCdim>
+int launch_part(const __nv_bfloat16* A, const __nv_bfloat16* B, __nv_bfloat16* C, int M, int N, int K, int ldn,
+                int max_ctas, cudaStream_t stream) {
+  using Shape = ClusterShape<kClu, kCdim>;
+  const int64_t tiles_mc = ((M + BM - 1) / BM + Shape::kCM - 1) / Shape::kCM;
+  const int64_t tiles_nc = ((N + BN - 1) / BN + Shape::kCN - 1) / Shape::kCN;
+  const int64_t tiles = tiles_mc * tiles_nc * kClu;  // a multiple of kClu
+  if (tiles > INT32_MAX) return KEVO_ERR_UNSUPPORTED;
+  CUtensorMap mapA, mapB, mapC = {};
+  if (!kv_tma_map_2d(&mapA, A, (uint64_t)K, (uint64_t)M, BK, BM / Shape::kCN)) return KEVO_ERR_RUNTIME;
+  if (!kv_tma_map_2d_ld(&mapB, B, (uint64_t)N, (uint64_t)K, (uint64_t)ldn, 64, BK)) return KEVO_ERR_RUNTIME;
+  if (EPI == 2 && !kv_tma_map_2d_ld(&mapC, C, (uint64_t)N, (uint64_t)M, (uint64_t)ldn, 64, WGM))
+    return KEVO_ERR_RUNTIME;
+  auto kernel = gemm_wgmma_kernel<kClu, kCdim>;
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes) != cudaSuccess)
+    return KEVO_ERR_RUNTIME;
+  // The consumers' setmaxnreg.inc would wait for ever for registers the
+  // launch does not hold: a build that ptxas gave fewer is refused.
+  static int regs_fit = -1;
+  const int fit = kv_setmaxnreg_check(reinterpret_cast<const void*>(kernel), NCONS, kProducerRegs, regs_fit);
+  if (fit <= 0) return fit < 0 ? KEVO_ERR_RUNTIME : KEVO_ERR_UNSUPPORTED;
+  // With SK, a CTA (cluster) per k tile at most: fewer tiles than SMs are
+  // shared out by their k tiles too, as split-K would.
+  int64_t grid = SK ? tiles * ((K + BK - 1) / BK) : tiles;
+  if (PERSIST) {
+    // As many CTAs as can be resident at once, and no more than the tiles.
+    // A cluster that had to wait for a resident one to finish all of its
+    // tiles would double the time of its own (and with SK, a CTA waits for
+    // lower ones: all of them must be resident at once).
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return KEVO_ERR_RUNTIME;
+    const int resident = resident_ctas<kClu, kCdim>(dev);
+    if (resident < 1) return KEVO_ERR_RUNTIME;
+    if (grid > resident) grid = resident;
+    if (max_ctas > 0 && grid > max_ctas) grid = max_ctas / kClu * kClu;
+    if (grid < kClu) return KEVO_ERR_RUNTIME;
+    if (SK && grid > kSkSlots) grid = kSkSlots / kClu * kClu;  // a workspace slot each
+  }
+  // The launch's number: a stream-K flag raised by an earlier launch (one
+  // that was stopped half-way included) never passes for this one's.
+  static unsigned launches = 0;
+  if (++launches == 0) launches = 1;
+  kernel<<<dim3((unsigned)grid, SPLIT), kThreads, kSmemBytes, stream>>>(mapA, mapB, mapC, C, M, N, K, launches);
+  return cudaGetLastError() == cudaSuccess ? KEVO_OK : KEVO_ERR_RUNTIME;
+}
+
+#if TAIL
+// TAIL: where the main launch's 2 x 2 clusters leave SMs idle (a GPC whose SM
+// count is not a multiple of 4), a second launch of clusters of TAIL CTAs
+// takes a band of C's rows or columns on them, on a stream of this module's
+// own that forks from the caller's stream and joins it again (the caller's
+// stream waits for both, so a timer on it times both). The band is the one,
+// along M or N in whole clusters of the main launch, whose slower part has the
+// fewest waves of tiles (tiles of both launches taken as equally long; a tie
+// goes to the larger main part). 0 rows or columns: no tail.
+struct TailSplit {
+  int along_n = 0;  // 1: the tail takes the last `rest` columns, 0: rows
+  int rest = 0;     // rows or columns of C in the tail's band
+};
+
+inline TailSplit choose_tail(int M, int N, int main_ctas, int tail_ctas) {
+  using Main = MainShape;
+  TailSplit best;
+  auto waves = [](int64_t tiles, int ctas) { return ctas > 0 ? (tiles + ctas - 1) / ctas : INT64_MAX / 4; };
+  const int64_t tm = (M + BM - 1) / BM, tn = (N + BN - 1) / BN;
+  const int64_t tm_c = (tm + Main::kCM - 1) / Main::kCM * Main::kCM, tn_c = (tn + Main::kCN - 1) / Main::kCN * Main::kCN;
+  int64_t best_waves = waves(tm_c * tn_c, main_ctas);
+  int64_t best_main = tm_c * tn_c;
+  for (int along_n = 0; along_n < 2; ++along_n) {
+    const int64_t t_all = along_n ? tn : tm, t_other = along_n ? tm_c : tn_c;
+    const int step = along_n ? Main::kCN : Main::kCM;
+    for (int64_t t_main = step; t_main < t_all; t_main += step) {
+      const int64_t t_rest = t_all - t_main;
+      // the tail's clusters run along M: its rows in whole clusters
+      const int64_t rest_tiles = along_n ? t_rest * ((tm + TAIL - 1) / TAIL * TAIL)
+                                         : (t_rest + TAIL - 1) / TAIL * TAIL * tn;
+      const int64_t main_tiles = t_main * t_other;
+      const int64_t w = std::max(waves(main_tiles, main_ctas), waves(rest_tiles, tail_ctas));
+      if (w < best_waves || (w == best_waves && main_tiles > best_main && best.rest > 0)) {
+        best_waves = w;
+        best_main = main_tiles;
+        best.along_n = along_n;
+        best.rest = along_n ? N - (int)t_main * BN : M - (int)t_main * BM;  // the last tile ragged
+      }
+    }
+  }
+  return best;
+}
+#endif
 
 }  // namespace
 
@@ -1036,59 +1184,47 @@ extern "C" KEVO_EXPORT int kevo_launch(const kevo_tensor* in, int n_in, kevo_ten
                          reinterpret_cast<uintptr_t>(C)) &
                         15) == 0;
   if (K > 0 && K % 8 == 0 && N % 8 == 0 && aligned) {
-    const int64_t tiles_mc = ((M + BM - 1) / BM + kCM - 1) / kCM;
-    const int64_t tiles_nc = ((N + BN - 1) / BN + kCN - 1) / kCN;
-    const int64_t tiles = tiles_mc * tiles_nc * CLUSTER;  // a multiple of CLUSTER
-    if (tiles > INT32_MAX) return KEVO_ERR_UNSUPPORTED;
-    CUtensorMap mapA, mapB, mapC = {};
-    if (!kv_tma_map_2d(&mapA, A, (uint64_t)K, (uint64_t)M, BK, BM / kCN)) return KEVO_ERR_RUNTIME;
-    if (!kv_tma_map_2d(&mapB, B, (uint64_t)N, (uint64_t)K, 64, BK)) return KEVO_ERR_RUNTIME;
-    if (EPI == 2 && !kv_tma_map_2d(&mapC, C, (uint64_t)N, (uint64_t)M, 64, WGM)) return KEVO_ERR_RUNTIME;
-    if (cudaFuncSetAttribute(gemm_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             kSmemBytes) != cudaSuccess)
+#if TAIL
+    int dev = 0, sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
       return KEVO_ERR_RUNTIME;
-    // The consumers' setmaxnreg.inc would wait for ever for registers the
-    // launch does not hold: a build that ptxas gave fewer is refused.
-    static int regs_fit = -1;
-    const int fit = kv_setmaxnreg_check(reinterpret_cast<const void*>(gemm_wgmma_kernel), NCONS, kProducerRegs, regs_fit);
-    if (fit <= 0) return fit < 0 ? KEVO_ERR_RUNTIME : KEVO_ERR_UNSUPPORTED;
-    // With SK, a CTA (cluster) per k tile at most: fewer tiles than SMs are
-    // shared out by their k tiles too, as split-K would.
-    int64_t grid = SK ? tiles * ((K + BK - 1) / BK) : tiles;
-    if (PERSIST) {
-      // As many CTAs as can be resident at once (one per multiprocessor, in
-      // whole clusters: a GPC whose SM count is odd leaves one SM out of
-      // clusters of two), and no more than the tiles. A cluster that had to
-      // wait for a resident one to finish all of its tiles would double the
-      // time of its own (and with SK, a CTA waits for lower ones: all of them
-      // must be resident at once).
-      static int resident_dev = -1, resident = 0;
-      int dev = 0;
-      if (cudaGetDevice(&dev) != cudaSuccess) return KEVO_ERR_RUNTIME;
-      if (resident_dev != dev) {
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3((unsigned)tiles, 1, 1);
-        cfg.blockDim = dim3(kThreads, 1, 1);
-        cfg.dynamicSmemBytes = kSmemBytes;
-        int clusters = 0, sms = 0;
-        if (cudaOccupancyMaxActiveClusters(&clusters, gemm_wgmma_kernel, &cfg) != cudaSuccess || clusters < 1) {
-          (void)cudaGetLastError();  // not sticky: fall back on the SM count
-          if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1)
-            return KEVO_ERR_RUNTIME;
-          clusters = sms / CLUSTER > 0 ? sms / CLUSTER : 1;
-        }
-        resident = clusters * CLUSTER;
-        resident_dev = dev;
-      }
-      if (grid > resident) grid = resident;
-      if (SK && grid > kSkSlots) grid = kSkSlots / CLUSTER * CLUSTER;  // a workspace slot each
+    const int main_ctas = resident_ctas<CLUSTER, CDIM>(dev);
+    if (main_ctas < 1) return KEVO_ERR_RUNTIME;
+    const int tail_ctas = (sms - main_ctas) / TAIL * TAIL;
+    const TailSplit split = tail_ctas > 0 ? choose_tail(M, N, main_ctas, tail_ctas) : TailSplit{};
+    // The side stream and the fork and join events, made once per device.
+    static int side_dev = -1;
+    static cudaStream_t side = nullptr;
+    static cudaEvent_t fork = nullptr, join = nullptr;
+    if (split.rest > 0 && side_dev != dev) {
+      if (cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking) != cudaSuccess ||
+          cudaEventCreateWithFlags(&fork, cudaEventDisableTiming) != cudaSuccess ||
+          cudaEventCreateWithFlags(&join, cudaEventDisableTiming) != cudaSuccess)
+        return KEVO_ERR_RUNTIME;
+      side_dev = dev;
     }
-    // The launch's number: a stream-K flag raised by an earlier launch (one
-    // that was stopped half-way included) never passes for this one's.
-    static unsigned launches = 0;
-    if (++launches == 0) launches = 1;
-    gemm_wgmma_kernel<<<dim3((unsigned)grid, SPLIT), kThreads, kSmemBytes, stream>>>(mapA, mapB, mapC, C, M,
-                                                                                     N, K, launches);
+    if (split.rest > 0) {
+      // The main launch first, on the caller's stream, so that its clusters
+      // take their SMs before the tail's CTAs come.
+      const int m_main = split.along_n ? M : M - split.rest, n_main = split.along_n ? N - split.rest : N;
+      if (cudaEventRecord(fork, stream) != cudaSuccess || cudaStreamWaitEvent(side, fork, 0) != cudaSuccess)
+        return KEVO_ERR_RUNTIME;
+      int rc = launch_part<CLUSTER, CDIM>(A, B, C, m_main, n_main, K, N, main_ctas, stream);
+      const __nv_bfloat16* A2 = split.along_n ? A : A + (size_t)m_main * K;
+      const __nv_bfloat16* B2 = split.along_n ? B + n_main : B;
+      __nv_bfloat16* C2 = split.along_n ? C + n_main : C + (size_t)m_main * N;
+      const int rc2 = launch_part<TAIL, 0>(A2, B2, C2, split.along_n ? M : split.rest,
+                                           split.along_n ? split.rest : N, K, N, tail_ctas, side);
+      // The join whatever happened: the caller's stream never runs ahead of
+      // work left on the side stream.
+      const bool joined = cudaEventRecord(join, side) == cudaSuccess && cudaStreamWaitEvent(stream, join, 0) == cudaSuccess;
+      if (rc == KEVO_OK) rc = rc2;
+      if (rc == KEVO_OK && !joined) rc = KEVO_ERR_RUNTIME;
+      return rc;
+    }
+#endif
+    return launch_part<CLUSTER, CDIM>(A, B, C, M, N, K, N, 0, stream);
   } else {
     const int rc = kv_gemm_fallback(A, B, C, M, N, K, stream);
     if (rc != KEVO_OK) return rc;
