@@ -262,5 +262,55 @@ TEST(TileWalk, AGemmSummedAlongTheWalkIsExact) {
     }
 }
 
+// gemm wgmma's TAIL band (kv_tail_split), for 2 x 2 clusters on a GPU of 132
+// SMs (120 in clusters of four, 12 left): at 4096^3 in 256 x 128 tiles
+// (16 x 32) the last 2 tile columns beside 30 (4 waves and 3 where one launch
+// takes 5); in 128 x 256 tiles (32 x 16) the last 2 tile rows; the GPU test's
+// two shapes (8 x 32: 2 columns; 22 x 12: 2 rows); none where the tiles fill
+// the SMs' waves (10 x 12) or no SM is left.
+TEST(TileWalk, TheTailBandIsTheOneWithTheFewestWaves) {
+  struct Want {
+    int tm, tn, tail_cm, main_ctas, tail_ctas;
+    int along_n, tiles;
+    int64_t waves;
+  };
+  const std::vector<Want> cases = {
+      {16, 32, 2, 120, 12, 1, 2, 4}, {16, 32, 1, 120, 12, 1, 2, 4}, {32, 16, 2, 120, 12, 0, 2, 4},
+      {8, 32, 2, 120, 12, 1, 2, 2},  {22, 12, 2, 120, 12, 0, 2, 2}, {10, 12, 2, 120, 12, 0, 0, 1},
+      {16, 32, 2, 132, 0, 0, 0, 4},  {16, 32, 2, 120, 0, 0, 0, 5}};
+  for (const Want& c : cases) {
+    const KvTailSplit s = kv_tail_split(c.tm, c.tn, 2, 2, c.tail_cm, c.main_ctas, c.tail_ctas);
+    EXPECT_EQ(s.along_n, c.along_n) << c.tm << " x " << c.tn;
+    EXPECT_EQ(s.tiles, c.tiles) << c.tm << " x " << c.tn;
+    EXPECT_EQ(s.waves, c.waves) << c.tm << " x " << c.tn;
+  }
+  // On any shape: the band is whole main clusters short of C's edge, never
+  // all of C, and its waves (both launches', counted here from scratch) are
+  // no more than one launch's.
+  std::mt19937 rng(7);
+  for (int i = 0; i < 2000; ++i) {
+    const int tm = 1 + (int)(rng() % 40), tn = 1 + (int)(rng() % 40), cm = 1 + (int)(rng() % 2),
+              cn = 1 + (int)(rng() % 2), tail_cm = 1 + (int)(rng() % 2);
+    const int main_ctas = 4 + (int)(rng() % 130), tail_ctas = (int)(rng() % 20);
+    const KvTailSplit s = kv_tail_split(tm, tn, cm, cn, tail_cm, main_ctas, tail_ctas);
+    auto up = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+    const int64_t one = up(up(tm, cm) * cm * up(tn, cn) * cn, main_ctas);
+    if (s.tiles == 0) {
+      EXPECT_EQ(s.waves, one);
+      continue;
+    }
+    ASSERT_GT(tail_ctas, 0);
+    const int t_all = s.along_n ? tn : tm, step = s.along_n ? cn : cm;
+    ASSERT_LT(s.tiles, t_all);
+    ASSERT_EQ((t_all - s.tiles) % step, 0) << "the first launch takes whole clusters";
+    const int64_t main_tiles = s.along_n ? (int64_t)up(tm, cm) * cm * (tn - s.tiles)
+                                         : (int64_t)(tm - s.tiles) * up(tn, cn) * cn;
+    const int64_t rest_tiles = s.along_n ? (int64_t)s.tiles * up(tm, tail_cm) * tail_cm
+                                         : (int64_t)up(s.tiles, tail_cm) * tail_cm * tn;
+    EXPECT_EQ(s.waves, std::max(up(main_tiles, main_ctas), up(rest_tiles, tail_ctas)));
+    EXPECT_LT(s.waves, one);
+  }
+}
+
 }  // namespace
 }  // namespace kevo

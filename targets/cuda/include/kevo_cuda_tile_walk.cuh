@@ -181,6 +181,49 @@ KV_WALK_FN bool kv_next_holder(KvHolderScan& h, int workers, int w, int& q) {
   return false;
 }
 
+// A band of C for a second launch beside the first (gemm wgmma's TAIL): the
+// first launch's clusters (cm x cn tiles each) fit main_ctas CTAs of the GPU
+// and leave tail_ctas SMs idle, where a launch of clusters of tail_cm CTAs
+// along M takes the band. Of the bands of whole main clusters (the last tile
+// rows or the last tile columns), the one whose slower launch has the fewest
+// waves of tiles, counting the tiles of both launches as equally long (the
+// tiles past C's edge that fill the launches' clusters included); a tie goes
+// to the larger first launch, and to one launch when a band does not beat it.
+struct KvTailSplit {
+  int along_n;  // 1: the band is the last `tiles` tile columns, 0: tile rows
+  int tiles;    // 0: no band, one launch
+  int64_t waves;  // of the slower launch (of the one launch with no band)
+};
+
+KV_WALK_FN KvTailSplit kv_tail_split(int tiles_m, int tiles_n, int cm, int cn, int tail_cm, int main_ctas,
+                                     int tail_ctas) {
+  KvTailSplit best = {0, 0, 0};
+  if (tiles_m < 1 || tiles_n < 1 || main_ctas < 1) return best;
+  const int64_t tm_c = (int64_t)(tiles_m + cm - 1) / cm * cm, tn_c = (int64_t)(tiles_n + cn - 1) / cn * cn;
+  best.waves = (tm_c * tn_c + main_ctas - 1) / main_ctas;
+  if (tail_ctas < 1 || tail_cm < 1) return best;
+  int64_t best_main = tm_c * tn_c;
+  for (int along_n = 0; along_n < 2; ++along_n) {
+    const int t_all = along_n ? tiles_n : tiles_m, step = along_n ? cn : cm;
+    const int64_t other = along_n ? tm_c : tn_c;  // the main launch's tiles across the band
+    for (int t_main = step; t_main < t_all; t_main += step) {
+      const int64_t t_rest = t_all - t_main;
+      const int64_t rest_tiles = along_n ? t_rest * ((tiles_m + tail_cm - 1) / tail_cm * tail_cm)
+                                         : (t_rest + tail_cm - 1) / tail_cm * tail_cm * tiles_n;
+      const int64_t main_tiles = (int64_t)t_main * other;
+      const int64_t wm = (main_tiles + main_ctas - 1) / main_ctas, wt = (rest_tiles + tail_ctas - 1) / tail_ctas;
+      const int64_t w = wm > wt ? wm : wt;
+      if (w < best.waves || (w == best.waves && best.tiles > 0 && main_tiles > best_main)) {
+        best.waves = w;
+        best.along_n = along_n;
+        best.tiles = (int)t_rest;
+        best_main = main_tiles;
+      }
+    }
+  }
+  return best;
+}
+
 #if defined(__CUDACC__)
 #if defined(KEVO_CUDA_TMA_CUH)  // the unit slots need its mbarriers: include it first
 // A GEMM's consumers that walk the schedule themselves (64-bit divisions

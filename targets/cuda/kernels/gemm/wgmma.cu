@@ -146,10 +146,11 @@
  *   TAIL     1 or 2 (with CLUSTER 4, PERSIST 1, SK 0, EPI 2): the SMs that
  *            clusters of four leave idle (12 of 132 on an H100 or H200) take
  *            a band of C's last rows or columns in a second launch, of
- *            clusters of TAIL CTAs along M, on a stream of the module's own
- *            that forks from the caller's and joins it again. The band is
- *            the one whose slower launch has the fewest waves of tiles; none
- *            where no band beats one launch. 0: one launch.
+ *            clusters of TAIL CTAs along M, a programmatic dependent launch
+ *            on the same stream: it starts once every CTA of the first has
+ *            (so those take their SMs first) and ends after the first. The
+ *            band is the one whose slower launch has the fewest waves of
+ *            tiles; none where no band beats one launch. 0: one launch.
  *
  * Starts (besides the default; SMS is the GPU's multiprocessors, as its
  * runner reports them): for decode shapes, a BN 64 or 128 tile whose BM
@@ -327,7 +328,6 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include <algorithm>
 
 #include "kevo_cuda_gemm_fallback.cuh"
 // kevo_cuda_tma.cuh before the tile walk: its unit slots use the mbarriers.
@@ -439,6 +439,9 @@ __global__ void __cluster_dims__(kClu, SPLIT, 1) __launch_bounds__(kThreads, 1)
   constexpr int kWriters = ClusterShape<kClu, kCdim>::kWriters;
   constexpr int kDynReaders = ClusterShape<kClu, kCdim>::kDynReaders;
   constexpr int kPart = kClu == CLUSTER && kCdim == CDIM ? 0 : 1;  // g_dyn_*'s
+  // TAIL: the tail launch (a programmatic dependent launch) may start once
+  // every CTA of the main one has, so it finds the SMs these left idle.
+  if constexpr (TAIL && kPart == 0) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   // Stage buffers must sit on 1024-byte boundaries (the 128-byte swizzle
   // pattern repeats every 8 rows of 128 bytes; descriptors assume base offset 0).
@@ -1038,6 +1041,9 @@ __global__ void __cluster_dims__(kClu, SPLIT, 1) __launch_bounds__(kThreads, 1)
   // No CTA may exit while a peer can still multicast into it, arrive on its
   // barriers or read its partial tile.
   if constexpr (kClu > 1 || SPLIT > 1) kv_cluster_sync();
+  // TAIL: the tail launch ends after the main one, so the work after it in
+  // the stream (the caller's end event included) waits for both.
+  if constexpr (TAIL && kPart == 1) asm volatile("griddepcontrol.wait;\n" ::: "memory");
 }
 
 // The CTAs of a kClu-cluster launch of this module that can be resident at
@@ -1069,7 +1075,7 @@ int resident_ctas(int dev) {
 // (0: as many as are resident). KEVO_OK or an error code.
 template <int kClu, int kCdim>
 int launch_part(const __nv_bfloat16* A, const __nv_bfloat16* B, __nv_bfloat16* C, int M, int N, int K, int ldn,
-                int max_ctas, cudaStream_t stream) {
+                int max_ctas, bool dependent, cudaStream_t stream) {
   using Shape = ClusterShape<kClu, kCdim>;
   const int64_t tiles_mc = ((M + BM - 1) / BM + Shape::kCM - 1) / Shape::kCM;
   const int64_t tiles_nc = ((N + BN - 1) / BN + Shape::kCN - 1) / Shape::kCN;
@@ -1109,51 +1115,45 @@ int launch_part(const __nv_bfloat16* A, const __nv_bfloat16* B, __nv_bfloat16* C
   // that was stopped half-way included) never passes for this one's.
   static unsigned launches = 0;
   if (++launches == 0) launches = 1;
-  kernel<<<dim3((unsigned)grid, SPLIT), kThreads, kSmemBytes, stream>>>(mapA, mapB, mapC, C, M, N, K, launches);
-  return cudaGetLastError() == cudaSuccess ? KEVO_OK : KEVO_ERR_RUNTIME;
+  if (!dependent) {
+    kernel<<<dim3((unsigned)grid, SPLIT), kThreads, kSmemBytes, stream>>>(mapA, mapB, mapC, C, M, N, K, launches);
+    return cudaGetLastError() == cudaSuccess ? KEVO_OK : KEVO_ERR_RUNTIME;
+  }
+  // A programmatic dependent launch: it may start before the launch ahead
+  // of it in the stream ends (TAIL).
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3((unsigned)grid, SPLIT, 1);
+  cfg.blockDim = dim3(kThreads, 1, 1);
+  cfg.dynamicSmemBytes = kSmemBytes;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kernel, mapA, mapB, mapC, C, M, N, K, launches) == cudaSuccess ? KEVO_OK
+                                                                                                  : KEVO_ERR_RUNTIME;
 }
 
 #if TAIL
 // TAIL: where the main launch's 2 x 2 clusters leave SMs idle (a GPC whose SM
 // count is not a multiple of 4), a second launch of clusters of TAIL CTAs
-// takes a band of C's rows or columns on them, on a stream of this module's
-// own that forks from the caller's stream and joins it again (the caller's
-// stream waits for both, so a timer on it times both). The band is the one,
-// along M or N in whole clusters of the main launch, whose slower part has the
-// fewest waves of tiles (tiles of both launches taken as equally long; a tie
-// goes to the larger main part). 0 rows or columns: no tail.
+// takes a band of C's last rows or columns on them (kv_tail_split), launched
+// after the main one on the same stream as a programmatic dependent launch.
 struct TailSplit {
   int along_n = 0;  // 1: the tail takes the last `rest` columns, 0: rows
-  int rest = 0;     // rows or columns of C in the tail's band
+  int rest = 0;     // rows or columns of C in the tail's band (0: no tail)
 };
 
 inline TailSplit choose_tail(int M, int N, int main_ctas, int tail_ctas) {
-  using Main = MainShape;
-  TailSplit best;
-  auto waves = [](int64_t tiles, int ctas) { return ctas > 0 ? (tiles + ctas - 1) / ctas : INT64_MAX / 4; };
-  const int64_t tm = (M + BM - 1) / BM, tn = (N + BN - 1) / BN;
-  const int64_t tm_c = (tm + Main::kCM - 1) / Main::kCM * Main::kCM, tn_c = (tn + Main::kCN - 1) / Main::kCN * Main::kCN;
-  int64_t best_waves = waves(tm_c * tn_c, main_ctas);
-  int64_t best_main = tm_c * tn_c;
-  for (int along_n = 0; along_n < 2; ++along_n) {
-    const int64_t t_all = along_n ? tn : tm, t_other = along_n ? tm_c : tn_c;
-    const int step = along_n ? Main::kCN : Main::kCM;
-    for (int64_t t_main = step; t_main < t_all; t_main += step) {
-      const int64_t t_rest = t_all - t_main;
-      // the tail's clusters run along M: its rows in whole clusters
-      const int64_t rest_tiles = along_n ? t_rest * ((tm + TAIL - 1) / TAIL * TAIL)
-                                         : (t_rest + TAIL - 1) / TAIL * TAIL * tn;
-      const int64_t main_tiles = t_main * t_other;
-      const int64_t w = std::max(waves(main_tiles, main_ctas), waves(rest_tiles, tail_ctas));
-      if (w < best_waves || (w == best_waves && main_tiles > best_main && best.rest > 0)) {
-        best_waves = w;
-        best_main = main_tiles;
-        best.along_n = along_n;
-        best.rest = along_n ? N - (int)t_main * BN : M - (int)t_main * BM;  // the last tile ragged
-      }
-    }
+  const int tm = (M + BM - 1) / BM, tn = (N + BN - 1) / BN;
+  const KvTailSplit k = kv_tail_split(tm, tn, MainShape::kCM, MainShape::kCN, TAIL, main_ctas, tail_ctas);
+  TailSplit t;
+  if (k.tiles > 0) {
+    t.along_n = k.along_n;
+    t.rest = k.along_n ? N - (tn - k.tiles) * BN : M - (tm - k.tiles) * BM;  // the last tile ragged
   }
-  return best;
+  return t;
 }
 #endif
 
@@ -1193,38 +1193,21 @@ extern "C" KEVO_EXPORT int kevo_launch(const kevo_tensor* in, int n_in, kevo_ten
     if (main_ctas < 1) return KEVO_ERR_RUNTIME;
     const int tail_ctas = (sms - main_ctas) / TAIL * TAIL;
     const TailSplit split = tail_ctas > 0 ? choose_tail(M, N, main_ctas, tail_ctas) : TailSplit{};
-    // The side stream and the fork and join events, made once per device.
-    static int side_dev = -1;
-    static cudaStream_t side = nullptr;
-    static cudaEvent_t fork = nullptr, join = nullptr;
-    if (split.rest > 0 && side_dev != dev) {
-      if (cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking) != cudaSuccess ||
-          cudaEventCreateWithFlags(&fork, cudaEventDisableTiming) != cudaSuccess ||
-          cudaEventCreateWithFlags(&join, cudaEventDisableTiming) != cudaSuccess)
-        return KEVO_ERR_RUNTIME;
-      side_dev = dev;
-    }
     if (split.rest > 0) {
-      // The main launch first, on the caller's stream, so that its clusters
-      // take their SMs before the tail's CTAs come.
+      // The main launch, then the tail as a programmatic dependent launch on
+      // the same stream: it starts once every main CTA has (they take their
+      // SMs first), and it ends after the main launch (griddepcontrol.wait).
       const int m_main = split.along_n ? M : M - split.rest, n_main = split.along_n ? N - split.rest : N;
-      if (cudaEventRecord(fork, stream) != cudaSuccess || cudaStreamWaitEvent(side, fork, 0) != cudaSuccess)
-        return KEVO_ERR_RUNTIME;
-      int rc = launch_part<CLUSTER, CDIM>(A, B, C, m_main, n_main, K, N, main_ctas, stream);
+      const int rc = launch_part<CLUSTER, CDIM>(A, B, C, m_main, n_main, K, N, main_ctas, false, stream);
+      if (rc != KEVO_OK) return rc;
       const __nv_bfloat16* A2 = split.along_n ? A : A + (size_t)m_main * K;
       const __nv_bfloat16* B2 = split.along_n ? B + n_main : B;
       __nv_bfloat16* C2 = split.along_n ? C + n_main : C + (size_t)m_main * N;
-      const int rc2 = launch_part<TAIL, 0>(A2, B2, C2, split.along_n ? M : split.rest,
-                                           split.along_n ? split.rest : N, K, N, tail_ctas, side);
-      // The join whatever happened: the caller's stream never runs ahead of
-      // work left on the side stream.
-      const bool joined = cudaEventRecord(join, side) == cudaSuccess && cudaStreamWaitEvent(stream, join, 0) == cudaSuccess;
-      if (rc == KEVO_OK) rc = rc2;
-      if (rc == KEVO_OK && !joined) rc = KEVO_ERR_RUNTIME;
-      return rc;
+      return launch_part<TAIL, 0>(A2, B2, C2, split.along_n ? M : split.rest, split.along_n ? split.rest : N, K, N,
+                                  tail_ctas, true, stream);
     }
 #endif
-    return launch_part<CLUSTER, CDIM>(A, B, C, M, N, K, N, 0, stream);
+    return launch_part<CLUSTER, CDIM>(A, B, C, M, N, K, N, 0, false, stream);
   } else {
     const int rc = kv_gemm_fallback(A, B, C, M, N, K, stream);
     if (rc != KEVO_OK) return rc;
