@@ -309,7 +309,27 @@ TEST(TileWalk, TheTailBandIsTheOneWithTheFewestWaves) {
                                          : (int64_t)up(s.tiles, tail_cm) * tail_cm * tn;
     EXPECT_EQ(s.waves, std::max(up(main_tiles, main_ctas), up(rest_tiles, tail_ctas)));
     EXPECT_LT(s.waves, one);
+    // The launcher's windows (kv_tail_main_part) on an output whose last
+    // tile row and column are ragged: the first launch has whole tiles, as
+    // many rows or columns of them as the split says, and the band the rest.
+    const int bm = 128, bn = 64, M = tm * bm - (int)(rng() % bm), N = tn * bn - (int)(rng() % bn);
+    int m_main = -1, n_main = -1;
+    kv_tail_main_part(s, M, N, bm, bn, m_main, n_main);
+    if (s.along_n) {
+      EXPECT_EQ(m_main, M);
+      EXPECT_EQ(n_main, (tn - s.tiles) * bn);
+      EXPECT_EQ(up(N - n_main, bn), s.tiles) << "the band's columns, in tiles";
+    } else {
+      EXPECT_EQ(n_main, N);
+      EXPECT_EQ(m_main, (tm - s.tiles) * bm);
+      EXPECT_EQ(up(M - m_main, bm), s.tiles) << "the band's rows, in tiles";
+    }
   }
+  // No band: the first launch takes all of C.
+  int m_main = -1, n_main = -1;
+  kv_tail_main_part(KvTailSplit{0, 0, 5}, 4000, 4096, 256, 128, m_main, n_main);
+  EXPECT_EQ(m_main, 4000);
+  EXPECT_EQ(n_main, 4096);
 }
 
 }  // namespace

@@ -224,6 +224,20 @@ KV_WALK_FN KvTailSplit kv_tail_split(int tiles_m, int tiles_n, int cm, int cn, i
   return best;
 }
 
+// The first launch's part of an M x N output in bm x bn tiles under split
+// `s`: C[0:m_main, 0:n_main], whole tiles; the band is the rest of C's rows
+// (along M) or columns (along N), its last tile ragged where C's is. With no
+// band, all of C.
+KV_WALK_FN void kv_tail_main_part(const KvTailSplit& s, int M, int N, int bm, int bn, int& m_main, int& n_main) {
+  m_main = M;
+  n_main = N;
+  if (s.tiles <= 0) return;
+  if (s.along_n)
+    n_main = ((N + bn - 1) / bn - s.tiles) * bn;
+  else
+    m_main = ((M + bm - 1) / bm - s.tiles) * bm;
+}
+
 #if defined(__CUDACC__)
 #if defined(KEVO_CUDA_TMA_CUH)  // the unit slots need its mbarriers: include it first
 // A GEMM's consumers that walk the schedule themselves (64-bit divisions

@@ -328,7 +328,6 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-
 #include "kevo_cuda_gemm_fallback.cuh"
 // kevo_cuda_tma.cuh before the tile walk: its unit slots use the mbarriers.
 #include "kevo_cuda_tma.cuh"
@@ -1135,28 +1134,6 @@ int launch_part(const __nv_bfloat16* A, const __nv_bfloat16* B, __nv_bfloat16* C
                                                                                                   : KEVO_ERR_RUNTIME;
 }
 
-#if TAIL
-// TAIL: where the main launch's 2 x 2 clusters leave SMs idle (a GPC whose SM
-// count is not a multiple of 4), a second launch of clusters of TAIL CTAs
-// takes a band of C's last rows or columns on them (kv_tail_split), launched
-// after the main one on the same stream as a programmatic dependent launch.
-struct TailSplit {
-  int along_n = 0;  // 1: the tail takes the last `rest` columns, 0: rows
-  int rest = 0;     // rows or columns of C in the tail's band (0: no tail)
-};
-
-inline TailSplit choose_tail(int M, int N, int main_ctas, int tail_ctas) {
-  const int tm = (M + BM - 1) / BM, tn = (N + BN - 1) / BN;
-  const KvTailSplit k = kv_tail_split(tm, tn, MainShape::kCM, MainShape::kCN, TAIL, main_ctas, tail_ctas);
-  TailSplit t;
-  if (k.tiles > 0) {
-    t.along_n = k.along_n;
-    t.rest = k.along_n ? N - (tn - k.tiles) * BN : M - (tm - k.tiles) * BM;  // the last tile ragged
-  }
-  return t;
-}
-#endif
-
 }  // namespace
 
 extern "C" KEVO_EXPORT int kevo_launch(const kevo_tensor* in, int n_in, kevo_tensor* out,
@@ -1192,19 +1169,23 @@ extern "C" KEVO_EXPORT int kevo_launch(const kevo_tensor* in, int n_in, kevo_ten
     const int main_ctas = resident_ctas<CLUSTER, CDIM>(dev);
     if (main_ctas < 1) return KEVO_ERR_RUNTIME;
     const int tail_ctas = (sms - main_ctas) / TAIL * TAIL;
-    const TailSplit split = tail_ctas > 0 ? choose_tail(M, N, main_ctas, tail_ctas) : TailSplit{};
-    if (split.rest > 0) {
+    // The SMs clusters of four leave idle take a band of C's last tile rows
+    // or columns (kv_tail_split), if one beats a single launch.
+    const int tm = (M + BM - 1) / BM, tn = (N + BN - 1) / BN;
+    const KvTailSplit split = kv_tail_split(tm, tn, MainShape::kCM, MainShape::kCN, TAIL, main_ctas, tail_ctas);
+    if (split.tiles > 0) {
       // The main launch, then the tail as a programmatic dependent launch on
       // the same stream: it starts once every main CTA has (they take their
       // SMs first), and it ends after the main launch (griddepcontrol.wait).
-      const int m_main = split.along_n ? M : M - split.rest, n_main = split.along_n ? N - split.rest : N;
+      int m_main, n_main;
+      kv_tail_main_part(split, M, N, BM, BN, m_main, n_main);
       const int rc = launch_part<CLUSTER, CDIM>(A, B, C, m_main, n_main, K, N, main_ctas, false, stream);
       if (rc != KEVO_OK) return rc;
       const __nv_bfloat16* A2 = split.along_n ? A : A + (size_t)m_main * K;
       const __nv_bfloat16* B2 = split.along_n ? B + n_main : B;
       __nv_bfloat16* C2 = split.along_n ? C + n_main : C + (size_t)m_main * N;
-      return launch_part<TAIL, 0>(A2, B2, C2, split.along_n ? M : split.rest, split.along_n ? split.rest : N, K, N,
-                                  tail_ctas, true, stream);
+      const int m_tail = split.along_n ? M : M - m_main, n_tail = split.along_n ? N - n_main : N;
+      return launch_part<TAIL, 0>(A2, B2, C2, m_tail, n_tail, K, N, tail_ctas, true, stream);
     }
 #endif
     return launch_part<CLUSTER, CDIM>(A, B, C, M, N, K, N, 0, false, stream);

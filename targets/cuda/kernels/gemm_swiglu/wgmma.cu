@@ -513,7 +513,8 @@ extern "C" KEVO_EXPORT int kevo_launch(const kevo_tensor* in, int n_in, kevo_ten
     // The consumers' setmaxnreg.inc would wait for ever for registers the
     // launch does not hold: a build that ptxas gave fewer is refused.
     static int regs_fit = -1;
-    const int fit = kv_setmaxnreg_check(reinterpret_cast<const void*>(gemm_swiglu_wgmma_kernel), NCONS, kProducerRegs, regs_fit);
+    const int fit = kv_setmaxnreg_check(reinterpret_cast<const void*>(gemm_swiglu_wgmma_kernel), NCONS,
+                                        kProducerRegs, regs_fit);
     if (fit <= 0) return fit < 0 ? KEVO_ERR_RUNTIME : KEVO_ERR_UNSUPPORTED;
     int64_t grid = tiles;
     if (SK) {
