@@ -28,7 +28,6 @@
 #include "core/paths.h"
 #include "core/process.h"
 #include "core/space.h"
-#include "core/tensor.h"  // parallel_for
 #include "eval/backend.h"
 #include "eval/evaluator.h"
 #include "support/bias_gelu.h"  // test::write_file
@@ -1423,39 +1422,31 @@ class OnGpu : public ::testing::Test {
     Task task = test::quick_task(op, shapes, {{"target", "cuda"}, {"dtype", "bf16"}, {"limits", {{"timeout_s", 20}}}});
     auto src = test::repo_dir() / "targets" / "cuda" / "kernels" / op / (family + ".cu");
     SearchSpace space = load_space({src}, {}, [](const std::filesystem::path&) { return "cuda"; });
-    const KnobSpace& knobs = space.family(0).space;
-    std::vector<KnobValues> values;
+    const Family& fam = space.family(0);
+    std::vector<EvalJob> jobs;
     for (const auto& set : points) {
-      KnobValues v = knobs.defaults();
+      KnobValues v = fam.space.defaults();
       for (const auto& [k, x] : set) v[k] = x;
-      ASSERT_TRUE(knobs.valid(v)) << op << " " << family << " " << knobs_to_string(v) << ": "
-                                  << knobs.violation(v).value_or("");
-      values.push_back(std::move(v));
+      ASSERT_TRUE(fam.space.valid(v)) << op << " " << family << " " << knobs_to_string(v) << ": "
+                                      << fam.space.violation(v).value_or("");
+      jobs.push_back({&fam, std::move(v)});
     }
-    // nvcc builds the points side by side on every core (one at a time, a
-    // fresh machine's empty kernel cache made the 60 persistent points outlast
-    // a 10-minute device session); the runs stay one at a time.
-    CandidateSource source{read_text_file(src), src, "cuda"};
+    // Through kevo's local backend, as a search's batch: nvcc builds the
+    // points side by side on every core, the runs stay one at a time (built
+    // one at a time, the 60 persistent points outlasted a 10-minute device
+    // session from a fresh machine's empty kernel cache).
     Evaluator ev(task, *target_, roof_, refs_, compiles_);
     ev.profile_top = 0;
-    std::vector<PreparedCandidate> prepared(values.size());
-    parallel_for(
-        static_cast<int64_t>(values.size()),
-        [&](int64_t begin, int64_t end) {
-          for (int64_t i = begin; i < end; ++i) {
-            try {
-              prepared[i] = ev.prepare(source, values[i]);
-            } catch (const std::exception& e) {  // not thrown across the thread
-              prepared[i].result.status = Status::compile_error;
-              prepared[i].result.detail = e.what();
-            }
-          }
+    auto backend = make_local_backend(ev);
+    size_t results = 0;
+    evaluate_batch(
+        *backend, jobs,
+        [&](size_t i, EvalResult r) {
+          ++results;
+          EXPECT_STATUS(r, Status::ok) << " " << op << " " << family << " " << knobs_to_string(jobs[i].knobs);
         },
-        0, 1);
-    for (size_t i = 0; i < values.size(); ++i) {
-      EvalResult r = ev.measure(std::move(prepared[i]));
-      EXPECT_STATUS(r, Status::ok) << " " << op << " " << family << " " << knobs_to_string(values[i]);
-    }
+        [] { return true; }, nullptr);
+    EXPECT_EQ(results, jobs.size());
   }
   std::unique_ptr<Target> target_;
   Roof roof_ = test::fake_roof(1e5, 1e9);  // a floor far below any real time
