@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The decode shapes of the table, each timed at a fixed knob point of
-# a kevo family beside cuBLAS (eager torch.matmul) and a copy of the same
-# bytes, or for the fused MLP beside eager and torch.compile, in one harness
-# (bench/peers/torch_peers.py --kevo-dir: the L2 flushed by a write, a 300 us
-# launch cover, ROUNDS rounds). No search: it says, in one short device call,
-# how far a family's known point is from the peers on this GPU (the issue's
-# H200 table has cuBLAS at 46-73% of the copy roof; on an H100 it was at 98%
-# at 64 x 4096 x 14336, round 14), before a search is worth its minutes.
+# a kevo family beside cuBLAS (eager torch.matmul), or for the fused MLP beside
+# eager and torch.compile, in one harness (bench/peers/torch_peers.py
+# --kevo-dir: the L2 flushed by a write, a 300 us launch cover, ROUNDS rounds),
+# with two yardsticks of the same bytes: a copy (half read, half written) and
+# a read of them all once (the floor of a kernel that streams its weights).
+# No search: it says, in one short device call, how far a family's known point
+# is from the peers on this GPU (the H200 table has cuBLAS at 46-73%
+# of the copy roof; on an H100 it was at 98% at 64 x 4096 x 14336, round 14),
+# before a search is worth its minutes.
 #   bench/gpu_decode_points.sh [CONFIG=FAMILY:K=V,...]...
 # CONFIG is a config name under configs/cuda/decode/ (without .json), FAMILY
 # a family file under targets/cuda/kernels/ (e.g. gemm/swapab.cu). With no
@@ -54,8 +56,8 @@ done
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv | tee "$OUT/gpu.txt"
 for p in "${points[@]}"; do
   config=${p%%=*}
-  peers=eager,copy
-  case $config in gemm_swiglu-*) peers=eager,compile,copy ;; esac
+  peers=eager,copy,read
+  case $config in gemm_swiglu-*) peers=eager,compile,copy,read ;; esac
   timeout "$PER" python3 bench/peers/torch_peers.py "configs/cuda/decode/$config.json" \
     --kevo-dir "$OUT/best" --peers "$peers" --rounds "$ROUNDS" --flush write --launch-cover-us 300 \
     --json "$OUT/$config.json" > "$OUT/$config.txt" 2>&1

@@ -23,6 +23,13 @@ For each task this script times two peers on the same inputs:
            below the copy roof; this row says how long the same bytes take to
            move at all, so a kernel's distance from it is the room left.
            Its outputs are not checked (there is nothing to check)
+  read     (asked for in --peers) a yardstick like copy, but every byte the
+           task moves is read once and (almost) nothing written: the floor of
+           a kernel that streams its operands, such as a decode GEMM's weights
+           (a copy pays for writing half of them). The fastest of a few
+           read-only streams (torch.sum, and Triton loops at several grid
+           sizes where Triton imports), picked by the median of 7 calls each
+           under the same flush; its record says which. Not checked
 
 Tasks (the six defaults, `--task NAME`; any shape through a kevo task config):
 
@@ -398,11 +405,88 @@ def load_config(path, scale_down=1):
 
 # ------------------------------------------------------------ inputs, peers
 
+YARDSTICKS = ("copy", "read")  # peers that move the task's bytes and compute nothing
+
+
 def copy_elements(task):
     """Elements of each of the copy yardstick's two buffers: together they move
     the task's bytes (one read, one written), a multiple of 8 (16 bytes of bf16)."""
     n = task.bytes_moved() // 2 // task.elem_bytes
     return max(8, n // 8 * 8)
+
+
+def read_elements(task):
+    """Elements of the read yardstick's one buffer: the task's bytes, a multiple of 8."""
+    n = task.bytes_moved() // task.elem_bytes
+    return max(8, n // 8 * 8)
+
+
+_READ_KERNEL = None
+
+
+def triton_read_kernel():
+    """A Triton kernel that reads n elements once in BLOCK strides per program and
+    writes one fp32 sum per program; None where Triton does not import."""
+    global _READ_KERNEL  # noqa: PLW0603 (built once per process)
+    if _READ_KERNEL is None:
+        try:
+            import triton  # noqa: PLC0415 (optional)
+            import triton.language as tl  # noqa: PLC0415
+        except Exception:  # noqa: BLE001
+            _READ_KERNEL = False
+            return None
+
+        @triton.jit
+        def read_once(x_ptr, sink_ptr, n, BLOCK: tl.constexpr):
+            pid = tl.program_id(0)
+            step = tl.num_programs(0) * BLOCK
+            acc = tl.zeros([BLOCK], dtype=tl.float32)
+            for start in range(pid * BLOCK, n, step):
+                offs = start + tl.arange(0, BLOCK)
+                acc += tl.load(x_ptr + offs, mask=offs < n, other=0.0).to(tl.float32)
+            tl.store(sink_ptr + pid, tl.sum(acc, axis=0))
+
+        _READ_KERNEL = read_once
+    return _READ_KERNEL or None
+
+
+def read_yardstick(n, dtype, device, timer, picks=7):
+    """(call, what): the fastest of a few read-only streams over one buffer of n
+    elements, each timed `picks` times through timer.call (same flush and cover
+    as the peers) and compared by its median."""
+    src = torch.ones(n, dtype=dtype, device=device)
+    sink = torch.zeros((), dtype=torch.float32, device=device)
+    cands = [(f"torch.sum(src, dtype=float32), {n} elements",
+              lambda: torch.sum(src, dim=0, dtype=torch.float32, out=sink))]
+    kernel = triton_read_kernel() if device.type == "cuda" else None
+    if kernel is not None:
+        sms = torch.cuda.get_device_properties(device).multi_processor_count
+        sinks = torch.zeros(16 * sms, dtype=torch.float32, device=device)
+        for block in (2048, 4096):
+            for mult in (4, 8, 16):
+                grid = (mult * sms,)
+                cands.append((f"Triton read loop, BLOCK {block}, grid {mult} x {sms} SMs, "
+                              f"{n} elements",
+                              lambda g=grid, b=block: kernel[g](src, sinks, n, BLOCK=b, num_warps=8)))
+    best = None
+    for what, fn in cands:
+        try:
+            fn()
+            timer.sync()
+            us = statistics.median(timer.call(fn, ())[0] for _ in range(picks)) * 1e6
+        except Exception as e:  # noqa: BLE001 (a stream that fails is not a candidate)
+            say(f"   read yardstick: {what}: {type(e).__name__}: {e}")
+            continue
+        if best is None or us < best[0]:
+            best = (us, what, fn)
+    if best is None:
+        raise RuntimeError("no read-only stream ran")
+
+    def read_same_bytes(*_args, _fn=best[2]):
+        return _fn()
+    return read_same_bytes, (f"{best[1]}: the task's {n * src.element_size()} bytes read once "
+                             f"(a yardstick, not checked; fastest of {len(cands)} streams, "
+                             f"{best[0]:.2f} us at the pick)")
 
 
 def make_inputs(task, device, seed):
@@ -1043,6 +1127,9 @@ def run_task(task, device, opts, timer):
                 call = copy_same_bytes
                 rec["what"] = (f"dst.copy_(src), {n} elements each: the task's "
                                f"{2 * n * task.elem_bytes} bytes moved (a yardstick, not checked)")
+            elif peer == "read":
+                call, rec["what"] = read_yardstick(read_elements(task), inputs[0].dtype,
+                                                   device, timer)
             else:
                 rec["what"] = (f"torch.compile({fn.__name__}, mode={COMPILE_MODE!r}, "
                                f"dynamic=False, fullgraph=True)")
@@ -1053,7 +1140,7 @@ def run_task(task, device, opts, timer):
                 out = call(*inputs)
             timer.sync()
             rec["first_call_s"] = time.perf_counter() - t0
-            rec["check"] = None if peer == "copy" else check(task, out, ref)
+            rec["check"] = None if peer in YARDSTICKS else check(task, out, ref)
             del out
             peers[peer] = call
         except Exception as e:  # noqa: BLE001
@@ -1111,7 +1198,7 @@ def run_task(task, device, opts, timer):
                        n=len(pooled))
             how = (f"  (median of {len(rounds)} round medians: "
                    + " ".join(f"{v:.2f}" for v in medians) + "; p20/p80 pooled)")
-        moved_only = peer == "copy"  # the yardstick moves the bytes and computes nothing
+        moved_only = peer in YARDSTICKS  # they move the bytes and compute nothing
         value, rate_text = rate(task, rec["median_us"], moved_only)
         rec["tflops" if task.flops() is not None and not moved_only else "gbps"] = value
         rec["host_median_us"] = statistics.median(m["host_median_us"] for m in rounds)
@@ -1159,9 +1246,10 @@ def parse_args(argv):
     ap.add_argument("--json", metavar="OUT", help="write every result, samples included, here")
     ap.add_argument("--rounds", type=int, default=1, help="interleave the peers R times (1)")
     ap.add_argument("--peers", default="eager,compile",
-                    help="comma-separated subset of eager,compile,kevo,kevo_cuda,copy "
-                         "(eager,compile; kevo is added when --kevo-dir is given; copy is a "
-                         "yardstick: the task's bytes moved by dst.copy_(src))")
+                    help="comma-separated subset of eager,compile,kevo,kevo_cuda,copy,read "
+                         "(eager,compile; kevo is added when --kevo-dir is given; copy and "
+                         "read are yardsticks: the task's bytes moved by dst.copy_(src), "
+                         "or read once)")
     ap.add_argument("--kevo-dir", metavar="DIR",
                     help="time kevo's kernel DIR/<config name>.best.cu as peer 'kevo' by this "
                          "same harness (configs only)")
@@ -1198,10 +1286,11 @@ def parse_args(argv):
         peers.append("kevo")
     if opts.kevo_cuda_dir and "kevo_cuda" not in peers:
         peers.append("kevo_cuda")
-    if (not peers or any(p not in ("eager", "compile", "kevo", "kevo_cuda", "copy") for p in peers)
+    known = ("eager", "compile", "kevo", "kevo_cuda") + YARDSTICKS
+    if (not peers or any(p not in known for p in peers)
             or len(set(peers)) != len(peers)):
         raise BadInput(f"--peers: expected a comma-separated subset of eager,compile,kevo,kevo_cuda,"
-                       f"copy, got {opts.peers!r}")
+                       f"copy,read, got {opts.peers!r}")
     if "kevo" in peers and not (opts.kevo_dir and os.path.isdir(opts.kevo_dir)):
         raise BadInput("--peers kevo needs --kevo-dir DIR, an existing folder")
     if "kevo_cuda" in peers and not (opts.kevo_cuda_dir and os.path.isdir(opts.kevo_cuda_dir)):
@@ -1219,9 +1308,9 @@ def parse_args(argv):
 
 
 def task_passed(record):
-    """Whether every peer of a task's record ran and matched the reference. The copy
-    yardstick computes nothing, so its check is None by design; a peer without a
-    check entry at all did not get that far."""
+    """Whether every peer of a task's record ran and matched the reference. The
+    yardsticks (copy, read) compute nothing, so their check is None by design; a
+    peer without a check entry at all did not get that far."""
     if "error" in record:
         return False
     for peer in record["peers"].values():

@@ -108,6 +108,24 @@ class TorchPeers(unittest.TestCase):
         self.assertTrue(tp.rate(t, 10.0, moved_only=True)[1].endswith("GB/s"))
         self.assertTrue(tp.rate(t, 10.0)[1].endswith("TFLOP/s"))
 
+    def test_the_read_yardstick_reads_the_tasks_bytes_once(self):
+        # One buffer of read_elements: the task's bytes to within 16 of them.
+        for shapes in ({"A": [16, 4096], "B": [4096, 4096]}, {"A": [7, 129], "B": [129, 1003]},
+                       {"A": [1, 8], "B": [8, 8]}):
+            t = tp.Task({"operator": "gemm", "dtype": "bf16", "shapes": shapes}, "x.json")
+            n = tp.read_elements(t)
+            self.assertEqual(n % 8, 0, shapes)
+            self.assertLessEqual(abs(n * t.elem_bytes - t.bytes_moved()), 8 * t.elem_bytes, shapes)
+        opts = tp.parse_args(["--peers", "eager,read,copy",
+                              os.path.join(ROOT, "configs", "cuda", "gemm-4096.json")])
+        self.assertEqual(opts.peers, ["eager", "read", "copy"])
+        # Like copy it is a yardstick: a bandwidth, and no check to pass.
+        self.assertIn("read", tp.YARDSTICKS)
+        ok = {"status": "ok", "check": {"ok": True}}
+        self.assertTrue(tp.task_passed({"peers": {"eager": ok,
+                                                   "read": {"status": "ok", "check": None}}}))
+        self.assertFalse(tp.task_passed({"peers": {"eager": ok, "read": {"status": "error"}}}))
+
     def test_input_laws_follow_the_operator_definitions(self):
         # Where an operator declares a tensor's distribution, the peers draw from that range
         # (otherwise from kevo's default law, which the script spells out per operator).
