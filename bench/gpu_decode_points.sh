@@ -2,9 +2,10 @@
 # The decode shapes of the issue's table, each timed at a fixed knob point of
 # a kevo family beside cuBLAS (eager torch.matmul), or for the fused MLP beside
 # eager and torch.compile, in one harness (bench/peers/torch_peers.py
-# --kevo-dir: the L2 flushed by a write, a 300 us launch cover, ROUNDS rounds),
-# with two yardsticks of the same bytes: a copy (half read, half written) and
-# a read of them all once (the floor of a kernel that streams its weights).
+# --kevo-dir: the L2 flushed by a write unless FLUSH says, a 300 us launch
+# cover, ROUNDS rounds), with two yardsticks of the same bytes: a copy (half
+# read, half written) and a read of them all once (the floor of a kernel that
+# streams its weights).
 # No search: it says, in one short device call, how far a family's known point
 # is from the peers on this GPU (the issue's H200 table has cuBLAS at 46-73%
 # of the copy roof; on an H100 it was at 98% at 64 x 4096 x 14336, round 14),
@@ -14,7 +15,9 @@
 # a family file under targets/cuda/kernels/ (e.g. gemm/swapab.cu). With no
 # argument, the points below (round 14's best on an H100, and the start
 # lines' choices for the shapes it did not search).
-# ROUNDS=3, PER=90 (seconds each config may take), OUT=build/gpu-decode-points.
+# ROUNDS=3, PER=90 (seconds each config may take), OUT=build/gpu-decode-points,
+# FLUSH=write (do_bench's, the issue's: the timed call pays to write back the
+# flush's dirty lines) or read (a clean L2).
 # Writes $OUT/<config>.txt and .json (torch_peers' own) and $OUT/best/, the
 # sources timed (each a family file with its knobs as #defines).
 set -uo pipefail
@@ -22,6 +25,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-build/gpu-decode-points}
 ROUNDS=${ROUNDS:-3}
 PER=${PER:-90}
+FLUSH=${FLUSH:-write}
 points=("$@")
 if [ ${#points[@]} -eq 0 ]; then
   points=(
@@ -59,7 +63,7 @@ for p in "${points[@]}"; do
   peers=eager,copy,read
   case $config in gemm_swiglu-*) peers=eager,compile,copy,read ;; esac
   timeout "$PER" python3 bench/peers/torch_peers.py "configs/cuda/decode/$config.json" \
-    --kevo-dir "$OUT/best" --peers "$peers" --rounds "$ROUNDS" --flush write --launch-cover-us 300 \
+    --kevo-dir "$OUT/best" --peers "$peers" --rounds "$ROUNDS" --flush "$FLUSH" --launch-cover-us 300 \
     --json "$OUT/$config.json" > "$OUT/$config.txt" 2>&1
   echo "== $config (${p#*=}): rc $?"
   grep -v "AUTOTUNE\|^  [a-z_]\|strides\|dtypes\|ACC_TYPE\|^[EW][0-9]" "$OUT/$config.txt" | tail -8
