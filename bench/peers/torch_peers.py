@@ -27,9 +27,9 @@ For each task this script times two peers on the same inputs:
            task moves is read once and (almost) nothing written: the floor of
            a kernel that streams its operands, such as a decode GEMM's weights
            (a copy pays for writing half of them). The fastest of a few
-           read-only streams (torch.sum, and Triton loops at several grid
-           sizes where Triton imports), picked by the median of 7 calls each
-           under the same flush; its record says which. Not checked
+           read-only streams (torch.sum, and Triton loops at several block
+           and grid sizes where Triton imports), picked by the median of 7
+           calls each under the same flush; its record says which. Not checked
 
 Tasks (the six defaults, `--task NAME`; any shape through a kevo task config):
 
@@ -462,7 +462,7 @@ def read_yardstick(n, dtype, device, timer, picks=7):
     if kernel is not None:
         sms = torch.cuda.get_device_properties(device).multi_processor_count
         sinks = torch.zeros(16 * sms, dtype=torch.float32, device=device)
-        for block in (2048, 4096):
+        for block in (2048, 4096, 8192):
             for mult in (4, 8, 16):
                 grid = (mult * sms,)
                 cands.append((f"Triton read loop, BLOCK {block}, grid {mult} x {sms} SMs, "
