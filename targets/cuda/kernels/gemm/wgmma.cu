@@ -1047,21 +1047,37 @@ __global__ void __cluster_dims__(kClu, SPLIT, 1) __launch_bounds__(kThreads, 1)
 
 // The CTAs of a kClu-cluster launch of this module that can be resident at
 // once on an idle GPU (one per multiprocessor, in whole clusters: a GPC whose
-// SM count is odd leaves one SM out of clusters of two); 0 on an error.
+// SM count is odd leaves one SM out of clusters of two, and clusters of four
+// leave 12 of an H100's 132 SMs out); 0 on an error.
+//
+// The occupancy query needs the kernel's dynamic shared memory allowed first
+// (over 48 KB it fails otherwise), so it sets that itself: TAIL asks before
+// any launch. Where the query fails there is no guess for clusters, whose
+// residency depends on how the GPCs were cut: the SM count over kClu (33
+// clusters of four on an H100, where 30 fit) launched clusters that waited
+// for others to finish, and made TAIL's split see no idle SMs at all (round
+// 19). A failure is not cached.
 template <int kClu, int kCdim>
 int resident_ctas(int dev) {
   static int resident_dev = -1, resident = 0;
   if (resident_dev != dev) {
+    auto kernel = gemm_wgmma_kernel<kClu, kCdim>;
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)(kClu * 1024), 1, 1);
     cfg.blockDim = dim3(kThreads, 1, 1);
     cfg.dynamicSmemBytes = kSmemBytes;
-    int clusters = 0, sms = 0;
-    if (cudaOccupancyMaxActiveClusters(&clusters, gemm_wgmma_kernel<kClu, kCdim>, &cfg) != cudaSuccess ||
-        clusters < 1) {
-      (void)cudaGetLastError();  // not sticky: fall back on the SM count
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess || clusters < 1) {
+      (void)cudaGetLastError();  // not sticky
+      if (kClu > 1) return 0;
+      // One CTA per multiprocessor at most (__launch_bounds__(kThreads, 1)).
+      int sms = 0;
       if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1) return 0;
-      clusters = sms / kClu > 0 ? sms / kClu : 1;
+      clusters = sms;
     }
     resident = clusters * kClu;
     resident_dev = dev;
