@@ -28,8 +28,9 @@ For each task this script times two peers on the same inputs:
            a kernel that streams its operands, such as a decode GEMM's weights
            (a copy pays for writing half of them). The fastest of a few
            read-only streams (torch.sum, and Triton loops at several block
-           and grid sizes where Triton imports), picked by the median of 7
-           calls each under the same flush; its record says which. Not checked
+           and grid sizes where Triton imports, up to a program per block),
+           picked by the median of 7 calls each under the same flush; its
+           record says which. Not checked
 
 Tasks (the six defaults, `--task NAME`; any shape through a kevo task config):
 
@@ -461,12 +462,14 @@ def read_yardstick(n, dtype, device, timer, picks=7):
     kernel = triton_read_kernel() if device.type == "cuda" else None
     if kernel is not None:
         sms = torch.cuda.get_device_properties(device).multi_processor_count
-        sinks = torch.zeros(16 * sms, dtype=torch.float32, device=device)
+        sinks = torch.zeros(max(64 * sms, -(-n // 2048)), dtype=torch.float32, device=device)
         for block in (2048, 4096, 8192):
-            for mult in (4, 8, 16):
-                grid = (mult * sms,)
-                cands.append((f"Triton read loop, BLOCK {block}, grid {mult} x {sms} SMs, "
-                              f"{n} elements",
+            # grids of 8 to 64 programs an SM loop over the buffer; the last,
+            # a program per block, is the plain elementwise launch
+            for mult in (8, 16, 32, 64, None):
+                grid = (mult * sms,) if mult else (-(-n // block),)
+                shape = f"grid {mult} x {sms} SMs" if mult else f"a program per block ({grid[0]})"
+                cands.append((f"Triton read loop, BLOCK {block}, {shape}, {n} elements",
                               lambda g=grid, b=block: kernel[g](src, sinks, n, BLOCK=b, num_warps=8)))
     best = None
     for what, fn in cands:
