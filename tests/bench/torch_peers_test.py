@@ -88,43 +88,28 @@ class TorchPeers(unittest.TestCase):
             with self.assertRaises(tp.BadInput, msg=str(bad)):
                 tp.Task({"operator": "gemm_swiglu", "dtype": "bf16", "shapes": bad}, "x.json")
 
-    def test_the_copy_yardstick_moves_the_tasks_bytes(self):
-        # Two buffers of copy_elements each, one read and one written: the
-        # task's bytes to within 16 of them, whatever the shape.
+    def test_the_yardsticks_move_the_tasks_bytes(self):
+        # copy: two buffers of copy_elements each, one read and one written;
+        # read: one buffer of read_elements, read once. Either way the task's
+        # bytes to within 16 of them, whatever the shape.
         for shapes in ({"A": [16, 4096], "B": [4096, 4096]}, {"A": [7, 129], "B": [129, 1003]},
                        {"A": [1, 8], "B": [8, 8]}):
             t = tp.Task({"operator": "gemm", "dtype": "bf16", "shapes": shapes}, "x.json")
-            n = tp.copy_elements(t)
-            self.assertEqual(n % 8, 0, shapes)
-            self.assertLessEqual(abs(2 * n * t.elem_bytes - t.bytes_moved()), 2 * 8 * t.elem_bytes, shapes)
-        self.assertEqual(tp.parse_args(["--peers", "eager,copy",
+            for n, buffers in ((tp.copy_elements(t), 2), (tp.read_elements(t), 1)):
+                self.assertEqual(n % 8, 0, shapes)
+                self.assertLessEqual(abs(buffers * n * t.elem_bytes - t.bytes_moved()),
+                                     buffers * 8 * t.elem_bytes, shapes)
+        self.assertEqual(tp.parse_args(["--peers", "eager,read,copy",
                                         os.path.join(ROOT, "configs", "cuda", "gemm-4096.json")]).peers,
-                         ["eager", "copy"])
+                         ["eager", "read", "copy"])
         with self.assertRaises(tp.BadInput):
             tp.parse_args(["--peers", "eager,memcpy"])
-        # Its figure is a bandwidth, not the operator's FLOP rate.
+        # Their figure is a bandwidth, not the operator's FLOP rate.
+        self.assertEqual(set(tp.YARDSTICKS), {"copy", "read"})
         t = tp.Task({"operator": "gemm", "dtype": "bf16", "shapes": {"A": [16, 4096], "B": [4096, 4096]}},
                     "x.json")
         self.assertTrue(tp.rate(t, 10.0, moved_only=True)[1].endswith("GB/s"))
         self.assertTrue(tp.rate(t, 10.0)[1].endswith("TFLOP/s"))
-
-    def test_the_read_yardstick_reads_the_tasks_bytes_once(self):
-        # One buffer of read_elements: the task's bytes to within 16 of them.
-        for shapes in ({"A": [16, 4096], "B": [4096, 4096]}, {"A": [7, 129], "B": [129, 1003]},
-                       {"A": [1, 8], "B": [8, 8]}):
-            t = tp.Task({"operator": "gemm", "dtype": "bf16", "shapes": shapes}, "x.json")
-            n = tp.read_elements(t)
-            self.assertEqual(n % 8, 0, shapes)
-            self.assertLessEqual(abs(n * t.elem_bytes - t.bytes_moved()), 8 * t.elem_bytes, shapes)
-        opts = tp.parse_args(["--peers", "eager,read,copy",
-                              os.path.join(ROOT, "configs", "cuda", "gemm-4096.json")])
-        self.assertEqual(opts.peers, ["eager", "read", "copy"])
-        # Like copy it is a yardstick: a bandwidth, and no check to pass.
-        self.assertIn("read", tp.YARDSTICKS)
-        ok = {"status": "ok", "check": {"ok": True}}
-        self.assertTrue(tp.task_passed({"peers": {"eager": ok,
-                                                   "read": {"status": "ok", "check": None}}}))
-        self.assertFalse(tp.task_passed({"peers": {"eager": ok, "read": {"status": "error"}}}))
 
     def test_input_laws_follow_the_operator_definitions(self):
         # Where an operator declares a tensor's distribution, the peers draw from that range
@@ -140,12 +125,13 @@ class TorchPeers(unittest.TestCase):
                 if d and "lo" in d:
                     self.assertEqual((law[0], law[1]), (d["lo"], d["hi"]), f"{op}.{name}")
 
-    def test_the_copy_yardstick_passes_without_a_check(self):
-        # The copy peer computes nothing: its check is None, and a run whose peers all
-        # passed must exit 0 with it (it once raised AttributeError at the end instead).
+    def test_the_yardsticks_pass_without_a_check(self):
+        # copy and read compute nothing: their check is None, and a run whose peers all
+        # passed must exit 0 with them (it once raised AttributeError at the end instead).
         ok = {"status": "ok", "check": {"ok": True}}
         copy = {"status": "ok", "check": None}
-        self.assertTrue(tp.task_passed({"peers": {"eager": ok, "copy": copy}}))
+        self.assertTrue(tp.task_passed({"peers": {"eager": ok, "copy": copy, "read": copy}}))
+        self.assertFalse(tp.task_passed({"peers": {"eager": ok, "read": {"status": "error", "error": "x"}}}))
         self.assertFalse(tp.task_passed({"peers": {"eager": {"status": "ok", "check": {"ok": False}},
                                                    "copy": copy}}))
         self.assertFalse(tp.task_passed({"peers": {"eager": {"status": "error", "error": "x"}}}))
