@@ -1828,6 +1828,29 @@ TEST_F(OnGpu, TailBandIsRight) {
                {{"A", {2700, 264}}, {"B", {264, 3000}}});
 }
 
+// TailBandIsRight checks outputs only, and it passed while no band was ever
+// launched (round 19: the launcher saw no idle SMs and ran one launch). Here
+// the band writes nothing (KEVO_DIAG_TAIL_SKIP): the check must fail, which it
+// does only if the band launch took its share of C.
+TEST_F(OnGpu, TailBandIsLaunched) {
+  const auto family = test::repo_dir() / "targets" / "cuda" / "kernels" / "gemm" / "wgmma.cu";
+  const auto skip = test::temp_dir("tail-skip") / "wgmma.cu";
+  const std::string text = "#define KEVO_DIAG_TAIL_SKIP 1\n" + read_text_file(family);
+  write_file_atomic(skip, text.data(), text.size());
+  SearchSpace space = load_space({family}, {}, [](const std::filesystem::path&) { return "cuda"; });
+  Task task = test::quick_task("gemm", {{"A", {2000, 264}}, {"B", {264, 4040}}},
+                               {{"target", "cuda"}, {"dtype", "bf16"}, {"limits", {{"timeout_s", 20}}}});
+  for (int tail : {1, 2}) {
+    KnobValues v = space.family(0).space.defaults();
+    for (const auto& [k, x] : KnobSet{{"PERSIST", 1}, {"DYN", 1}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1},
+                                      {"CLUSTER", 4}, {"BN", 128}, {"WGM", 128}, {"STAGES", 4}, {"TAIL", tail}})
+      v[k] = x;
+    ASSERT_TRUE(space.family(0).space.valid(v)) << knobs_to_string(v);
+    EvalResult r = eval(skip, v, task);
+    EXPECT_STATUS(r, Status::mismatch) << " TAIL " << tail << ": the band's tiles were written without the band";
+  }
+}
+
 // Where a family sums partials in an order of its own (split-K over a
 // cluster, a stream-K workspace), it says the sum is the same in every run on
 // a GPU: so its output must be the same to the bit for the same inputs, call
