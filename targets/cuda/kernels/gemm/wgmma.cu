@@ -155,7 +155,8 @@
  *            213.92 for clusters of four alone and 180.61 for the start
  *            line (ncu, each launch alone: the main 174-176, the band 119;
  *            the main clocks 2-3% higher than the start line with 12 SMs
- *            idle, at the power limit, and loses that beside its band);
+ *            idle, the clock falling with load as at the power cap, and
+ *            loses that beside its band);
  *            TAIL 1 292.90, its two launches one after the other.
  *
  * Starts (besides the default; SMS is the GPU's multiprocessors, as its
