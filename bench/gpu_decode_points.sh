@@ -2,22 +2,26 @@
 # The decode shapes of the issue's table, each timed at a fixed knob point of
 # a kevo family beside cuBLAS (eager torch.matmul), or for the fused MLP beside
 # eager and torch.compile, in one harness (bench/peers/torch_peers.py
-# --kevo-dir: the L2 flushed by a write unless FLUSH says, a 300 us launch
+# --kevo-dir: the L2 flushed by a read unless FLUSH says, a 300 us launch
 # cover, ROUNDS rounds), with two yardsticks of the same bytes: a copy (half
 # read, half written) and a read of them all once (the floor of a kernel that
 # streams its weights).
 # No search: it says, in one short device call, how far a family's known point
-# is from the peers on this GPU (the issue's H200 table has cuBLAS at 46-73%
-# of the copy roof; on an H100 it was at 98% at 64 x 4096 x 14336, round 14),
-# before a search is worth its minutes.
+# is from the peers on this GPU, before a search is worth its minutes.
 #   bench/gpu_decode_points.sh [CONFIG=FAMILY:K=V,...]...
 # CONFIG is a config name under configs/cuda/decode/ (without .json), FAMILY
 # a family file under targets/cuda/kernels/ (e.g. gemm/swapab.cu). With no
-# argument, the points below (round 14's best on an H100, and the start
-# lines' choices for the shapes it did not search).
+# argument, the points below: the best of kevo's own 2.5- to 3-minute
+# searches on an H100, each config timing from a clean L2 as it says
+# (bench/results/2026-12-07-h100-decode-gemm-19.md for 64 x 4096 x 14336,
+# -20.md for the others). A point picked on one GPU model may trail on
+# another: search there before judging a family by these.
 # ROUNDS=3, PER=90 (seconds each config may take), OUT=build/gpu-decode-points,
-# FLUSH=write (do_bench's, the issue's: the timed call pays to write back the
-# flush's dirty lines) or read (a clean L2).
+# FLUSH=read (a clean L2, as the decode configs time) or write (do_bench's:
+# the timed call pays to write back the flush's dirty lines, unless its loads
+# carry an evict-first hint that leaves those lines in the L2 for a later
+# kernel to write back; round 20 saw such a kernel run 8% under the read
+# floor, a gain a model would not see).
 # Writes $OUT/<config>.txt and .json (torch_peers' own) and $OUT/best/, the
 # sources timed (each a family file with its knobs as #defines).
 set -uo pipefail
@@ -25,17 +29,18 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-build/gpu-decode-points}
 ROUNDS=${ROUNDS:-3}
 PER=${PER:-90}
-FLUSH=${FLUSH:-write}
+FLUSH=${FLUSH:-read}
 points=("$@")
 if [ ${#points[@]} -eq 0 ]; then
   points=(
-    gemm-16x4096x14336=gemm/swapab.cu:TN=16,MT=1,NCONS=1,STAGES=20,SPLIT=1
-    gemm-64x4096x14336=gemm/swapab.cu:TN=64,MT=1,NCONS=1,STAGES=12,SPLIT=1
-    gemm-128x4096x14336=gemm/swapab.cu:TN=128,MT=1,NCONS=1,STAGES=8,SPLIT=1
-    gemm-64x4096x4096=gemm/swapab.cu:TN=64,MT=1,NCONS=1,STAGES=12,SPLIT=2
-    gemm-128x8192x8192=gemm/swapab.cu:TN=128,MT=1,NCONS=1,STAGES=8,SPLIT=1
-    gemm_swiglu-64x4096x14336=gemm_swiglu/wgmma.cu:WGM=64,NCONS=1,BN=128,STAGES=5,SPLIT=1,BHINT=1,KEEP=1
-    gemm_swiglu-128x4096x14336=gemm_swiglu/wgmma.cu:WGM=64,NCONS=2,BN=128,STAGES=3,SPLIT=1,BHINT=1,KEEP=1
+    gemm-16x4096x14336=gemm/swapab.cu:TN=16,MT=2,NCONS=1,STAGES=8,SPLIT=1,KEEP=1,BHINT=1
+    gemm-64x4096x14336=gemm/wgmma.cu:BHINT=0,CDIM=0,CLUSTER=1,EPI=2,EPIB=0,EPIR=0,GROUP_M=8,KEEP=1,PING=0,SK=0,SPLIT=1,STM=0,TAIL=0,WGM=64,BN=128,NCONS=1,STAGES=8,PERSIST=1,DYN=0
+    gemm-128x4096x14336=gemm/swapab.cu:TN=128,MT=1,NCONS=2,STAGES=4,SPLIT=1,KEEP=0,BHINT=0
+    gemm-64x14336x4096=gemm/wgmma.cu:BHINT=0,CDIM=0,CLUSTER=1,EPI=2,EPIB=0,EPIR=0,GROUP_M=8,KEEP=1,PING=0,SK=0,SPLIT=1,STM=0,TAIL=0,WGM=64,BN=64,NCONS=1,STAGES=12,PERSIST=1,DYN=1
+    gemm-64x4096x4096=gemm/swapab.cu:TN=64,MT=1,NCONS=1,STAGES=12,SPLIT=2,KEEP=1,BHINT=0
+    gemm-128x8192x8192=gemm/wgmma.cu:BHINT=0,CDIM=0,CLUSTER=1,EPI=2,EPIB=0,EPIR=0,GROUP_M=8,KEEP=1,PING=0,SK=0,SPLIT=1,STM=0,TAIL=0,WGM=64,BN=64,NCONS=2,STAGES=8,PERSIST=0,DYN=0
+    gemm_swiglu-64x4096x14336=gemm_swiglu/wgmma.cu:WGM=64,NCONS=1,BN=128,STAGES=5,SPLIT=1,SK=0,BHINT=0,KEEP=1
+    gemm_swiglu-128x4096x14336=gemm_swiglu/wgmma.cu:WGM=64,NCONS=2,BN=128,STAGES=2,SPLIT=1,SK=0,BHINT=1,KEEP=0
   )
 fi
 mkdir -p "$OUT/best"
