@@ -22,7 +22,8 @@
 # carry an evict-first hint that leaves those lines in the L2 for a later
 # kernel to write back; round 20 saw such a kernel run 8% under the read
 # floor, a gain a model would not see).
-# Writes $OUT/<config>.txt and .json (torch_peers' own) and $OUT/best/, the
+# Writes $OUT/<config>.txt and .json (torch_peers' own), $OUT/verdicts.txt
+# (bench/peers_verdict.py over those JSON files) and $OUT/best/, the
 # sources timed (each a family file with its knobs as #defines).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -73,3 +74,13 @@ for p in "${points[@]}"; do
   echo "== $config (${p#*=}): rc $?"
   grep -v "AUTOTUNE\|^  [a-z_]\|strides\|dtypes\|ACC_TYPE\|^[EW][0-9]" "$OUT/$config.txt" | tail -8
 done
+# The verdicts of this one call (bench/peers_verdict.py, 1%): a second call's
+# JSON passed with these turns "(one call)" into a verdict that was repeated.
+jsons=()
+for p in "${points[@]}"; do
+  [ -s "$OUT/${p%%=*}.json" ] && jsons+=("$OUT/${p%%=*}.json")
+done
+if [ ${#jsons[@]} -gt 0 ]; then
+  echo "== verdicts (kevo's point against each peer; $OUT/verdicts.txt)"
+  python3 bench/peers_verdict.py "${jsons[@]}" | tee "$OUT/verdicts.txt"
+fi
