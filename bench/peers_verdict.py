@@ -67,6 +67,8 @@ def load_calls(paths):
         for t in tasks:
             if not isinstance(t, dict) or "name" not in t:
                 fail(f"{path}: a task without a name")
+            if not isinstance(t.get("peers", {}), dict):
+                fail(f"{path}: task {t['name']}: 'peers' is not an object")
             peers = {name: round_medians(p) for name, p in (t.get("peers") or {}).items()}
             rows.setdefault((t["name"], t.get("flush", "?")), []).append(peers)
     return rows

@@ -117,6 +117,7 @@ class PeersVerdict(unittest.TestCase):
 
     def test_bad_input_is_one_line_and_exit_2(self):
         for bad in ("not json", json.dumps({"no": "tasks"}), json.dumps({"tasks": [{"peers": {}}]}),
+                    json.dumps({"tasks": [{"name": "t", "peers": [1, 2]}]}),
                     json.dumps({"tasks": []})):
             r = self.run_tool(bad)
             self.assertEqual(r.returncode, 2, (bad, r.stdout, r.stderr))
