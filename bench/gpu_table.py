@@ -10,6 +10,12 @@ measurement (kevo eval, kevo-cuda-runner) is shown beside it. When it also
 timed kevo's CUDA kernel for the task (--kevo-cuda-dir: peer "kevo_cuda"),
 two last columns put kevo's two targets side by side.
 
+The last column is the verdict of bench/peers_verdict.py (1%) against each
+peer, from the rounds of that one harness (each peers file one call): kevo
+faster, slower or level only where every round agrees, "(one call)" when
+there was one, and "—" where the harness did not time kevo's kernel (a ratio
+against kevo's own runner compares two harnesses and gets no verdict).
+
     bench/gpu_table.py OUT_DIR
 """
 import glob
@@ -17,6 +23,9 @@ import json
 import os
 import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peers_verdict  # noqa: E402
 
 
 def load(path):
@@ -27,12 +36,32 @@ def load(path):
         return None
 
 
-def peer_medians(out, task):
-    """Each peer's medians for `task`: from its per-round files
-    (TASK.peers.R.json), or from the files that ran every task (all.peers[.R].json)."""
+def peer_docs(out, task):
+    """The peers files that timed `task`: its per-round files (TASK.peers.R.json),
+    or the files that ran every task (all.peers[.R].json)."""
     docs = [load(p) for p in sorted(glob.glob(os.path.join(out, f"{task}.peers.*.json")))]
     if not any(docs):
         docs = [load(p) for p in sorted(glob.glob(os.path.join(out, "all.peers*.json")))]
+    return [d for d in docs if d]
+
+
+def verdict(out, task):
+    """peers_verdict's word for kevo's kernel in the peers' harness against each peer."""
+    rows = {}
+    for d in peer_docs(out, task):
+        peers_verdict.add_call(rows, d, "peers file", on_error=lambda msg: None)
+    words = []
+    flushes = {f for (t, f) in rows if t == task}
+    for r in peers_verdict.verdicts({k: v for k, v in rows.items() if k[0] == task}, 0.01, sides=("kevo",)):
+        if "ratios" in r:
+            at = f" [{r['flush']} flush]" if len(flushes) > 1 else ""
+            words.append(f"{r['peer']}{at}: {r['verdict']}")
+    return "; ".join(words) or "—"
+
+
+def peer_medians(out, task):
+    """Each peer's medians for `task` over its peers files (peer_docs)."""
+    docs = peer_docs(out, task)
     found = {"eager": [], "compile": [], "kevo": [], "kevo_cuda": []}
     for j in docs:
         for t in (j or {}).get("tasks", []):
@@ -78,21 +107,22 @@ def main(out):
         k, e, c, kp = med(kevo), med(peers["eager"]), med(peers["compile"]), med(peers["kevo"])
         found = f"{best.get('family', '?')} after {run.get('evaluations', '?')} evaluations" if best else "—"
         rows.append((task, status, k, kp, e, c, med(frac), bound, len(kevo), found,
-                     med(peers["kevo_cuda"])))
-    cuda = any(r[-1] for r in rows)
+                     med(peers["kevo_cuda"]), verdict(out, task)))
+    cuda = any(r[10] for r in rows)
     print("| task | kevo best, same harness as the peers (us) | kevo best, kevo's runner (us) "
           "| eager (us) | torch.compile (us) | eager / kevo | compile / kevo "
           "| kevo vs measured roof | kevo timings | kevo's best |"
-          + (" kevo CUDA best, same harness (us) | kevo CUDA / kevo |" if cuda else ""))
-    print("|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if cuda else ""))
+          + (" kevo CUDA best, same harness (us) | kevo CUDA / kevo |" if cuda else "")
+          + " verdict, same harness (bench/peers_verdict.py, 1%) |")
+    print("|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if cuda else "") + "---|")
     f = lambda v: f"{v:.1f}" if v else "—"
-    for task, status, k, kp, e, c, fr, bound, n, found, kc in rows:
+    for task, status, k, kp, e, c, fr, bound, n, found, kc, word in rows:
         base = kp or k  # the ratios: one harness for both when it timed kevo's kernel too
         ratio = lambda p: f"**{p / base:.2f}x**" if p and base else "—"
         roof = f"{100 * fr:.0f}% of {'copy bandwidth' if bound == 'memory' else 'bf16 rate'}" if fr else "—"
         print(f"| {task}{'' if status in ('ok', '') else f' ({status})'} | {f(kp)} | {f(k)} | {f(e)} "
               f"| {f(c)} | {ratio(e)} | {ratio(c)} | {roof} | {n} | {found} |"
-              + (f" {f(kc)} | {ratio(kc)} |" if cuda else ""))
+              + (f" {f(kc)} | {ratio(kc)} |" if cuda else "") + f" {word} |")
 
 
 if __name__ == "__main__":

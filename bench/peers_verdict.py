@@ -41,7 +41,7 @@ def fail(msg):
 
 def round_medians(peer):
     """The peer's round medians (µs), or [] when it did not run."""
-    if not isinstance(peer, dict) or peer.get("status") != "ok":
+    if not isinstance(peer, dict) or peer.get("status", "ok") != "ok":
         return []
     if peer.get("round_medians_us"):
         return [float(x) for x in peer["round_medians_us"]]
@@ -52,25 +52,32 @@ def round_medians(peer):
     return [float(peer["median_us"])] if peer.get("median_us") else []
 
 
+def add_call(rows, doc, where, on_error=fail):
+    """Adds one call (a parsed torch_peers.py --json document) to rows:
+    {(task, flush): [{peer: [round medians]} per call]}, in first-seen order."""
+    tasks = doc.get("tasks") if isinstance(doc, dict) else None
+    if not isinstance(tasks, list):
+        return on_error(f"{where}: not the JSON of torch_peers.py --json (no list of tasks)")
+    for t in tasks:
+        if not isinstance(t, dict) or "name" not in t:
+            return on_error(f"{where}: a task without a name")
+        if not isinstance(t.get("peers", {}), dict):
+            return on_error(f"{where}: task {t['name']}: 'peers' is not an object")
+    for t in tasks:
+        peers = {name: round_medians(p) for name, p in (t.get("peers") or {}).items()}
+        rows.setdefault((t["name"], t.get("flush", "?")), []).append(peers)
+    return rows
+
+
 def load_calls(paths):
-    """{(task, flush): [{peer: [round medians]} per call]}, in first-seen order."""
     rows = {}
     for path in paths:
         try:
             with open(path) as f:
                 doc = json.load(f)
-            tasks = doc["tasks"]
-            if not isinstance(tasks, list):
-                raise TypeError("'tasks' is not a list")
-        except (OSError, ValueError, KeyError, TypeError) as e:
+        except (OSError, ValueError) as e:
             fail(f"{path}: not the JSON of torch_peers.py --json ({e})")
-        for t in tasks:
-            if not isinstance(t, dict) or "name" not in t:
-                fail(f"{path}: a task without a name")
-            if not isinstance(t.get("peers", {}), dict):
-                fail(f"{path}: task {t['name']}: 'peers' is not an object")
-            peers = {name: round_medians(p) for name, p in (t.get("peers") or {}).items()}
-            rows.setdefault((t["name"], t.get("flush", "?")), []).append(peers)
+        add_call(rows, doc, path)
     return rows
 
 
@@ -84,11 +91,12 @@ def judge(lo, hi, threshold):
     return "inconclusive"
 
 
-def verdicts(rows, threshold):
-    """One dict per (task, flush, peer): per-call ratios, pooled range, verdict."""
+def verdicts(rows, threshold, sides=KEVO_SIDES):
+    """One dict per (task, flush, peer): per-call ratios, pooled range, verdict,
+    for the first of `sides` (kevo's kernel as a peer) that was timed."""
     out = []
     for (task, flush), calls in rows.items():
-        side = next((s for s in KEVO_SIDES if any(c.get(s) for c in calls)), None)
+        side = next((s for s in sides if any(c.get(s) for c in calls)), None)
         if side is None:
             out.append({"task": task, "flush": flush, "peer": "-", "verdict": "no kevo kernel timed"})
             continue

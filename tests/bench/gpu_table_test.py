@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """bench/gpu_table.py: the ratios against the peers come from the one harness
 that timed kevo's kernel beside them (peer "kevo" of torch_peers.py
---kevo-dir) when it did, and from kevo's own runner otherwise."""
+--kevo-dir) when it did, and from kevo's own runner otherwise; the verdict
+column comes from that harness's rounds only."""
 import json
 import os
 import subprocess
@@ -75,7 +76,30 @@ class GpuTable(unittest.TestCase):
         with tempfile.TemporaryDirectory() as out:
             write(os.path.join(out, "rms.kevo.1.json"), kevo_eval(70.0))
             write(os.path.join(out, "all.peers.1.json"), peers("rms", compile=66.0, kevo=60.0))
-            self.assertEqual(len(rows(out)["rms"]), 10)
+            self.assertEqual(len(rows(out)["rms"]), 11)  # ten and the verdict
+
+    def test_the_verdict_holds_only_where_every_round_of_the_harness_agrees(self):
+        with tempfile.TemporaryDirectory() as out:
+            write(os.path.join(out, "rms.kevo.1.json"), kevo_eval(70.0))
+            write(os.path.join(out, "sm.kevo.1.json"), kevo_eval(70.0))
+            write(os.path.join(out, "ln.kevo.1.json"), kevo_eval(70.0))
+            # Two rounds (two calls of the harness): rms faster than eager in both,
+            # level with compile; sm's second round flips against compile.
+            write(os.path.join(out, "all.peers.1.json"),
+                  {"tasks": peers("rms", eager=84.0, compile=66.0, kevo=66.1)["tasks"]
+                   + peers("sm", compile=66.0, kevo=60.0)["tasks"]
+                   + peers("ln", eager=90.0)["tasks"]})
+            write(os.path.join(out, "all.peers.2.json"),
+                  {"tasks": peers("rms", eager=85.0, compile=66.2, kevo=66.0)["tasks"]
+                   + peers("sm", compile=60.0, kevo=63.0)["tasks"]
+                   + peers("ln", eager=91.0)["tasks"]})
+            r = rows(out)
+            self.assertEqual(r["rms"][-1], "compile: level; eager: kevo faster")
+            self.assertEqual(r["sm"][-1], "compile: inconclusive")
+            self.assertEqual(r["ln"][-1], "—")  # kevo's kernel not in the harness: no verdict
+            self.assertEqual(r["ln"][5], "**1.29x**")  # the ratio against its runner stays
+            os.remove(os.path.join(out, "all.peers.2.json"))
+            self.assertEqual(rows(out)["rms"][-1], "compile: level (one call); eager: kevo faster (one call)")
 
 
 if __name__ == "__main__":
