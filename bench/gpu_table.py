@@ -45,26 +45,26 @@ def peer_docs(out, task):
     return [d for d in docs if d]
 
 
-def verdict(out, task):
+def verdict(docs, task):
     """peers_verdict's word for kevo's kernel in the peers' harness against each peer."""
     rows = {}
-    for d in peer_docs(out, task):
+    for d in docs:
         peers_verdict.add_call(rows, d, "peers file", on_error=lambda msg: None)
+    mine = {key: calls for key, calls in rows.items() if key[0] == task}
+    flushes = {f for _, f in mine}
     words = []
-    flushes = {f for (t, f) in rows if t == task}
-    for r in peers_verdict.verdicts({k: v for k, v in rows.items() if k[0] == task}, 0.01, sides=("kevo",)):
+    for r in peers_verdict.verdicts(mine, 0.01, sides=("kevo",)):
         if "ratios" in r:
             at = f" [{r['flush']} flush]" if len(flushes) > 1 else ""
             words.append(f"{r['peer']}{at}: {r['verdict']}")
     return "; ".join(words) or "—"
 
 
-def peer_medians(out, task):
+def peer_medians(docs, task):
     """Each peer's medians for `task` over its peers files (peer_docs)."""
-    docs = peer_docs(out, task)
     found = {"eager": [], "compile": [], "kevo": [], "kevo_cuda": []}
     for j in docs:
-        for t in (j or {}).get("tasks", []):
+        for t in j.get("tasks", []):
             if t.get("name") != task:
                 continue
             peers = t.get("peers", {})
@@ -102,12 +102,13 @@ def main(out):
             frac.append(best.get("roof_fraction", 0))
             bound = best.get("bound", "")
             status = "ok"
-        peers = peer_medians(out, task)
+        docs = peer_docs(out, task)
+        peers = peer_medians(docs, task)
         med = lambda v: statistics.median(v) if v else None
         k, e, c, kp = med(kevo), med(peers["eager"]), med(peers["compile"]), med(peers["kevo"])
         found = f"{best.get('family', '?')} after {run.get('evaluations', '?')} evaluations" if best else "—"
         rows.append((task, status, k, kp, e, c, med(frac), bound, len(kevo), found,
-                     med(peers["kevo_cuda"]), verdict(out, task)))
+                     med(peers["kevo_cuda"]), verdict(docs, task)))
     cuda = any(r[10] for r in rows)
     print("| task | kevo best, same harness as the peers (us) | kevo best, kevo's runner (us) "
           "| eager (us) | torch.compile (us) | eager / kevo | compile / kevo "

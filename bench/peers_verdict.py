@@ -17,6 +17,9 @@ the range. The verdict:
   level         every pairing within 1 +- PCT/100
   inconclusive  the range straddles a bound: the noise is larger than the effect
 
+This is the rule `kevo compare` applies to two exports of kevo's own runs
+(a range over every pairing of rounds, judged against a threshold), here for
+the peers' harness, whose JSON kevo does not read.
 From one call a verdict is marked "(one call)": it has not been repeated.
 The yardsticks (read, copy) get no verdict: "floor / kevo" is the
 yardstick's time over kevo's, per call (median of round medians). A kernel
