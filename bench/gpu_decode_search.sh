@@ -15,10 +15,12 @@
 #   bench/gpu_decode_search.sh MIN CONFIG...   e.g. 2 gemm-16x4096x4096 gemm_swiglu-16x4096x14336
 # MIN: minutes of search a config (1.5 or more: a shorter search mostly times
 # its start points). LIMIT=570: seconds the whole call may take; a config
-# that would not fit in what is left (MIN plus 2.5 minutes for the two
-# harness runs) is skipped, and said so, rather than cut off mid-search.
+# that would not fit in what is left (MIN plus 150 s for the search's end
+# and the two harness runs, 15-30 s each on an H100 in round 21) is skipped,
+# and said so, rather than cut off mid-search.
 # ROUNDS=3, OUT=build/gpu-decode-search, KEVO_DB (default $OUT/kevo.db: one
-# store for the call; a second call with the same store resumes its runs).
+# store for the call; a later search of the same task on the same machine in
+# that store answers the points it already measured from it).
 # Writes, per config, $OUT/CONFIG.run.json and .run.log (the search),
 # CONFIG.best.cu, CONFIG.harness.{txt,json} and CONFIG.repeat.{txt,json};
 # and $OUT/verdicts.txt. Binaries built elsewhere: carry build/bin.
