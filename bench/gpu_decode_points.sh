@@ -18,7 +18,9 @@
 # MLP, -20.md for the others; 16 and 64 x 8192 x 8192 are not searched).
 # A point picked on one GPU model may trail on another: search there before
 # judging a family by these.
-# ROUNDS=3, PER=90 (seconds each config may take), OUT=build/gpu-decode-points,
+# ROUNDS=3, PER=90 (seconds each config may take), LIMIT=570 (seconds the
+# whole call may take: a point is given what is left if less than PER, and
+# skipped, said so, when under 20 s are left), OUT=build/gpu-decode-points,
 # FLUSH=read (a clean L2, as the decode configs time) or write (do_bench's:
 # the timed call pays to write back the flush's dirty lines, unless its loads
 # carry an evict-first hint that leaves those lines in the L2 for a later
@@ -33,6 +35,9 @@ OUT=${OUT:-build/gpu-decode-points}
 ROUNDS=${ROUNDS:-3}
 PER=${PER:-90}
 FLUSH=${FLUSH:-read}
+LIMIT=${LIMIT:-570}
+HARNESS=${HARNESS:-bench/peers/torch_peers.py}   # (tests stand in for it)
+t0=$(date +%s)
 points=("$@")
 if [ ${#points[@]} -eq 0 ]; then
   points=(
@@ -70,12 +75,17 @@ for p in "${points[@]}"; do
     echo "#include \"$root/$src\""
   } > "$OUT/best/$config.best.cu"
 done
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv | tee "$OUT/gpu.txt"
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv 2>&1 | tee "$OUT/gpu.txt"
+short=0
 for p in "${points[@]}"; do
   config=${p%%=*}
+  left=$(( LIMIT - ($(date +%s) - t0) ))
+  if [ "$left" -lt 20 ]; then
+    echo "== $config: skipped, $left s left of LIMIT"; short=1; continue
+  fi
   peers=eager,copy,read
   case $config in gemm_swiglu-*) peers=eager,compile,copy,read ;; esac
-  timeout "$PER" python3 bench/peers/torch_peers.py "configs/cuda/decode/$config.json" \
+  timeout $(( left < PER ? left : PER )) python3 "$HARNESS" "configs/cuda/decode/$config.json" \
     --kevo-dir "$OUT/best" --peers "$peers" --rounds "$ROUNDS" --flush "$FLUSH" --launch-cover-us 300 \
     --json "$OUT/$config.json" > "$OUT/$config.txt" 2>&1
   echo "== $config (${p#*=}): rc $?"
@@ -85,9 +95,13 @@ done
 # JSON passed with these turns "(one call)" into a verdict that was repeated.
 jsons=()
 for p in "${points[@]}"; do
-  [ -s "$OUT/${p%%=*}.json" ] && jsons+=("$OUT/${p%%=*}.json")
+  if [ -s "$OUT/${p%%=*}.json" ]; then jsons+=("$OUT/${p%%=*}.json"); else short=1; fi
 done
 if [ ${#jsons[@]} -gt 0 ]; then
   echo "== verdicts (kevo's point against each peer; $OUT/verdicts.txt)"
   python3 bench/peers_verdict.py "${jsons[@]}" | tee "$OUT/verdicts.txt"
+else
+  echo "no point was timed: no verdicts" | tee "$OUT/verdicts.txt"
 fi
+# 0: every point timed; 1: some point skipped or its harness failed (above).
+exit $short

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""bench/gpu_decode_search.sh without a GPU: stand-ins for kevo and the
-harness (KEVO=, HARNESS=) show that each config is searched once and its best
-timed twice with the right peers, that the verdicts come from both runs, that
-a failed search or a config that does not fit LIMIT is said and turns the
-exit status to 1, and that bad arguments are one line and exit 2."""
+"""bench/gpu_decode_search.sh and bench/gpu_decode_points.sh without a GPU:
+stand-ins for kevo and the harness (KEVO=, HARNESS=) show that the search
+script searches each config once and times its best twice with the right
+peers, that the verdicts come from both runs, that a failed search or a
+config that does not fit LIMIT is said and turns the exit status to 1, and
+that bad arguments are one line and exit 2; and that the points script times
+each point once with the knobs it was given, skips what LIMIT leaves no time
+for, and still gives the verdicts of what it timed."""
 import json
 import os
 import subprocess
@@ -14,6 +17,7 @@ import unittest
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 SCRIPT = os.path.join(ROOT, "bench", "gpu_decode_search.sh")
+POINTS = os.path.join(ROOT, "bench", "gpu_decode_points.sh")
 
 FAKE_KEVO = textwrap.dedent("""\
     #!/usr/bin/env python3
@@ -34,20 +38,25 @@ FAKE_KEVO = textwrap.dedent("""\
 
 FAKE_HARNESS = textwrap.dedent("""\
     #!/usr/bin/env python3
-    # torch_peers.py CONFIG --peers P --kevo-cuda-dir D ... --json J: eager 10% slower than kevo
+    # torch_peers.py CONFIG --peers P --kevo-cuda-dir D (or --kevo-dir D) ... --json J:
+    # eager and compile 10% slower than kevo's kernel
     import json, os, sys
     a = sys.argv[1:]
     cfg = a[0]
     name = os.path.basename(cfg)[:-5]
     opt = lambda k: a[a.index(k) + 1]
-    if not os.path.exists(os.path.join(opt("--kevo-cuda-dir"), name + ".best.cu")):
+    side, folder = ("kevo_cuda", opt("--kevo-cuda-dir")) if "--kevo-cuda-dir" in a else ("kevo", opt("--kevo-dir"))
+    best = os.path.join(folder, name + ".best.cu")
+    if not os.path.exists(best):
         sys.exit(2)
     with open(os.environ["FAKE_LOG"], "a") as f:
-        f.write("time %s %s %s\\n" % (name, opt("--peers"), opt("--flush")))
-    peers = {"kevo_cuda": [10.0, 10.01, 10.02], "read": [9.5, 9.5, 9.51]}
+        f.write("time %s %s %s %s\\n" % (name, opt("--peers"), opt("--flush"), side))
+        if side == "kevo":
+            f.write("defines " + " ".join(l.split()[1] + "=" + l.split()[2] for l in open(best)
+                                          if l.startswith("#define")) + "\\n")
+    peers = {side: [10.0, 10.01, 10.02]}
     for p in opt("--peers").split(","):
-        if p in ("eager", "compile"):
-            peers[p] = [11.0, 11.02, 11.01]
+        peers[p] = [11.0, 11.02, 11.01] if p in ("eager", "compile") else [9.5, 9.5, 9.51]
     doc = {"tasks": [{"name": name, "flush": opt("--flush"),
                       "peers": {p: {"status": "ok", "round_medians_us": r, "median_us": sorted(r)[1]}
                                 for p, r in peers.items()}}]}
@@ -61,7 +70,8 @@ def read(path):
         return f.read()
 
 
-class GpuDecodeSearch(unittest.TestCase):
+class StandIns(unittest.TestCase):
+    """A temporary folder with the stand-ins and the log of what they were asked."""
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory()
         d = self.dir.name
@@ -77,6 +87,11 @@ class GpuDecodeSearch(unittest.TestCase):
     def tearDown(self):
         self.dir.cleanup()
 
+    def calls(self):
+        return read(self.log).splitlines() if os.path.exists(self.log) else []
+
+
+class GpuDecodeSearch(StandIns):
     def run_script(self, *args, **env):
         e = dict(os.environ, OUT=self.out, KEVO=self.kevo, HARNESS=self.harness, FAKE_LOG=self.log,
                  KEVO_DB=os.path.join(self.dir.name, "kevo.db"), KEVO_CACHE_DIR=os.path.join(self.dir.name, "c"),
@@ -84,19 +99,16 @@ class GpuDecodeSearch(unittest.TestCase):
         e.update(env)
         return subprocess.run(["bash", SCRIPT, *args], env=e, capture_output=True, text=True, timeout=120)
 
-    def calls(self):
-        return read(self.log).splitlines() if os.path.exists(self.log) else []
-
     def test_each_config_is_searched_once_and_timed_twice_and_judged_over_both(self):
         r = self.run_script("1.5", "gemm-16x4096x4096", "gemm_swiglu-16x4096x14336")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertEqual(self.calls(), [
             "search gemm-16x4096x4096 1.5",
-            "time gemm-16x4096x4096 eager,read read",
-            "time gemm-16x4096x4096 eager,read read",
+            "time gemm-16x4096x4096 eager,read read kevo_cuda",
+            "time gemm-16x4096x4096 eager,read read kevo_cuda",
             "search gemm_swiglu-16x4096x14336 1.5",
-            "time gemm_swiglu-16x4096x14336 eager,compile,read read",
-            "time gemm_swiglu-16x4096x14336 eager,compile,read read",
+            "time gemm_swiglu-16x4096x14336 eager,compile,read read kevo_cuda",
+            "time gemm_swiglu-16x4096x14336 eager,compile,read read kevo_cuda",
         ])
         verdicts = read(os.path.join(self.out, "verdicts.txt"))
         for line in ("gemm-16x4096x4096 [read flush] eager / kevo_cuda",
@@ -113,7 +125,7 @@ class GpuDecodeSearch(unittest.TestCase):
         r = self.run_script("1.5", "gemm-16x4096x4096", "gemm-128x4096x4096", FAKE_FAIL="gemm-16x4096x4096")
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn("gemm-16x4096x4096: no best kernel written", r.stdout)
-        self.assertNotIn("time gemm-16x4096x4096 eager,read read", self.calls())
+        self.assertNotIn("time gemm-16x4096x4096 eager,read read kevo_cuda", self.calls())
         verdicts = read(os.path.join(self.out, "verdicts.txt"))
         self.assertIn("gemm-128x4096x4096 [read flush] eager / kevo_cuda", verdicts)
         self.assertNotIn("gemm-16x4096x4096 ", verdicts)
@@ -133,6 +145,43 @@ class GpuDecodeSearch(unittest.TestCase):
             self.assertEqual(r.returncode, 2, (args, r.stdout, r.stderr))
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, (args, r.stderr))
             self.assertEqual(self.calls(), [], args)   # nothing started
+
+
+class GpuDecodePoints(StandIns):
+    def run_points(self, *points, **env):
+        e = dict(os.environ, OUT=self.out, HARNESS=self.harness, FAKE_LOG=self.log)
+        e.update(env)
+        return subprocess.run(["bash", POINTS, *points], env=e, capture_output=True, text=True, timeout=120)
+
+    P1 = "gemm-16x4096x4096=gemm/mma.cu:BM=16,SPLIT=4"
+    P2 = "gemm_swiglu-16x4096x14336=gemm_swiglu/mma.cu:BM=16,BN=256"
+
+    def test_each_point_is_timed_once_with_its_knobs_and_judged(self):
+        r = self.run_points(self.P1, self.P2)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(self.calls(), [
+            "time gemm-16x4096x4096 eager,copy,read read kevo", "defines BM=16 SPLIT=4",
+            "time gemm_swiglu-16x4096x14336 eager,compile,copy,read read kevo", "defines BM=16 BN=256",
+        ])
+        verdicts = read(os.path.join(self.out, "verdicts.txt"))
+        self.assertIn("gemm-16x4096x4096 [read flush] eager / kevo", verdicts)
+        self.assertIn("gemm_swiglu-16x4096x14336 [read flush] compile / kevo", verdicts)
+        self.assertIn("(one call)", verdicts)   # one run each: said so
+
+    def test_what_the_limit_leaves_no_time_for_is_skipped_and_said(self):
+        r = self.run_points(self.P1, self.P2, LIMIT="10")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("== gemm-16x4096x4096: skipped", r.stdout)
+        self.assertIn("== gemm_swiglu-16x4096x14336: skipped", r.stdout)
+        self.assertEqual(self.calls(), [])
+        self.assertIn("no verdicts", read(os.path.join(self.out, "verdicts.txt")))
+
+    def test_a_bad_point_is_one_line_and_exit_2(self):
+        for p in ("gemm-16x4096x4096", "gemm-16x4096x4096=gemm/nope.cu:BM=16", "gemm-nope=gemm/mma.cu:BM=16"):
+            r = self.run_points(p)
+            self.assertEqual(r.returncode, 2, (p, r.stdout, r.stderr))
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, (p, r.stderr))
+            self.assertEqual(self.calls(), [], p)
 
 
 if __name__ == "__main__":
