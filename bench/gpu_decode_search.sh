@@ -17,7 +17,9 @@
 # its start points). LIMIT=570: seconds the whole call may take; a config
 # that would not fit in what is left (MIN plus 150 s for the search's end
 # and the two harness runs, 15-30 s each on an H100 in round 21) is skipped,
-# and said so, rather than cut off mid-search.
+# and said so, rather than cut off mid-search. That is an estimate: a search
+# may run up to 60 s past MIN and a harness run up to 150 s before their
+# timeouts, so a config that goes badly can still carry the call past LIMIT.
 # ROUNDS=3, OUT=build/gpu-decode-search, KEVO_DB (default $OUT/kevo.db: one
 # store for the call; a later search of the same task on the same machine in
 # that store answers the points it already measured from it).
@@ -31,7 +33,8 @@ cd "$(dirname "$0")/.."
 usage() { echo "usage: bench/gpu_decode_search.sh MIN CONFIG...  (MIN >= 1.5 minutes; CONFIG under configs/cuda/decode/)" >&2; exit 2; }
 [ $# -ge 2 ] || usage
 MIN=$1; shift
-python3 -c "import sys; m = float(sys.argv[1]); sys.exit(0 if m >= 1.5 else 1)" "$MIN" 2>/dev/null ||
+# the search's seconds, from MIN checked once (a number, 1.5 or more)
+search_s=$(python3 -c "import sys; m = float(sys.argv[1]); assert m >= 1.5; print(int(m * 60))" "$MIN" 2>/dev/null) ||
   { echo "gpu_decode_search: MIN '$MIN' is not a number of minutes >= 1.5" >&2; exit 2; }
 for n in "$@"; do
   [ -f "configs/cuda/decode/$n.json" ] || { echo "gpu_decode_search: no config configs/cuda/decode/$n.json" >&2; exit 2; }
@@ -40,7 +43,6 @@ OUT=${OUT:-build/gpu-decode-search}; ROUNDS=${ROUNDS:-3}; LIMIT=${LIMIT:-570}
 KEVO=${KEVO:-build/bin/kevo}; HARNESS=${HARNESS:-bench/peers/torch_peers.py}   # (tests stand in for them)
 mkdir -p "$OUT"
 export KEVO_CACHE_DIR=${KEVO_CACHE_DIR:-/tmp/kevo-cache} KEVO_HOME=$PWD KEVO_DB=${KEVO_DB:-$OUT/kevo.db} PYTHONUNBUFFERED=1
-search_s=$(python3 -c "import sys; print(int(float(sys.argv[1]) * 60))" "$MIN")
 need=$(( search_s + 150 ))   # the search, its end (confirmation, export), two harness runs
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$OUT/log.txt"; }

@@ -94,8 +94,7 @@ class StandIns(unittest.TestCase):
 class GpuDecodeSearch(StandIns):
     def run_script(self, *args, **env):
         e = dict(os.environ, OUT=self.out, KEVO=self.kevo, HARNESS=self.harness, FAKE_LOG=self.log,
-                 KEVO_DB=os.path.join(self.dir.name, "kevo.db"), KEVO_CACHE_DIR=os.path.join(self.dir.name, "c"),
-                 PATH=os.environ.get("PATH", ""))
+                 KEVO_DB=os.path.join(self.dir.name, "kevo.db"), KEVO_CACHE_DIR=os.path.join(self.dir.name, "c"))
         e.update(env)
         return subprocess.run(["bash", SCRIPT, *args], env=e, capture_output=True, text=True, timeout=120)
 
