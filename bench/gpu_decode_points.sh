@@ -57,7 +57,6 @@ if [ ${#points[@]} -eq 0 ]; then
   )
 fi
 mkdir -p "$OUT/best"
-root=$PWD
 for p in "${points[@]}"; do
   config=${p%%=*} rest=${p#*=}
   family=${rest%%:*} knobs=${rest#*:}
@@ -72,7 +71,7 @@ for p in "${points[@]}"; do
   {
     IFS=, read -ra kvs <<< "$knobs"
     for kv in "${kvs[@]}"; do echo "#define ${kv%%=*} ${kv#*=}"; done
-    echo "#include \"$root/$src\""
+    cat "$src"   # the family's text itself: a file kevo can evaluate (it looks for kevo_launch in it)
   } > "$OUT/best/$config.best.cu"
 done
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv 2>&1 | tee "$OUT/gpu.txt"

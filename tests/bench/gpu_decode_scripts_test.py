@@ -40,7 +40,7 @@ FAKE_HARNESS = textwrap.dedent("""\
     #!/usr/bin/env python3
     # torch_peers.py CONFIG --peers P --kevo-cuda-dir D (or --kevo-dir D) ... --json J:
     # eager and compile 10% slower than kevo's kernel
-    import json, os, sys
+    import itertools, json, os, sys
     a = sys.argv[1:]
     cfg = a[0]
     name = os.path.basename(cfg)[:-5]
@@ -52,8 +52,11 @@ FAKE_HARNESS = textwrap.dedent("""\
     with open(os.environ["FAKE_LOG"], "a") as f:
         f.write("time %s %s %s %s\\n" % (name, opt("--peers"), opt("--flush"), side))
         if side == "kevo":
-            f.write("defines " + " ".join(l.split()[1] + "=" + l.split()[2] for l in open(best)
-                                          if l.startswith("#define")) + "\\n")
+            text = open(best).read()
+            knobs = itertools.takewhile(lambda l: l.startswith("#define"), text.splitlines())
+            # the knobs lead; kevo_launch is in the file itself, so kevo can evaluate it too
+            f.write("defines " + " ".join(l.split()[1] + "=" + l.split()[2] for l in knobs) +
+                    (" +kevo_launch" if "kevo_launch" in text else "") + "\\n")
     peers = {side: [10.0, 10.01, 10.02]}
     for p in opt("--peers").split(","):
         peers[p] = [11.0, 11.02, 11.01] if p in ("eager", "compile") else [9.5, 9.5, 9.51]
@@ -159,8 +162,8 @@ class GpuDecodePoints(StandIns):
         r = self.run_points(self.P1, self.P2)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertEqual(self.calls(), [
-            "time gemm-16x4096x4096 eager,copy,read read kevo", "defines BM=16 SPLIT=4",
-            "time gemm_swiglu-16x4096x14336 eager,compile,copy,read read kevo", "defines BM=16 BN=256",
+            "time gemm-16x4096x4096 eager,copy,read read kevo", "defines BM=16 SPLIT=4 +kevo_launch",
+            "time gemm_swiglu-16x4096x14336 eager,compile,copy,read read kevo", "defines BM=16 BN=256 +kevo_launch",
         ])
         verdicts = read(os.path.join(self.out, "verdicts.txt"))
         self.assertIn("gemm-16x4096x4096 [read flush] eager / kevo", verdicts)
