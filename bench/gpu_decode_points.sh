@@ -11,11 +11,12 @@
 #   bench/gpu_decode_points.sh [CONFIG=FAMILY:K=V,...]...
 # CONFIG is a config name under configs/cuda/decode/ (without .json), FAMILY
 # a family file under targets/cuda/kernels/ (e.g. gemm/swapab.cu). With no
-# argument, the points below: the best of kevo's own 1.75- to 3-minute
+# argument, the points below: the best of kevo's own 1.75- to 6.5-minute
 # searches on an H100, each config timing from a clean L2 as it says
 # (bench/results/2026-12-07-h100-decode-gemm-19.md for 64 x 4096 x 14336,
-# -21.md for M = 16 and 128 at 14336 x 4096 and 4096 x 4096 and the M = 16
-# MLP, -20.md for the others; 16 and 64 x 8192 x 8192 are not searched).
+# -21.md for M = 16 and 128 at 14336 x 4096, 16 and 128 x 4096 x 4096 and
+# the M = 16 MLP, -22.md for 64 x 4096 x 4096 and 16 and 64 x 8192 x 8192,
+# -20.md for the others).
 # A point picked on one GPU model may trail on another: search there before
 # judging a family by these.
 # ROUNDS=3, PER=90 (seconds each config may take), LIMIT=570 (seconds the
@@ -45,7 +46,9 @@ if [ ${#points[@]} -eq 0 ]; then
     gemm-64x4096x14336=gemm/wgmma.cu:BHINT=0,CDIM=0,CLUSTER=1,EPI=2,EPIB=0,EPIR=0,GROUP_M=8,KEEP=1,PING=0,SK=0,SPLIT=1,STM=0,TAIL=0,WGM=64,BN=128,NCONS=1,STAGES=8,PERSIST=1,DYN=0
     gemm-128x4096x14336=gemm/swapab.cu:TN=128,MT=1,NCONS=2,STAGES=4,SPLIT=1,KEEP=0,BHINT=0
     gemm-64x14336x4096=gemm/wgmma.cu:BHINT=0,CDIM=0,CLUSTER=1,EPI=2,EPIB=0,EPIR=0,GROUP_M=8,KEEP=1,PING=0,SK=0,SPLIT=1,STM=0,TAIL=0,WGM=64,BN=64,NCONS=1,STAGES=12,PERSIST=1,DYN=1
-    gemm-64x4096x4096=gemm/swapab.cu:TN=64,MT=1,NCONS=1,STAGES=12,SPLIT=2,KEEP=1,BHINT=0
+    gemm-64x4096x4096=gemm/wgmma.cu:BHINT=0,BN=64,CDIM=0,CLUSTER=1,DYN=0,EPI=2,EPIB=0,EPIR=0,GROUP_M=1,KEEP=1,NCONS=1,PERSIST=1,PING=0,SK=0,SPLIT=1,STAGES=12,STM=0,TAIL=0,WGM=64
+    gemm-16x8192x8192=gemm/swapab.cu:BHINT=0,KEEP=1,MT=1,NCONS=1,SPLIT=1,STAGES=8,TN=16
+    gemm-64x8192x8192=gemm/wgmma.cu:BHINT=1,BN=128,CDIM=0,CLUSTER=1,DYN=0,EPI=2,EPIB=0,EPIR=0,GROUP_M=8,KEEP=1,NCONS=2,PERSIST=1,PING=1,SK=0,SPLIT=1,STAGES=6,STM=0,TAIL=0,WGM=64
     gemm-128x8192x8192=gemm/wgmma.cu:BHINT=0,CDIM=0,CLUSTER=1,EPI=2,EPIB=0,EPIR=0,GROUP_M=8,KEEP=1,PING=0,SK=0,SPLIT=1,STM=0,TAIL=0,WGM=64,BN=64,NCONS=2,STAGES=8,PERSIST=0,DYN=0
     gemm-16x14336x4096=gemm/mma.cu:BK=64,BM=16,BN=256,EPI=1,FRAG_DB=1,GROUP_M=8,L2PF=128,MINB=1,SPLIT=4,STAGES=4,WM=16,WN=64
     gemm-128x14336x4096=gemm/wgmma.cu:BHINT=0,BN=64,CDIM=0,CLUSTER=1,DYN=0,EPI=0,EPIB=0,EPIR=0,GROUP_M=8,KEEP=1,NCONS=1,PERSIST=0,PING=0,SK=0,SPLIT=2,STAGES=8,STM=0,TAIL=0,WGM=128

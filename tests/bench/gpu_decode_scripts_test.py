@@ -6,7 +6,8 @@ peers, that the verdicts come from both runs, that a failed search or a
 config that does not fit LIMIT is said and turns the exit status to 1, and
 that bad arguments are one line and exit 2; and that the points script times
 each point once with the knobs it was given, skips what LIMIT leaves no time
-for, and still gives the verdicts of what it timed."""
+for, still gives the verdicts of what it timed, writes sources kevo itself
+can evaluate, and that its default points are points of their families."""
 import json
 import os
 import subprocess
@@ -184,6 +185,28 @@ class GpuDecodePoints(StandIns):
             self.assertEqual(r.returncode, 2, (p, r.stdout, r.stderr))
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, (p, r.stderr))
             self.assertEqual(self.calls(), [], p)
+
+    def test_each_default_point_is_a_point_of_its_family(self):
+        # the script's own list, as it would run with no argument: every knob of the
+        # family given once, each a value the family allows, for a config that exists
+        text = read(POINTS)
+        block = text[text.index("  points=(\n") + len("  points=(\n"):text.index("\n  )\nfi")]
+        points = block.split()
+        self.assertGreaterEqual(len(points), 13)
+        for p in points:
+            config, rest = p.split("=", 1)
+            family, knobs = rest.split(":", 1)
+            self.assertTrue(os.path.exists(os.path.join(ROOT, "configs", "cuda", "decode", config + ".json")), p)
+            declared = {}
+            for line in read(os.path.join(ROOT, "targets", "cuda", "kernels", family)).splitlines():
+                if line.startswith("// @kevo knob "):
+                    name, _default, values = line[len("// @kevo knob "):].split(" ", 2)
+                    declared[name] = [v.strip() for v in values.strip("{} ").split(",")]
+            given = dict(kv.split("=", 1) for kv in knobs.split(","))
+            self.assertEqual(len(given), len(knobs.split(",")), p)   # no knob twice
+            self.assertEqual(sorted(given), sorted(declared), p)
+            for k, v in given.items():
+                self.assertIn(v, declared[k], (p, k))
 
 
 if __name__ == "__main__":
