@@ -51,11 +51,14 @@ def verdict(docs, task):
     for d in docs:
         peers_verdict.add_call(rows, d, "peers file", on_error=lambda msg: None)
     mine = {key: calls for key, calls in rows.items() if key[0] == task}
-    flushes = {f for _, f in mine}
+    flushes = {key[1] for key in mine}
+    kernels = {key[2] for key in mine}
     words = []
     for r in peers_verdict.verdicts(mine, 0.01, sides=("kevo",)):
         if "ratios" in r:
             at = f" [{r['flush']} flush]" if len(flushes) > 1 else ""
+            if len(kernels) > 1:   # the peers files timed more than one kevo kernel: never pooled
+                at += f" [kernel {(r.get('kernel') or '?')[:12]}]"
             words.append(f"{r['peer']}{at}: {r['verdict']}")
     return "; ".join(words) or "—"
 

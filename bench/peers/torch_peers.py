@@ -934,10 +934,23 @@ def kevo_peer(task, kevo_dir, workdir, cuda_only=False):
     src = os.path.join(kevo_dir, stem + ".best.cu")
     triton_src = os.path.join(kevo_dir, stem + ".best.py")
     if not cuda_only and not os.path.isfile(src) and os.path.isfile(triton_src):
-        return kevo_triton_kernel(task, triton_src)
+        call = kevo_triton_kernel(task, triton_src)
+        call.kevo_source = triton_src
+        return call
     if not os.path.isfile(src):
         raise BadInput(f"kevo peer: no {src} (kevo run CONFIG -o {src} writes it)")
-    return kevo_kernel(task, src, {}, workdir, stem)
+    call = kevo_kernel(task, src, {}, workdir, stem)
+    call.kevo_source = src
+    return call
+
+
+def source_record(path):
+    """What names the kernel a kevo peer timed: its file and the SHA-256 of its
+    bytes. bench/peers_verdict.py pools two calls' rounds into one verdict only
+    where this hash matches (or neither call has one), so a repeat that timed
+    another kernel (a later search's best, say) is never read as a repeat."""
+    with open(path, "rb") as f:
+        return {"source": path, "source_sha256": hashlib.sha256(f.read()).hexdigest()}
 
 
 # While a kevo kernel's output is checked, kevo_outputs fills the outputs it
@@ -1117,9 +1130,11 @@ def run_task(task, device, opts, timer):
             elif peer == "kevo":
                 call = kevo_peer(task, opts.kevo_dir, opts.workdir)
                 rec["what"] = f"{call.__name__} through kevo_launch"
+                rec.update(source_record(call.kevo_source))
             elif peer == "kevo_cuda":
                 call = kevo_peer(task, opts.kevo_cuda_dir, opts.workdir, cuda_only=True)
                 rec["what"] = f"{call.__name__} (CUDA) through kevo_launch"
+                rec.update(source_record(call.kevo_source))
             elif peer == "copy":
                 n = copy_elements(task)
                 src = torch.ones(n, dtype=inputs[0].dtype, device=device)

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """bench/peers_verdict.py: a verdict only where every round pairing of every
 call agrees, pairs only within a call, never pools two flushes, marks an
-unrepeated verdict and a kernel under the read floor, and refuses bad input."""
+unrepeated verdict and a kernel under the read floor, never pools calls that
+timed different kevo kernels, and refuses bad input."""
 import json
 import os
 import subprocess
@@ -12,11 +13,16 @@ import unittest
 TOOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "peers_verdict.py")
 
 
-def call(task, flush="read", **rounds):
-    """One harness call: each peer's round medians (µs)."""
-    return {"tasks": [{"name": task, "flush": flush,
-                       "peers": {p: {"status": "ok", "round_medians_us": r, "median_us": sorted(r)[len(r) // 2]}
-                                 for p, r in rounds.items()}}]}
+def call(task, flush="read", kernel=None, **rounds):
+    """One harness call: each peer's round medians (µs); `kernel`, the
+    SHA-256 the harness records for the kevo kernel's source."""
+    doc = {"tasks": [{"name": task, "flush": flush,
+                      "peers": {p: {"status": "ok", "round_medians_us": r, "median_us": sorted(r)[len(r) // 2]}
+                                for p, r in rounds.items()}}]}
+    for side in ("kevo", "kevo_cuda"):
+        if kernel and side in rounds:
+            doc["tasks"][0]["peers"][side]["source_sha256"] = kernel
+    return doc
 
 
 class PeersVerdict(unittest.TestCase):
@@ -107,6 +113,32 @@ class PeersVerdict(unittest.TestCase):
         self.assertTrue(any("compile" in l and "not timed beside" in l for l in out), out)
         none = self.lines(call("t", eager=[50]))
         self.assertIn("no kevo kernel timed", none[0])
+
+    def test_calls_that_timed_different_kernels_are_never_pooled(self):
+        # A search's best timed once, then a later search's best: two kernels,
+        # two rows, each unrepeated, not one verdict over both.
+        a, b = "a" * 64, "b" * 64
+        out = self.lines(call("t", kernel=a, eager=[50, 50.2], kevo_cuda=[51.1, 51.2]),
+                         call("t", kernel=b, eager=[50.1, 50], kevo_cuda=[49.4, 49.3]))
+        self.assertEqual(len(out), 2, out)
+        self.assertIn("(kernel aaaaaaaaaaaa): ", out[0])
+        self.assertIn("kevo slower (one call)", out[0])
+        self.assertIn("(kernel bbbbbbbbbbbb): ", out[1])
+        self.assertIn("kevo faster (one call)", out[1])
+        same = self.lines(call("t", kernel=a, eager=[50], kevo_cuda=[45]),
+                          call("t", kernel=a, eager=[50.5], kevo_cuda=[45.1]))
+        self.assertEqual(len(same), 1, same)
+        self.assertIn("kevo faster;", same[0])   # pooled: no "(one call)"
+        md = self.lines(call("t", kernel=a, eager=[50], kevo_cuda=[45]), args=("--markdown",))
+        self.assertTrue(md[2].startswith("| t (kernel aaaaaaaaaaaa) | read |"), md)
+
+    def test_each_call_is_judged_by_the_kevo_peer_it_timed(self):
+        # one call timed kevo's kernel as kevo_cuda, the next (another script)
+        # as kevo: both count, neither is dropped
+        out = self.lines(call("t", eager=[50], kevo_cuda=[45]), call("t", eager=[50.5], kevo=[45.2]))
+        self.assertEqual(len(out), 1, out)
+        self.assertIn("eager / kevo_cuda/kevo: 1.111 · 1.117", out[0])
+        self.assertIn("kevo faster;", out[0])
 
     def test_markdown_and_threshold(self):
         docs = (call("t", eager=[50.4], kevo_cuda=[50]), call("t", eager=[50.5], kevo_cuda=[50]))

@@ -5,6 +5,7 @@ and draws each input from the same range as kevo's operator definition (no GPU
 or torch needed), and reads the GPU's clocks through NVML as kevo's runner does
 (against a stand-in libnvidia-ml built here)."""
 import glob
+import hashlib
 import json
 import os
 import shutil
@@ -48,6 +49,20 @@ class TorchPeers(unittest.TestCase):
         self.assertNotEqual(one, tp.kevo_lib_name("gemm-16", cmd[:-1] + ["b/gemm-16.best.cu"], b"kernel one"))
         self.assertNotEqual(one, tp.kevo_lib_name("gemm-16", ["nvcc", "-O2"] + cmd[2:], b"kernel one"))
         self.assertTrue(one.startswith("gemm-16.") and one.endswith(".kevo.so"))
+
+    def test_a_kevo_peer_is_named_by_the_hash_of_its_source(self):
+        # peers_verdict pools two calls only where this hash matches
+        with tempfile.TemporaryDirectory() as d:
+            a, b = os.path.join(d, "a.best.cu"), os.path.join(d, "b.best.cu")
+            for path, text in ((a, "#define BN 64\n"), (b, "#define BN 128\n")):
+                with open(path, "w") as f:
+                    f.write(text)
+            ra, rb = tp.source_record(a), tp.source_record(b)
+            self.assertEqual(ra["source"], a)
+            self.assertEqual(ra["source_sha256"],
+                             hashlib.sha256(b"#define BN 64\n").hexdigest())
+            self.assertNotEqual(ra["source_sha256"], rb["source_sha256"])
+            self.assertEqual(tp.source_record(a), ra)   # the same file, the same name
 
     def test_flush_mode_is_a_choice_and_named_in_the_method(self):
         cfg = os.path.join(ROOT, "configs", "cuda", "decode", "gemm-64x4096x4096.json")
