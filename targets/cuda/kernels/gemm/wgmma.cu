@@ -183,9 +183,19 @@
  * The main loop's wgmma descriptors in uniform registers, stepped per stage,
  * and scale-d 0 on each tile's first k tile: +0.6%, 0.991x cuBLAS
  * (2026-12-06-...-13.md).
+ * At M = 64 kevo's searches on an H100 picked a persistent tile without
+ * split-K at each decode shape they ran (4096 x 14336, 14336 x 4096,
+ * 4096 x 4096, 8192 x 8192: 2026-12-07-...-19.md, -20.md, -22.md), while
+ * the first two starts below split K to fill the SMs: at 64 x 4096 x 4096
+ * the split-2 start took 17.2 us in the search, a BN 64 tile without split
+ * 15.9 (evaluation 32 of 147; round 20's search, 80 evaluations, tried no
+ * wgmma tile without split there). The third and fourth starts begin at
+ * those tiles, persistent, as the searches' bests were.
  */
 // @kevo start BN = 64, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = SMS / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
 // @kevo start BN = 128, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = SMS / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
+// @kevo start BN = 64, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), EPI = 2, PERSIST = 1, SPLIT = 1
+// @kevo start BN = 128, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), EPI = 2, PERSIST = 1, SPLIT = 1
 // @kevo start BN = 256, WGM = 64, NCONS = 2, STAGES = 3, EPI = 2, PERSIST = 1, GROUP_M = 8
 // @kevo start BN = 128, WGM = 128, NCONS = 2, STAGES = 5, EPI = 2, PERSIST = 1, PING = 1, GROUP_M = 8
 // @kevo start BN = 256, WGM = 64, NCONS = 2, STAGES = 3, EPI = 2, PERSIST = 1, CLUSTER = 2, SK = 1, GROUP_M = 8
