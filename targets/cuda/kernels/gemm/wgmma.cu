@@ -183,8 +183,8 @@
  * The main loop's wgmma descriptors in uniform registers, stepped per stage,
  * and scale-d 0 on each tile's first k tile: +0.6%, 0.991x cuBLAS
  * (2026-12-06-...-13.md).
- * At M = 64 kevo's searches on an H100 picked a persistent tile without
- * split-K at each decode shape they ran (4096 x 14336, 14336 x 4096,
+ * At M = 64 kevo's latest search on an H100 at each decode shape picked a
+ * persistent tile without split-K (4096 x 14336, 14336 x 4096,
  * 4096 x 4096, 8192 x 8192: 2026-12-07-...-19.md, -20.md, -22.md), while
  * the first two starts below split K to fill the SMs: at 64 x 4096 x 4096
  * the split-2 start took 17.2 us in the search, a BN 64 tile without split
