@@ -25,7 +25,10 @@
 # that store answers the points it already measured from it).
 # Writes, per config, $OUT/CONFIG.run.json and .run.log (the search),
 # CONFIG.best.cu, CONFIG.harness.{txt,json} and CONFIG.repeat.{txt,json};
-# and $OUT/verdicts.txt. Binaries built elsewhere: carry build/bin.
+# $OUT/verdicts.txt; and $OUT/points.txt, each best as a point
+# (CONFIG=FAMILY:K=V,...): `bench/gpu_decode_points.sh $(cat points.txt)`
+# times them again in another device call, the repeat this call cannot give.
+# Binaries built elsewhere: carry build/bin.
 # Exit status 0 when every config was searched and timed twice, 1 when one
 # was skipped or failed (the log says which), 2 for bad arguments.
 set -uo pipefail
@@ -41,7 +44,7 @@ for n in "$@"; do
 done
 OUT=${OUT:-build/gpu-decode-search}; ROUNDS=${ROUNDS:-3}; LIMIT=${LIMIT:-570}
 KEVO=${KEVO:-build/bin/kevo}; HARNESS=${HARNESS:-bench/peers/torch_peers.py}   # (tests stand in for them)
-mkdir -p "$OUT"
+mkdir -p "$OUT"; : > "$OUT/points.txt"
 export KEVO_CACHE_DIR=${KEVO_CACHE_DIR:-/tmp/kevo-cache} KEVO_HOME=$PWD KEVO_DB=${KEVO_DB:-$OUT/kevo.db} PYTHONUNBUFFERED=1
 need=$(( search_s + 150 ))   # the search, its end (confirmation, export), two harness runs
 t0=$(date +%s)
@@ -60,6 +63,14 @@ for n in "$@"; do
     > "$OUT/$n.run.json" 2> "$OUT/$n.run.log"
   stamp "$n search rc $?"
   [ -s "$OUT/$n.best.cu" ] || { stamp "$n: no best kernel written (see $OUT/$n.run.log)"; short=1; continue; }
+  # the best as a point of bench/gpu_decode_points.sh, for a repeat in another call
+  python3 - "$OUT/$n.run.json" "$n" >> "$OUT/points.txt" 2>/dev/null <<'PY' || stamp "$n: its best is not in $OUT/points.txt (see $OUT/$n.run.json)"
+import json, os, sys
+best = json.load(open(sys.argv[1]))["best"]
+family = "%s/%s.cu" % (sys.argv[2].split("-")[0], best["family"])
+assert os.path.isfile(os.path.join("targets/cuda/kernels", family)), family
+print("%s=%s:%s" % (sys.argv[2], family, ",".join("%s=%s" % kv for kv in sorted(best["knobs"].items()))))
+PY
   peers=eager,read; case $n in gemm_swiglu-*) peers=eager,compile,read ;; esac
   for x in harness repeat; do
     timeout 150 python3 "$HARNESS" "$c" --peers "$peers" --kevo-cuda-dir "$OUT" \

@@ -2,7 +2,8 @@
 """bench/gpu_decode_search.sh and bench/gpu_decode_points.sh without a GPU:
 stand-ins for kevo and the harness (KEVO=, HARNESS=) show that the search
 script searches each config once and times its best twice with the right
-peers, that the verdicts come from both runs, that a failed search or a
+peers, that the verdicts come from both runs, that each best becomes a point
+the points script takes, that a failed search or a
 config that does not fit LIMIT is said and turns the exit status to 1, and
 that bad arguments are one line and exit 2; and that the points script times
 each point once with the knobs it was given, skips what LIMIT leaves no time
@@ -34,7 +35,8 @@ FAKE_KEVO = textwrap.dedent("""\
         sys.stderr.write("kevo: the cuda target cannot start\\n")
         sys.exit(1)
     open(best, "w").write("// best of " + name + "\\n")
-    print(json.dumps({"best": {"family": "fake"}}))
+    family = os.environ.get("FAKE_FAMILY", "mma")
+    print(json.dumps({"best": {"family": family, "knobs": {"SPLIT": 4, "BM": 16}}}))
     """)
 
 FAKE_HARNESS = textwrap.dedent("""\
@@ -123,6 +125,23 @@ class GpuDecodeSearch(StandIns):
         for n in ("gemm-16x4096x4096", "gemm_swiglu-16x4096x14336"):
             for x in ("harness", "repeat"):
                 self.assertTrue(os.path.exists(os.path.join(self.out, f"{n}.{x}.json")))
+
+    def test_each_best_is_a_point_the_points_script_times_in_another_call(self):
+        r = self.run_script("1.5", "gemm-16x4096x4096", "gemm_swiglu-16x4096x14336")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        points = read(os.path.join(self.out, "points.txt")).split()
+        self.assertEqual(points, ["gemm-16x4096x4096=gemm/mma.cu:BM=16,SPLIT=4",
+                                  "gemm_swiglu-16x4096x14336=gemm_swiglu/mma.cu:BM=16,SPLIT=4"])
+        os.remove(self.log)
+        e = dict(os.environ, OUT=os.path.join(self.dir.name, "points"), HARNESS=self.harness, FAKE_LOG=self.log)
+        r = subprocess.run(["bash", POINTS, *points], env=e, capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(self.calls()[:2], ["time gemm-16x4096x4096 eager,copy,read read kevo",
+                                            "defines BM=16 SPLIT=4 +kevo_launch"])
+        # a family the search names but kevo does not ship: said, not a bad point; a new run starts afresh
+        r = self.run_script("1.5", "gemm-16x4096x4096", FAKE_FAMILY="nosuch")
+        self.assertIn("gemm-16x4096x4096: its best is not in", r.stdout)
+        self.assertEqual(read(os.path.join(self.out, "points.txt")), "")
 
     def test_a_failed_search_is_said_and_the_others_still_judged(self):
         r = self.run_script("1.5", "gemm-16x4096x4096", "gemm-128x4096x4096", FAKE_FAIL="gemm-16x4096x4096")
