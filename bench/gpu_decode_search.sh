@@ -64,10 +64,10 @@ for n in "$@"; do
   stamp "$n search rc $?"
   [ -s "$OUT/$n.best.cu" ] || { stamp "$n: no best kernel written (see $OUT/$n.run.log)"; short=1; continue; }
   # the best as a point of bench/gpu_decode_points.sh, for a repeat in another call
-  python3 - "$OUT/$n.run.json" "$n" >> "$OUT/points.txt" 2>/dev/null <<'PY' || stamp "$n: its best is not in $OUT/points.txt (see $OUT/$n.run.json)"
+  python3 - "$OUT/$n.run.json" "$n" "$c" >> "$OUT/points.txt" 2>/dev/null <<'PY' || stamp "$n: its best is not in $OUT/points.txt (see $OUT/$n.run.json)"
 import json, os, sys
 best = json.load(open(sys.argv[1]))["best"]
-family = "%s/%s.cu" % (sys.argv[2].split("-")[0], best["family"])
+family = "%s/%s.cu" % (json.load(open(sys.argv[3]))["operator"], best["family"])
 assert os.path.isfile(os.path.join("targets/cuda/kernels", family)), family
 print("%s=%s:%s" % (sys.argv[2], family, ",".join("%s=%s" % kv for kv in sorted(best["knobs"].items()))))
 PY
