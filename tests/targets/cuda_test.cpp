@@ -1118,6 +1118,10 @@ TEST(CudaCompile, TheStartsEdgesBuildWithoutSpills) {
       // the decode start without split-K that round 22's search picked there
       {"gemm", "wgmma", {{"A", {64, 4096}}, {"B", {4096, 4096}}},
        {{"BN", 64}, {"NCONS", 1}, {"SPLIT", 1}, {"STAGES", 12}, {"PERSIST", 1}, {"EPI", 2}}},
+      // cuBLAS's decode tile at M = 128: 64 x 64 in a cluster of two along M,
+      // each CTA multicasting half of every B box's k rows
+      {"gemm", "wgmma", {{"A", {128, 4096}}, {"B", {4096, 4096}}},
+       {{"BN", 64}, {"NCONS", 1}, {"CLUSTER", 2}, {"STAGES", 12}}},
       {"gemm", "streamk", {{"A", {64, 4096}}, {"B", {4096, 4096}}}, {{"BN", 64}, {"STAGES", 12}}},
       {"gemm", "swapab", {{"A", {16, 4096}}, {"B", {4096, 4096}}},
        {{"TN", 16}, {"MT", 1}, {"SPLIT", 2}, {"STAGES", 20}}},

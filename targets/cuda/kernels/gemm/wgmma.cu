@@ -60,6 +60,10 @@
  *            B slice: each loads half of the B boxes and multicasts them to
  *            both (TMA .multicast::cluster), halving B traffic from L2; every
  *            consumer warp releases a stage on the empty barriers of both CTAs.
+ *            Where the boxes do not halve (BN 64 or 192) each CTA loads half
+ *            of every box's k rows instead: BN 64 with two m64 tiles a
+ *            cluster is cuBLAS's decode tile at M = 128 (64 x 64, a cluster
+ *            of two along M, the weights read once for both).
  *            4 (with CDIM 0, PING 0): a 2 x 2 block of tiles (rank r at tile
  *            row r % 2 and column r / 2 of the block); the two CTAs of a tile
  *            row share A (each loads half of its rows for both), the two of a
@@ -228,7 +232,6 @@
 // @kevo require EPI == 0 || NCONS * WGM * (BN + 8) * 2 + 2048 <= 232448
 // @kevo require EPIR == 0 || (EPI == 2 && EPIB == 1 && PERSIST == 1 && PING == 0)
 // @kevo require STM == 0 || EPI == 2
-// @kevo require CDIM == 1 || (BN / 64) % (CLUSTER - 2 * (CLUSTER == 4)) == 0
 // @kevo require CDIM == 0 || (CLUSTER == 2 && PING == 0)
 // @kevo require CLUSTER < 4 || PING == 0
 // @kevo require SPLIT == 1 || CLUSTER == 1
@@ -417,7 +420,11 @@ struct ClusterShape {
   // of the cluster, each arriving once on rank 0's "read" barrier.
   static constexpr int kDynReaders = kClu + kClu * NCONS * 4;
   static_assert(kClu == 1 || kClu == 2 || kClu == 4, "clusters of 1, 2 or 4 CTAs");
-  static_assert(kCdim == 1 || (BN / 64) % kCM == 0, "B boxes must split evenly across the cluster");
+  // B's 64 x 64 boxes split across the kCM CTAs of a column: whole boxes
+  // where their count allows, else each box by k rows (kBParts slices of
+  // BK / kBParts rows, each a multiple of the swizzle's 8-row atom).
+  static constexpr int kBParts = (BN / 64) % kCM == 0 ? 1 : kCM;
+  static_assert(BK % (8 * kBParts) == 0, "a box's k slices must be whole swizzle atoms");
 };
 using MainShape = ClusterShape<CLUSTER, CDIM>;
 static_assert(SPLIT >= 1 && SPLIT <= 8, "SPLIT must be 1..8 (portable cluster size)");
@@ -458,6 +465,7 @@ __global__ void __cluster_dims__(kClu, SPLIT, 1) __launch_bounds__(kThreads, 1)
                       int N, int K, unsigned epoch) {
   constexpr int kCM = ClusterShape<kClu, kCdim>::kCM;
   constexpr int kCN = ClusterShape<kClu, kCdim>::kCN;
+  constexpr int kBParts = ClusterShape<kClu, kCdim>::kBParts;
   constexpr int kWriters = ClusterShape<kClu, kCdim>::kWriters;
   constexpr int kDynReaders = ClusterShape<kClu, kCdim>::kDynReaders;
   constexpr int kPart = kClu == CLUSTER && kCdim == CDIM ? 0 : 1;  // g_dyn_*'s
@@ -678,10 +686,20 @@ __global__ void __cluster_dims__(kClu, SPLIT, 1) __launch_bounds__(kThreads, 1)
             // This CTA's share of B's boxes, to every CTA of its tile column
             // (one past the last tile column loads valid columns).
             const int nb = n0 < N ? n0 : 0;
+            if constexpr (kBParts == 1) {
 #pragma unroll
-            for (int jj = 0; jj < BN / 64 / kCM; ++jj) {
-              const int j = jj * kCM + rm;
-              kv_tma_load_2d_mc(sB + s * kBStage + j * kBBox, &tmB, nb + 64 * j, k, full, mask_b);
+              for (int jj = 0; jj < BN / 64 / kCM; ++jj) {
+                const int j = jj * kCM + rm;
+                kv_tma_load_2d_mc(sB + s * kBStage + j * kBBox, &tmB, nb + 64 * j, k, full, mask_b);
+              }
+            } else {
+              // Boxes that do not split across the column (BN 64, 192): its
+              // 1 / kCM of every box's k rows (the map's box is that tall).
+              constexpr int kRows = BK / kBParts;
+#pragma unroll
+              for (int j = 0; j < BN / 64; ++j)
+                kv_tma_load_2d_mc(sB + s * kBStage + j * kBBox + rm * kRows * 128, &tmB, nb + 64 * j,
+                                  k + rm * kRows, full, mask_b);
             }
           }
           if (++s == STAGES) {
@@ -1125,7 +1143,8 @@ int launch_part(const __nv_bfloat16* A, const __nv_bfloat16* B, __nv_bfloat16* C
   if (tiles > INT32_MAX) return KEVO_ERR_UNSUPPORTED;
   CUtensorMap mapA, mapB, mapC = {};
   if (!kv_tma_map_2d(&mapA, A, (uint64_t)K, (uint64_t)M, BK, BM / Shape::kCN)) return KEVO_ERR_RUNTIME;
-  if (!kv_tma_map_2d_ld(&mapB, B, (uint64_t)N, (uint64_t)K, (uint64_t)ldn, 64, BK)) return KEVO_ERR_RUNTIME;
+  if (!kv_tma_map_2d_ld(&mapB, B, (uint64_t)N, (uint64_t)K, (uint64_t)ldn, 64, BK / Shape::kBParts))
+    return KEVO_ERR_RUNTIME;
   if (EPI == 2 && !kv_tma_map_2d_ld(&mapC, C, (uint64_t)N, (uint64_t)M, (uint64_t)ldn, 64, WGM))
     return KEVO_ERR_RUNTIME;
   auto kernel = gemm_wgmma_kernel<kClu, kCdim>;
