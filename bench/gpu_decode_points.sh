@@ -8,9 +8,14 @@
 # streams its weights).
 # No search: it says, in one short device call, how far a family's known point
 # is from the peers on this GPU, before a search is worth its minutes.
-#   bench/gpu_decode_points.sh [CONFIG=FAMILY:K=V,...]...
+#   bench/gpu_decode_points.sh [CONFIG=FAMILY:K=V,... | CONFIG=FILE.cu]...
 # CONFIG is a config name under configs/cuda/decode/ (without .json), FAMILY
-# a family file under targets/cuda/kernels/ (e.g. gemm/swapab.cu). With no
+# a family file under targets/cuda/kernels/ (e.g. gemm/swapab.cu). FILE.cu,
+# a kernel file (a search's CONFIG.best.cu from gpu_decode_search.sh), is
+# timed as it is: the harness records the hash of the file it timed and
+# bench/peers_verdict.py pools only runs of one file, so this is the point
+# form whose runs join the search call's into a repeated verdict (the same
+# knobs as FAMILY:K=V make another file, another hash). With no
 # argument, the points below: the best of kevo's own 1.75- to 6.5-minute
 # searches on an H100, each config timing from a clean L2 as it says
 # (bench/results/2026-12-07-h100-decode-gemm-19.md for 64 x 4096 x 14336,
@@ -62,6 +67,14 @@ fi
 mkdir -p "$OUT/best"
 for p in "${points[@]}"; do
   config=${p%%=*} rest=${p#*=}
+  if [ "$config" != "$p" ] && [[ "$rest" == *.cu && "$rest" != *:* ]]; then
+    # a kernel file (a search's exported best): timed as it is, so its hash is
+    # the one the search call's harness runs recorded
+    [ -f "configs/cuda/decode/$config.json" ] || { echo "no config configs/cuda/decode/$config.json" >&2; exit 2; }
+    [ -f "$rest" ] || { echo "no kernel file $rest" >&2; exit 2; }
+    cp "$rest" "$OUT/best/$config.best.cu"
+    continue
+  fi
   family=${rest%%:*} knobs=${rest#*:}
   if [ "$config" = "$p" ] || [ "$family" = "$rest" ]; then
     echo "bad point '$p': want CONFIG=FAMILY:K=V,..." >&2

@@ -27,7 +27,9 @@
 # CONFIG.best.cu, CONFIG.harness.{txt,json} and CONFIG.repeat.{txt,json};
 # $OUT/verdicts.txt; and $OUT/points.txt, each best as a point
 # (CONFIG=FAMILY:K=V,...): `bench/gpu_decode_points.sh $(cat points.txt)`
-# times them again in another device call, the repeat this call cannot give.
+# times them again in another device call, the repeat this call cannot give
+# (CONFIG=DIR/CONFIG.best.cu, this call's file brought back, times the very
+# file these runs timed, so the verdicts of both calls pool).
 # Binaries built elsewhere: carry build/bin.
 # Exit status 0 when every config was searched and timed twice, 1 when one
 # was skipped or failed (the log says which), 2 for bad arguments.

@@ -6,7 +6,8 @@ peers, that the verdicts come from both runs, that each best becomes a point
 the points script takes, that a failed search or a
 config that does not fit LIMIT is said and turns the exit status to 1, and
 that bad arguments are one line and exit 2; and that the points script times
-each point once with the knobs it was given, skips what LIMIT leaves no time
+each point once with the knobs it was given or a search's best file as it
+is (whose runs then pool with the search call's), skips what LIMIT leaves no time
 for, still gives the verdicts of what it timed, writes sources kevo itself
 can evaluate, and that its default points are points of their families."""
 import json
@@ -42,8 +43,9 @@ FAKE_KEVO = textwrap.dedent("""\
 FAKE_HARNESS = textwrap.dedent("""\
     #!/usr/bin/env python3
     # torch_peers.py CONFIG --peers P --kevo-cuda-dir D (or --kevo-dir D) ... --json J:
-    # eager and compile 10% slower than kevo's kernel
-    import itertools, json, os, sys
+    # eager and compile 10% slower than kevo's kernel; the kevo side names the
+    # file it timed by its hash, as torch_peers.py does
+    import hashlib, itertools, json, os, sys
     a = sys.argv[1:]
     cfg = a[0]
     name = os.path.basename(cfg)[:-5]
@@ -66,6 +68,8 @@ FAKE_HARNESS = textwrap.dedent("""\
     doc = {"tasks": [{"name": name, "flush": opt("--flush"),
                       "peers": {p: {"status": "ok", "round_medians_us": r, "median_us": sorted(r)[1]}
                                 for p, r in peers.items()}}]}
+    doc["tasks"][0]["peers"][side].update(
+        source=best, source_sha256=hashlib.sha256(open(best, "rb").read()).hexdigest())
     json.dump(doc, open(opt("--json"), "w"))
     print("timed", name)
     """)
@@ -142,6 +146,34 @@ class GpuDecodeSearch(StandIns):
         r = self.run_script("1.5", "gemm-16x4096x4096", FAKE_FAMILY="nosuch")
         self.assertIn("gemm-16x4096x4096: its best is not in", r.stdout)
         self.assertEqual(read(os.path.join(self.out, "points.txt")), "")
+
+    def test_a_best_file_timed_again_joins_the_search_calls_verdict(self):
+        r = self.run_script("1.5", "gemm-16x4096x4096")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        first = [os.path.join(self.out, "gemm-16x4096x4096.%s.json" % x) for x in ("harness", "repeat")]
+        best = os.path.join(self.dir.name, "kept.best.cu")   # the file brought back from the device
+        os.rename(os.path.join(self.out, "gemm-16x4096x4096.best.cu"), best)
+        verdict = os.path.join(ROOT, "bench", "peers_verdict.py")
+        for point, pooled in (("gemm-16x4096x4096=" + best, True),
+                              (read(os.path.join(self.out, "points.txt")).strip(), False)):
+            out = os.path.join(self.dir.name, "again")
+            e = dict(os.environ, OUT=out, HARNESS=self.harness, FAKE_LOG=self.log)
+            r = subprocess.run(["bash", POINTS, point], env=e, capture_output=True, text=True, timeout=120)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            if pooled:   # the very file, byte for byte
+                self.assertEqual(read(os.path.join(out, "best", "gemm-16x4096x4096.best.cu")), read(best))
+            v = subprocess.run([sys.executable, verdict, *first, os.path.join(out, "gemm-16x4096x4096.json")],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(v.returncode, 0, v.stderr)
+            rows = [l for l in v.stdout.splitlines() if l.startswith("gemm-16x4096x4096 [read flush] eager")]
+            # one file: one row, judged over three runs of two calls; the same knobs
+            # written from the family: another file, a row of its own
+            self.assertEqual(len(rows), 1 if pooled else 2, v.stdout)
+            self.assertEqual(any("(one call)" in l for l in rows), not pooled, v.stdout)
+        r = subprocess.run(["bash", POINTS, "gemm-16x4096x4096=" + best[:-len("kept.best.cu")] + "gone.best.cu"], capture_output=True, text=True,
+                           env=dict(os.environ, OUT=self.out, HARNESS=self.harness, FAKE_LOG=self.log), timeout=60)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("no kernel file", r.stderr)
 
     def test_a_failed_search_is_said_and_the_others_still_judged(self):
         r = self.run_script("1.5", "gemm-16x4096x4096", "gemm-128x4096x4096", FAKE_FAIL="gemm-16x4096x4096")
