@@ -990,6 +990,9 @@ TEST(CudaFamilies, DecodeStartsGiveTheirPointsAtEveryDecodeConfig) {
     }
     if (task.op->name() == "gemm" && !task.multi_shape()) {
       EXPECT_TRUE(has({{"BN", 64}, {"NCONS", m > 64 ? 2 : 1}, {"STAGES", m > 64 ? 8 : 12}}));
+      // cuBLAS's decode tile: 64 x 64, no split, above 64 rows two CTAs along M sharing B
+      EXPECT_TRUE(has({{"BN", 64}, {"WGM", 64}, {"NCONS", 1}, {"CLUSTER", m > 64 ? 2 : 1}, {"SPLIT", 1},
+                       {"PERSIST", 0}, {"STAGES", 12}}));
     }
     // The tokens-on-N family: every start's TN is the power of two that
     // covers M (at most 128); its first start (one column tile of 64) brings

@@ -195,11 +195,16 @@
  * 15.9 (evaluation 32 of 147; round 20's search, 80 evaluations, tried no
  * wgmma tile without split there). The third and fourth starts begin at
  * those tiles, persistent, as the searches' bests were.
+ * The fifth is cuBLAS's tile at 128 x 4096 x 4096 on an H100 (ncu, round 23:
+ * nvjet 64x64, 13 stages, 16.4 us where kevo's best split-K point took 18.6):
+ * 64 x 64 without split-K, above 64 rows in clusters of two along M that
+ * read each weight tile once for both. Not yet timed in kevo.
  */
 // @kevo start BN = 64, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = SMS / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
 // @kevo start BN = 128, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = SMS / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
 // @kevo start BN = 64, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), EPI = 2, PERSIST = 1, SPLIT = 1
 // @kevo start BN = 128, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), EPI = 2, PERSIST = 1, SPLIT = 1
+// @kevo start BN = 64, WGM = 64, NCONS = 1, CLUSTER = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = 1, GROUP_M = 1
 // @kevo start BN = 256, WGM = 64, NCONS = 2, STAGES = 3, EPI = 2, PERSIST = 1, GROUP_M = 8
 // @kevo start BN = 128, WGM = 128, NCONS = 2, STAGES = 5, EPI = 2, PERSIST = 1, PING = 1, GROUP_M = 8
 // @kevo start BN = 256, WGM = 64, NCONS = 2, STAGES = 3, EPI = 2, PERSIST = 1, CLUSTER = 2, SK = 1, GROUP_M = 8
