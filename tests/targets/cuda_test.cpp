@@ -1793,7 +1793,13 @@ TEST_F(OnGpu, PersistentTilesAreRight) {
                 {{"PERSIST", 1}, {"SK", 1}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"CLUSTER", 4}, {"BN", 128},
                  {"WGM", 128}, {"STAGES", 4}},
                 {{"PERSIST", 1}, {"SK", 2}, {"EPI", 0}, {"CLUSTER", 4}, {"BN", 256}, {"STAGES", 3}},
-                {{"EPI", 1}, {"CLUSTER", 4}, {"BN", 128}, {"NCONS", 1}, {"STAGES", 4}}},
+                {{"EPI", 1}, {"CLUSTER", 4}, {"BN", 128}, {"NCONS", 1}, {"STAGES", 4}},
+                // B boxes that do not halve across the column: each CTA loads half of
+                // every box's k rows (K = 520: the last k tile's rows partly past K)
+                {{"EPI", 0}, {"CLUSTER", 2}, {"BN", 64}, {"NCONS", 1}, {"STAGES", 12}, {"GROUP_M", 1}},
+                {{"PERSIST", 1}, {"EPI", 2}, {"CLUSTER", 2}, {"BN", 64}, {"NCONS", 1}, {"STAGES", 6}},
+                {{"EPI", 2}, {"CLUSTER", 2}, {"BN", 192}, {"NCONS", 1}, {"STAGES", 4}},
+                {{"PERSIST", 1}, {"EPI", 2}, {"CLUSTER", 4}, {"BN", 64}, {"NCONS", 1}, {"STAGES", 6}}},
                many);
   expect_right("gemm", "wgmma",
                {{{"EPI", 2}},
@@ -1819,7 +1825,9 @@ TEST_F(OnGpu, PersistentTilesAreRight) {
                 // one tile row in 2 x 2 clusters: every cluster's second row past M
                 {{"PERSIST", 1}, {"DYN", 1}, {"EPI", 2}, {"EPIB", 1}, {"EPIR", 1}, {"CLUSTER", 4}, {"BN", 128},
                  {"WGM", 128}, {"STAGES", 4}},
-                {{"EPI", 2}, {"CLUSTER", 4}, {"BN", 128}, {"NCONS", 1}, {"STAGES", 4}}},
+                {{"EPI", 2}, {"CLUSTER", 4}, {"BN", 128}, {"NCONS", 1}, {"STAGES", 4}},
+                // cuBLAS's decode tile: the cluster's second CTA past M still loads its half of B
+                {{"EPI", 0}, {"CLUSTER", 2}, {"BN", 64}, {"NCONS", 1}, {"STAGES", 12}, {"GROUP_M", 1}}},
                {{"A", {33, 1000}}, {"B", {1000, 392}}});
 }
 
