@@ -65,24 +65,22 @@ if [ ${#points[@]} -eq 0 ]; then
   )
 fi
 mkdir -p "$OUT/best"
+bad_point() { echo "bad point '$1': want CONFIG=FAMILY:K=V,... or CONFIG=FILE.cu" >&2; exit 2; }
 for p in "${points[@]}"; do
   config=${p%%=*} rest=${p#*=}
-  if [ "$config" != "$p" ] && [[ "$rest" == *.cu && "$rest" != *:* ]]; then
+  cfg=configs/cuda/decode/$config.json
+  [ "$config" != "$p" ] || bad_point "$p"
+  [ -f "$cfg" ] || { echo "no config $cfg" >&2; exit 2; }
+  if [[ "$rest" == *.cu && "$rest" != *:* ]]; then
     # a kernel file (a search's exported best): timed as it is, so its hash is
     # the one the search call's harness runs recorded
-    [ -f "configs/cuda/decode/$config.json" ] || { echo "no config configs/cuda/decode/$config.json" >&2; exit 2; }
-    [ -f "$rest" ] || { echo "no kernel file $rest" >&2; exit 2; }
+    [ -f "$rest" ] || { echo "no kernel file $rest (a family point is FAMILY:K=V,...)" >&2; exit 2; }
     cp "$rest" "$OUT/best/$config.best.cu"
     continue
   fi
   family=${rest%%:*} knobs=${rest#*:}
-  if [ "$config" = "$p" ] || [ "$family" = "$rest" ]; then
-    echo "bad point '$p': want CONFIG=FAMILY:K=V,..." >&2
-    exit 2
-  fi
-  cfg=configs/cuda/decode/$config.json
+  [ "$family" != "$rest" ] || bad_point "$p"
   src=targets/cuda/kernels/$family
-  [ -f "$cfg" ] || { echo "no config $cfg" >&2; exit 2; }
   [ -f "$src" ] || { echo "no family $src" >&2; exit 2; }
   {
     IFS=, read -ra kvs <<< "$knobs"

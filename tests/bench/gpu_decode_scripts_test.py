@@ -170,8 +170,9 @@ class GpuDecodeSearch(StandIns):
             # written from the family: another file, a row of its own
             self.assertEqual(len(rows), 1 if pooled else 2, v.stdout)
             self.assertEqual(any("(one call)" in l for l in rows), not pooled, v.stdout)
-        r = subprocess.run(["bash", POINTS, "gemm-16x4096x4096=" + best[:-len("kept.best.cu")] + "gone.best.cu"], capture_output=True, text=True,
-                           env=dict(os.environ, OUT=self.out, HARNESS=self.harness, FAKE_LOG=self.log), timeout=60)
+        gone = "gemm-16x4096x4096=" + os.path.join(self.dir.name, "gone.best.cu")
+        r = subprocess.run(["bash", POINTS, gone], capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, OUT=self.out, HARNESS=self.harness, FAKE_LOG=self.log))
         self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
         self.assertIn("no kernel file", r.stderr)
 
