@@ -1106,7 +1106,9 @@ TEST(CudaCompile, TheStartsEdgesBuildWithoutSpills) {
       // setmaxnreg, out of what the launch holds: 168 a thread at 384 threads
       // (kv_consumer_regs). Were ptxas to give the kernel fewer, the
       // consumers' setmaxnreg.inc would wait for ever.
-      if (m.metric == "ptxas.registers" && v.count("NCONS") && v.at("NCONS") == 2) EXPECT_EQ(m.value, 168) << out.log;
+      if (m.metric == "ptxas.registers" && v.count("NCONS") && v.at("NCONS") == 2) {
+        EXPECT_EQ(m.value, 168) << out.log;
+      }
     }
     EXPECT_TRUE(seen) << out.log;
   };

@@ -198,7 +198,12 @@
  * The fifth is cuBLAS's tile at 128 x 4096 x 4096 on an H100 (ncu, round 23:
  * nvjet 64x64, 13 stages, 16.4 us where kevo's best split-K point took 18.6):
  * 64 x 64 without split-K, above 64 rows in clusters of two along M that
- * read each weight tile once for both. Not yet timed in kevo.
+ * read each weight tile once for both. Timed there (round 24): 18.8 us,
+ * 0.90x cuBLAS, slower than round 23's swapab point (18.0); at
+ * 128 x 8192 x 8192 0.81x. ncu: the same grid, clusters and DRAM bytes as
+ * cuBLAS's kernel, which runs the tile in three warpgroups; both consumers
+ * on the one tile, alternate k tiles each, were slower still (0.87x; the
+ * experiment's patch is in that round's folder, not in this family).
  */
 // @kevo start BN = 64, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = SMS / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
 // @kevo start BN = 128, WGM = 64, NCONS = 1 + (DIM_A_0 > 64), STAGES = 230000 / ((NCONS * WGM + BN) * 128), SPLIT = SMS / ((DIM_A_0 + NCONS * WGM - 1) / (NCONS * WGM) * ((DIM_B_1 + BN - 1) / BN))
