@@ -21,9 +21,11 @@ Usage:
   harness_points.py configs/cuda/rmsnorm-16384x4096.json \\
       --point best=build/best/rmsnorm-16384x4096.best.cu \\
       --point h4=targets/cuda/kernels/rmsnorm/fused.cu:HINT=4,MINB=2 \\
-      [--no-compile] [--flush fill,read] [--rounds 3] [--json out.json]
+      [--no-compile] [--eager] [--flush fill,read] [--rounds 3] [--json out.json]
 
-Prints, per flush, each kernel's median of round medians and compile / kernel.
+--eager times the task's eager PyTorch function too (cuBLAS for a GEMM); it is
+the ratios' base where torch.compile is left out (--no-compile).
+Prints, per flush, each kernel's median of round medians and base / kernel.
 Each kernel's output is checked once against the fp64 reference (kevo kernels'
 outputs filled with NaN first: one left unwritten fails).
 Exit status: 0, 1 when a kernel failed its check or errored, 2 for bad input.
@@ -119,6 +121,8 @@ def main(argv=None):
     ap.add_argument("config")
     ap.add_argument("--point", action="append", default=[], metavar="LABEL=SRC[:K=V,...]")
     ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument("--eager", action="store_true",
+                    help="time the eager function too (the base of the ratios without torch.compile)")
     ap.add_argument("--flush", default="fill", help="comma-separated subset of " + ",".join(FLUSHES) + " (default fill)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--launch-cover-us", type=float, default=300.0)
@@ -134,7 +138,7 @@ def main(argv=None):
         flushes = [f for f in o.flush.split(",") if f]
         if not flushes or any(f not in FLUSHES for f in flushes):
             raise tp.BadInput(f"--flush: expected a comma-separated subset of {','.join(FLUSHES)}")
-        if o.rounds < 1 or (not points and o.no_compile):
+        if o.rounds < 1 or (not points and o.no_compile and not o.eager):
             raise tp.BadInput("--rounds must be >= 1, and something must be timed")
         if tp.torch is None or not tp.torch.cuda.is_available():
             raise tp.BadInput("needs torch with a CUDA device")
@@ -153,6 +157,8 @@ def main(argv=None):
         fn = tp.peer_function(task)
         calls["compile"] = tp.torch.compile(fn, mode=tp.COMPILE_MODE, dynamic=False,
                                             fullgraph=True)
+    if o.eager:
+        calls["eager"] = tp.peer_function(task)
     kernels, failed = build_points(task, points, work)
     calls.update(kernels)
     status = 1 if failed else status
@@ -194,8 +200,10 @@ def main(argv=None):
                 tp.torch.cuda.cudart().cudaProfilerStop()
         del timer
         tp.torch.cuda.empty_cache()
-        base = statistics.median(results[f]["compile"]) if "compile" in results[f] else None
-        print(f"== flush {f}: median of {o.rounds} round medians (us), compile / kernel")
+        base_label = next((b for b in ("compile", "eager") if b in results[f]), None)
+        base = statistics.median(results[f][base_label]) if base_label else None
+        print(f"== flush {f}: median of {o.rounds} round medians (us)"
+              + (f", {base_label} / kernel" if base_label else ""))
         for label in labels:
             med = statistics.median(results[f][label])
             ratio = f"  {base / med:.3f}x" if base else ""

@@ -118,6 +118,15 @@ class HarnessPoints(unittest.TestCase):
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
             self.assertTrue(r.stderr.startswith("harness_points: "), r.stderr)
 
+    def test_the_eager_function_alone_is_something_to_time(self):
+        """--no-compile --eager times cuBLAS's (the eager function's) side alone:
+        not refused as an empty run (here it stops at the want of a GPU)."""
+        r = subprocess.run([sys.executable, SCRIPT, CONFIG, "--no-compile", "--eager"],
+                           capture_output=True, text=True, check=False)
+        self.assertNotIn("something must be timed", r.stderr)
+        if r.returncode == 2:
+            self.assertIn("CUDA device", r.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()
