@@ -15,6 +15,11 @@
 #   being the config's file name without .json)
 # The peer is torch.compile's Triton kernel unless PEER and KERNELS say otherwise:
 #   PEER=eager KERNELS='nvjet|gemm|xmma|cutlass' ...   (cuBLAS's kernel, for a GEMM)
+# With EXTRA_SECTIONS naming SourceCounters (ncu's warp stall samples per SASS instruction):
+#   $OUT/source-TASK-WHO.csv.gz, each report's source page, and $OUT/stalls.txt, both sides'
+#   samples by kind of instruction side by side (bench/micro/stall_summary.py), e.g.
+#   EXTRA_SECTIONS=SourceCounters PEER=eager KERNELS='nvjet|gemm|xmma|cutlass' BEST_DIR=D \
+#     bench/gpu_diag.sh decode/gemm-128x4096x4096
 # Writes $OUT/diag.txt (ncu details), $OUT/end_event.txt, $OUT/inductor.txt, $OUT/tensor-metrics.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -49,11 +54,22 @@ for task in "$@"; do
     -f -o "$w/torch-$task" python3 bench/peers/torch_peers.py "$cfg" --peers "$PEER" --profile-calls 2 \
     --launch-cover-us 300 --min-time-ms 30 > "$w/torch-$task.log" 2>&1
   grep "median\|compile " "$w/torch-$task.log" | tail -3
+  sources=()
   for who in kevo torch; do
     echo "######## $task: $who" >> "$OUT/diag.txt"
     "$NCU" --import "$w/$who-$task.ncu-rep" --page details >> "$OUT/diag.txt" 2>&1 ||
       { echo "(no report)"; tail -20 "$w/$who-$task.log"; } >> "$OUT/diag.txt"
+    if [[ " ${EXTRA_SECTIONS:-} " == *" SourceCounters "* ]]; then
+      src=$OUT/source-$task-$who.csv
+      "$NCU" --import "$w/$who-$task.ncu-rep" --page source --print-source sass --csv > "$src" 2>&1 &&
+        gzip -f "$src" && sources+=("$src.gz") || echo "(no source page for $who: $(head -c 200 "$src"))"
+    fi
   done
+  if [ ${#sources[@]} -gt 0 ]; then
+    echo "######## $task: ${sources[*]}" >> "$OUT/stalls.txt"
+    python3 bench/micro/stall_summary.py "${sources[@]}" >> "$OUT/stalls.txt" 2>&1
+    grep -A12 "side by side" "$OUT/stalls.txt" | tail -13
+  fi
   echo "######## $task" >> "$OUT/inductor.txt"
   grep -v "^\s*$" "$w/torch-$task.log" | grep -iv "autotun\|Ignoring\|^==PROF==" | head -400 >> "$OUT/inductor.txt"
 done
